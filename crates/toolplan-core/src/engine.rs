@@ -1,0 +1,218 @@
+//! [`Engine`]: a tool registry with limits and run settings — the one object most users need — and
+//! [`ExecuteToolPlan`], the engine offered to an LLM as the `execute_tool_plan` tool.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::dialect::tool_plan;
+use crate::error::{InvalidPlan, ToolError};
+use crate::limits::Limits;
+use crate::plan::{EXECUTE_TOOL_PLAN, Plan};
+use crate::run::PlanRun;
+use crate::scheduler::{self, RunConfig, RunControl};
+use crate::tool::{Tool, ToolContext, ToolRegistry, ToolResult};
+
+/// Validates and runs plans over one set of tools.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    tools: Arc<ToolRegistry>,
+    limits: Limits,
+    config: RunConfig,
+}
+
+impl Engine {
+    /// An engine over these tools with default limits and settings.
+    pub fn new(tools: Arc<ToolRegistry>) -> Self {
+        Self {
+            tools,
+            limits: Limits::default(),
+            config: RunConfig::default(),
+        }
+    }
+
+    /// Replaces the plan size limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Replaces the run settings (concurrency, timeouts, schedule).
+    pub fn with_config(mut self, config: RunConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The tools plans may call.
+    pub fn tools(&self) -> &Arc<ToolRegistry> {
+        &self.tools
+    }
+
+    /// The plan size limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The run settings.
+    pub fn config(&self) -> &RunConfig {
+        &self.config
+    }
+
+    /// Parses and validates a tool plan given as JSON text.
+    pub fn compile(&self, text: &str) -> Result<Plan, InvalidPlan> {
+        tool_plan::compile(text, &self.tools, &self.limits)
+    }
+
+    /// Parses and validates a tool plan given as a JSON value.
+    pub fn compile_value(&self, plan: Value) -> Result<Plan, InvalidPlan> {
+        tool_plan::compile_value(plan, &self.tools, &self.limits)
+    }
+
+    /// Runs a validated plan.
+    pub async fn run(&self, plan: &Plan, control: RunControl) -> PlanRun {
+        scheduler::run(plan, &self.tools, &self.config, control).await
+    }
+}
+
+/// How the `arguments` field of a step is described to an LLM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ArgumentsStyle {
+    /// A JSON string or a JSON object (both are accepted whatever the style).
+    #[default]
+    Either,
+    /// A JSON string, exactly as the seed's `execute_tool_plan` (for models tuned on that schema).
+    JsonString,
+}
+
+/// The `execute_tool_plan` tool: an LLM hands it a plan, it runs the plan on an [`Engine`] and answers
+/// with [`PlanRun::summary`].
+pub struct ExecuteToolPlan {
+    engine: Arc<Engine>,
+    description: String,
+    style: ArgumentsStyle,
+}
+
+const PLAN_DESCRIPTION: &str = "\
+Run several tool calls as one plan instead of one call per turn. Each step is {id, tool, arguments}. \
+A step uses an earlier step's result by putting \"$ref:<step_id>\" as an argument value (the whole \
+result, keeping its JSON type) or \"$ref:<step_id>.<field>\" (a field; nested fields and array \
+indexes with more dots, e.g. \"$ref:s1.items.0.name\"; a missing field gives null); \"$ref:\" inside \
+longer text inserts the value as text. Steps that do not depend on each other run in parallel. \
+List in output_steps only the steps whose results you need (all are returned if omitted). If a step \
+fails, the steps that depend on it are skipped and every failure is reported; the others still run. \
+A plan cannot call execute_tool_plan.";
+
+impl ExecuteToolPlan {
+    /// The tool over an engine; its description lists the engine's tools.
+    pub fn new(engine: Arc<Engine>) -> Self {
+        let mut description = PLAN_DESCRIPTION.to_owned();
+        let tools: Vec<String> = engine
+            .tools()
+            .iter()
+            .filter(|t| t.tool().name() != EXECUTE_TOOL_PLAN)
+            .map(|t| format!("- {}: {}", t.tool().name(), t.tool().description()))
+            .collect();
+        if !tools.is_empty() {
+            description.push_str("\nTools a plan can call:\n");
+            description.push_str(&tools.join("\n"));
+        }
+        Self {
+            engine,
+            description,
+            style: ArgumentsStyle::default(),
+        }
+    }
+
+    /// Sets how step arguments are described in the schema.
+    pub fn with_arguments_style(mut self, style: ArgumentsStyle) -> Self {
+        self.style = style;
+        self
+    }
+
+    /// Replaces the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// The engine plans run on.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Validates and runs a plan, returning the full run (the tool call returns its summary).
+    pub async fn execute(&self, plan: Value, control: RunControl) -> Result<PlanRun, InvalidPlan> {
+        // Models sometimes send the whole plan as one JSON string.
+        let plan = match plan {
+            Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+            other => other,
+        };
+        let plan = self.engine.compile_value(plan)?;
+        Ok(self.engine.run(&plan, control).await)
+    }
+}
+
+/// The JSON Schema of a tool plan, as an LLM sees it.
+pub fn plan_schema(style: ArgumentsStyle) -> Value {
+    let arguments = match style {
+        ArgumentsStyle::Either => json!({
+            "type": ["object", "string"],
+            "description": "The tool's arguments: a JSON object, or a JSON string of one. String values may be \"$ref:<step_id>\" or \"$ref:<step_id>.<field>\" references."
+        }),
+        ArgumentsStyle::JsonString => json!({
+            "type": "string",
+            "description": "JSON string of the tool's arguments. May contain \"$ref:<step_id>\" or \"$ref:<step_id>.<field>\" references."
+        }),
+    };
+    json!({
+        "type": "object",
+        "properties": {
+            "steps": {
+                "type": "array",
+                "minItems": 1,
+                "description": "The tool calls to make.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "description": "Unique step id, used by $ref references."},
+                        "tool": {"type": "string", "description": "Name of the tool to call."},
+                        "arguments": arguments
+                    },
+                    "required": ["id", "tool", "arguments"],
+                    "additionalProperties": false
+                }
+            },
+            "output_steps": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Ids of the steps whose results you need; all results are returned if omitted."
+            }
+        },
+        "required": ["steps"],
+        "additionalProperties": false
+    })
+}
+
+#[async_trait]
+impl Tool for ExecuteToolPlan {
+    fn name(&self) -> &str {
+        EXECUTE_TOOL_PLAN
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        plan_schema(self.style)
+    }
+
+    async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {
+        let run = self
+            .execute(arguments, RunControl::with_cancel(ctx.cancel))
+            .await
+            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        Ok(Value::String(run.summary()))
+    }
+}

@@ -1,0 +1,62 @@
+//! # toolplan-core
+//!
+//! The engine of toolplan: an LLM emits **one plan** — a DAG of tool calls whose arguments reference
+//! earlier results — and this crate validates it, runs every independent step at once, and returns only
+//! the results that were asked for. It knows nothing of LLMs, HTTP or MCP: those crates build on it.
+//!
+//! ## Layout
+//!
+//! * [`reference`] — the `$ref:step.path` grammar and path lookup into a step's output.
+//! * [`template`] — a step's arguments with their references found once, rendered per run.
+//! * [`dialect`] — plan formats parsed into the IR ([`dialect::tool_plan`] is the seed's format).
+//! * [`plan`] — the IR ([`Plan`], [`Step`]) and [`plan::validate`]: unknown tools and steps, cycles,
+//!   schema checks of literal arguments; waves (Kahn levels).
+//! * [`tool`] — the object-safe async [`Tool`] trait and the [`ToolRegistry`] (schemas compiled once).
+//! * [`scheduler`] — the one scheduler: dependency-driven, concurrency limits, timeouts, deadline,
+//!   cancellation, fail-forward, observer events.
+//! * [`run`] — the [`PlanRun`] record, its JSON report and the summary an LLM reads.
+//! * [`engine`] — [`Engine`] (registry + limits + settings) and the [`ExecuteToolPlan`] tool.
+//! * [`demo`] — deterministic demo tools for examples and benchmarks.
+//! * [`error`] and [`limits`] — problems, tool errors and the limits that bound every plan.
+//!
+//! ## Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolplan_core::{Engine, RunControl, demo};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let engine = Engine::new(Arc::new(demo::registry()));
+//! let plan = engine.compile(r#"{
+//!   "steps": [
+//!     {"id": "tokyo",  "tool": "get_weather", "arguments": "{\"location\": \"Tokyo\"}"},
+//!     {"id": "london", "tool": "get_weather", "arguments": {"location": "London"}},
+//!     {"id": "diff",   "tool": "calculator",
+//!      "arguments": {"expression": "$ref:tokyo.temp - $ref:london.temp"}}
+//!   ],
+//!   "output_steps": ["diff"]
+//! }"#).expect("valid plan");
+//! let run = engine.run(&plan, RunControl::default()).await;
+//! assert_eq!(run.output("diff"), Some(&serde_json::json!(6)));
+//! # });
+//! ```
+
+pub mod demo;
+pub mod dialect;
+pub mod engine;
+pub mod error;
+pub mod limits;
+pub mod plan;
+pub mod reference;
+pub mod run;
+pub mod scheduler;
+pub mod template;
+pub mod tool;
+
+pub use engine::{ArgumentsStyle, Engine, ExecuteToolPlan, plan_schema};
+pub use error::{InvalidPlan, Problem, RegistryError, ToolError};
+pub use limits::Limits;
+pub use plan::{EXECUTE_TOOL_PLAN, Plan, Step};
+pub use run::{PlanRun, RunOutcome, StepRecord, StepStatus};
+pub use scheduler::{Observer, RunConfig, RunControl, Schedule, StepFinished, StepStarted};
+pub use tool::{Tool, ToolContext, ToolRegistry, ToolResult};

@@ -1,0 +1,361 @@
+//! The plan IR every dialect compiles into, and the validation that turns a draft into a runnable plan.
+//!
+//! A dialect parser produces a [`DraftPlan`] (steps named by id, references still by id) together with
+//! the problems it found; [`validate`] adds the problems that need the whole plan or the tool registry
+//! (unknown tools and references, cycles, literal arguments that break a tool's schema) and, when there
+//! are none, resolves ids to indexes and computes dependency edges and waves.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::error::{InvalidPlan, Problem};
+use crate::template::Template;
+use crate::tool::ToolRegistry;
+
+/// The name of the plan meta-tool; a plan may not call it (no recursive plans).
+pub const EXECUTE_TOOL_PLAN: &str = "execute_tool_plan";
+
+/// A step as a dialect parsed it, before validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DraftStep {
+    /// Position of the step in the source plan (for messages).
+    pub position: usize,
+    /// The step id.
+    pub id: String,
+    /// The tool to call; `None` when the parser already reported it missing or mistyped.
+    pub tool: Option<String>,
+    /// The arguments, with references found; `None` when the parser already reported them unusable.
+    pub arguments: Option<Template>,
+    /// Ids of steps this one must wait for besides those its references name.
+    pub depends_on: Vec<String>,
+}
+
+/// A plan as a dialect parsed it, before validation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DraftPlan {
+    /// The steps with usable ids, in source order.
+    pub steps: Vec<DraftStep>,
+    /// The steps whose results are returned; empty means all.
+    pub output_steps: Vec<String>,
+}
+
+/// One validated step of a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The step id.
+    pub id: String,
+    /// The tool to call.
+    pub tool: String,
+    /// The arguments; every reference's `slot` is the index of the step it names.
+    pub arguments: Template,
+    /// Indexes of the steps this one waits for, ascending, without repeats.
+    pub deps: Vec<usize>,
+    /// Indexes of the steps that wait for this one, ascending.
+    pub dependents: Vec<usize>,
+    /// The Kahn level: 0 for steps without dependencies, else one more than the deepest dependency.
+    pub wave: usize,
+}
+
+/// A validated, acyclic plan, ready to run any number of times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    steps: Vec<Step>,
+    outputs: Vec<usize>,
+    explicit_outputs: bool,
+    waves: Vec<Vec<usize>>,
+    index: HashMap<String, usize>,
+}
+
+impl Plan {
+    /// The steps, in source order.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// Indexes of the steps whose results are returned (all steps when `output_steps` was empty).
+    pub fn outputs(&self) -> &[usize] {
+        &self.outputs
+    }
+
+    /// Whether `output_steps` was given (and so only some results are returned).
+    pub fn has_explicit_outputs(&self) -> bool {
+        self.explicit_outputs
+    }
+
+    /// Steps grouped by Kahn level.
+    pub fn waves(&self) -> &[Vec<usize>] {
+        &self.waves
+    }
+
+    /// The index of the step with that id.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
+    /// Number of steps.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether the plan has no steps (never true for a validated plan).
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The length of the longest dependency chain when each step takes `cost(step)`: the least time any
+    /// scheduler can take.
+    pub fn critical_path<T>(&self, cost: impl Fn(&Step) -> T) -> T
+    where
+        T: Copy + PartialOrd + std::ops::Add<Output = T> + Default,
+    {
+        // Steps in wave order are in a topological order.
+        let mut finish = vec![T::default(); self.steps.len()];
+        let mut best = T::default();
+        for &i in self.waves.iter().flatten() {
+            let step = &self.steps[i];
+            let mut start = T::default();
+            for &d in &step.deps {
+                if finish[d] > start {
+                    start = finish[d];
+                }
+            }
+            finish[i] = start + cost(step);
+            if finish[i] > best {
+                best = finish[i];
+            }
+        }
+        best
+    }
+
+    /// Every step that transitively depends on one of `roots` (the roots themselves excluded unless
+    /// reachable from another root), in ascending order.
+    pub fn transitive_dependents(&self, roots: &[usize]) -> Vec<usize> {
+        let mut seen = vec![false; self.steps.len()];
+        let mut stack: Vec<usize> = roots.to_vec();
+        while let Some(i) = stack.pop() {
+            for &d in &self.steps[i].dependents {
+                if !seen[d] {
+                    seen[d] = true;
+                    stack.push(d);
+                }
+            }
+        }
+        (0..self.steps.len()).filter(|&i| seen[i]).collect()
+    }
+}
+
+/// Validates a draft against a tool registry. `problems` are those the dialect parser already found;
+/// the result lists them first, then the ones found here.
+pub fn validate(
+    draft: DraftPlan,
+    mut problems: Vec<Problem>,
+    tools: &ToolRegistry,
+) -> Result<Plan, InvalidPlan> {
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(draft.steps.len());
+    for (i, s) in draft.steps.iter().enumerate() {
+        index.entry(s.id.clone()).or_insert(i);
+    }
+
+    let mut steps: Vec<Step> = Vec::with_capacity(draft.steps.len());
+    for draft_step in draft.steps {
+        let DraftStep {
+            id,
+            tool,
+            arguments,
+            depends_on,
+            ..
+        } = draft_step;
+        if let Some(tool) = &tool {
+            check_tool(&id, tool, arguments.as_ref(), tools, &mut problems);
+        }
+        let tool = tool.unwrap_or_default();
+        let mut arguments =
+            arguments.unwrap_or(Template::Literal(Value::Object(Default::default())));
+
+        let mut deps = Vec::new();
+        let mut reported: HashSet<String> = HashSet::new();
+        arguments.for_each_ref_mut(&mut |r| match index.get(&r.step) {
+            Some(&slot) => {
+                r.slot = slot;
+                deps.push(slot);
+            }
+            None => {
+                if reported.insert(r.step.clone()) {
+                    problems.push(Problem::UnknownReference {
+                        step: id.clone(),
+                        target: r.step.clone(),
+                        reference: r.to_string(),
+                    });
+                }
+            }
+        });
+        for target in depends_on {
+            match index.get(&target) {
+                Some(&slot) => deps.push(slot),
+                None => problems.push(Problem::UnknownDependency {
+                    step: id.clone(),
+                    target,
+                }),
+            }
+        }
+        deps.sort_unstable();
+        deps.dedup();
+        steps.push(Step {
+            id,
+            tool,
+            arguments,
+            deps,
+            dependents: Vec::new(),
+            wave: 0,
+        });
+    }
+
+    let mut outputs = Vec::with_capacity(draft.output_steps.len());
+    for id in &draft.output_steps {
+        match index.get(id) {
+            Some(&i) => {
+                if !outputs.contains(&i) {
+                    outputs.push(i);
+                }
+            }
+            None => problems.push(Problem::UnknownOutputStep { id: id.clone() }),
+        }
+    }
+
+    for i in 0..steps.len() {
+        for k in 0..steps[i].deps.len() {
+            let d = steps[i].deps[k];
+            steps[d].dependents.push(i);
+        }
+    }
+    let waves = match levels(&mut steps) {
+        Ok(waves) => waves,
+        Err(cycles) => {
+            problems.extend(cycles.into_iter().map(|cycle| Problem::Cycle { cycle }));
+            Vec::new()
+        }
+    };
+
+    if !problems.is_empty() {
+        return Err(InvalidPlan { problems });
+    }
+    let explicit_outputs = !outputs.is_empty();
+    if !explicit_outputs {
+        outputs = (0..steps.len()).collect();
+    }
+    Ok(Plan {
+        steps,
+        outputs,
+        explicit_outputs,
+        waves,
+        index,
+    })
+}
+
+fn check_tool(
+    id: &str,
+    tool: &str,
+    arguments: Option<&Template>,
+    tools: &ToolRegistry,
+    problems: &mut Vec<Problem>,
+) {
+    if tool.trim().is_empty() {
+        problems.push(Problem::BlankTool {
+            step: id.to_owned(),
+        });
+        return;
+    }
+    if tool == EXECUTE_TOOL_PLAN {
+        problems.push(Problem::RecursivePlan {
+            step: id.to_owned(),
+        });
+        return;
+    }
+    let Some(registered) = tools.get(tool) else {
+        problems.push(Problem::UnknownTool {
+            step: id.to_owned(),
+            tool: tool.to_owned(),
+            suggestion: tools.closest_name(tool).map(str::to_owned),
+        });
+        return;
+    };
+    // Arguments without references can be checked now, before anything runs.
+    if let Some(literal) = arguments.and_then(Template::as_literal)
+        && let Err(detail) = registered.check_arguments(literal)
+    {
+        problems.push(Problem::SchemaViolation {
+            step: id.to_owned(),
+            tool: tool.to_owned(),
+            detail,
+        });
+    }
+}
+
+/// Kahn's algorithm: sets each step's wave and returns the waves, or every cycle when there are any.
+fn levels(steps: &mut [Step]) -> Result<Vec<Vec<usize>>, Vec<Vec<String>>> {
+    let n = steps.len();
+    let mut missing: Vec<usize> = steps.iter().map(|s| s.deps.len()).collect();
+    let mut order: Vec<usize> = (0..n).filter(|&i| missing[i] == 0).collect();
+    let mut head = 0;
+    while head < order.len() {
+        let i = order[head];
+        head += 1;
+        let wave = steps[i].wave;
+        for k in 0..steps[i].dependents.len() {
+            let d = steps[i].dependents[k];
+            steps[d].wave = steps[d].wave.max(wave + 1);
+            missing[d] -= 1;
+            if missing[d] == 0 {
+                order.push(d);
+            }
+        }
+    }
+    if order.len() < n {
+        return Err(find_cycles(steps, &missing));
+    }
+    let depth = steps.iter().map(|s| s.wave + 1).max().unwrap_or(0);
+    let mut waves = vec![Vec::new(); depth];
+    for (i, s) in steps.iter().enumerate() {
+        waves[s.wave].push(i);
+    }
+    Ok(waves)
+}
+
+/// Names one cycle per group of steps that Kahn's algorithm could not order. Every such step waits
+/// for another such step, so walking those dependencies from any of them must come back on itself.
+fn find_cycles(steps: &[Step], missing: &[usize]) -> Vec<Vec<String>> {
+    let stuck = |i: usize| missing[i] > 0;
+    let mut done = vec![false; steps.len()];
+    let mut cycles = Vec::new();
+    for start in 0..steps.len() {
+        if !stuck(start) || done[start] {
+            continue;
+        }
+        let mut path: Vec<usize> = vec![start];
+        let mut on_path: HashMap<usize, usize> = HashMap::from([(start, 0)]);
+        let mut cur = start;
+        loop {
+            let Some(&next) = steps[cur].deps.iter().find(|&&d| stuck(d)) else {
+                break;
+            };
+            if let Some(&pos) = on_path.get(&next) {
+                let mut cycle: Vec<String> =
+                    path[pos..].iter().map(|&i| steps[i].id.clone()).collect();
+                cycle.push(steps[next].id.clone());
+                cycles.push(cycle);
+                break;
+            }
+            if done[next] {
+                break;
+            }
+            on_path.insert(next, path.len());
+            path.push(next);
+            cur = next;
+        }
+        for i in path {
+            done[i] = true;
+        }
+    }
+    cycles
+}

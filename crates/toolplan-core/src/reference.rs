@@ -1,0 +1,301 @@
+//! `$ref:` references: how they are recognised in argument strings and how a path is looked up in a
+//! step's output.
+//!
+//! Grammar: `$ref:` then a step id (`[A-Za-z0-9_-]+`), then any number of `.segment` where a segment is
+//! also `[A-Za-z0-9_-]+`. A segment selects an object member by key, or an array element by index when
+//! it is an integer (negative indexes count from the end: `-1` is the last element).
+//!
+//! A string that is exactly one reference is replaced by the referenced value with its JSON type; a
+//! reference inside a longer string is interpolated as text. `$ref:` not followed by an id character is
+//! literal text.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// The marker that starts a reference.
+pub const REF_PREFIX: &str = "$ref:";
+
+/// One parsed reference: the step it names and the path into that step's output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    /// The id of the referenced step, as written.
+    pub step: String,
+    /// Index of the referenced step in the compiled plan; `usize::MAX` until the plan is validated.
+    pub slot: usize,
+    /// Path segments after the step id (`$ref:s.items.0.name` → `["items", "0", "name"]`).
+    pub path: Vec<String>,
+}
+
+impl Reference {
+    fn new(step: &str, path: Vec<String>) -> Self {
+        Self {
+            step: step.to_owned(),
+            slot: usize::MAX,
+            path,
+        }
+    }
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{REF_PREFIX}{}", self.step)?;
+        for seg in &self.path {
+            write!(f, ".{seg}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A piece of a string argument: literal text or a reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// Literal text, kept as written.
+    Text(String),
+    /// A reference whose value is interpolated as text.
+    Ref(Reference),
+}
+
+/// Whether `c` may appear in a step id or a path segment.
+pub fn is_id_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
+}
+
+/// Whether `s` is a well-formed step id.
+pub fn is_valid_id(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(is_id_char)
+}
+
+/// Reads one reference starting right after `$ref:` at byte offset `start` of `s`.
+/// Returns the reference and the offset just past it, or `None` when no id follows.
+fn read_reference(s: &str, start: usize) -> Option<(Reference, usize)> {
+    let bytes = s.as_bytes();
+    let id_end = scan_id(bytes, start);
+    if id_end == start {
+        return None;
+    }
+    let mut path = Vec::new();
+    let mut pos = id_end;
+    while pos < bytes.len() && bytes[pos] == b'.' {
+        let seg_end = scan_id(bytes, pos + 1);
+        if seg_end == pos + 1 {
+            break;
+        }
+        path.push(s[pos + 1..seg_end].to_owned());
+        pos = seg_end;
+    }
+    Some((Reference::new(&s[start..id_end], path), pos))
+}
+
+fn scan_id(bytes: &[u8], mut pos: usize) -> usize {
+    while pos < bytes.len() && is_id_char(bytes[pos]) {
+        pos += 1;
+    }
+    pos
+}
+
+/// Splits a string argument into literal text and references.
+///
+/// Returns `None` when the string holds no reference (the common case, so no allocation is made).
+pub fn split_pieces(s: &str) -> Option<Vec<Piece>> {
+    if !s.contains(REF_PREFIX) {
+        return None;
+    }
+    let mut pieces = Vec::new();
+    let mut text = String::new();
+    let mut rest_start = 0;
+    let mut search_from = 0;
+    while let Some(found) = s[search_from..].find(REF_PREFIX) {
+        let at = search_from + found;
+        let after = at + REF_PREFIX.len();
+        match read_reference(s, after) {
+            Some((reference, end)) => {
+                text.push_str(&s[rest_start..at]);
+                if !text.is_empty() {
+                    pieces.push(Piece::Text(std::mem::take(&mut text)));
+                }
+                pieces.push(Piece::Ref(reference));
+                rest_start = end;
+                search_from = end;
+            }
+            None => search_from = after,
+        }
+    }
+    if pieces.is_empty() {
+        return None;
+    }
+    text.push_str(&s[rest_start..]);
+    if !text.is_empty() {
+        pieces.push(Piece::Text(text));
+    }
+    Some(pieces)
+}
+
+/// Why a path could not be followed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// The referenced output is plain text, so it has no fields.
+    #[error(
+        "'{reference}': the output of step '{step}' is text, not JSON, so it has no field '{segment}'"
+    )]
+    TextHasNoFields {
+        /// The reference as written.
+        reference: String,
+        /// The referenced step.
+        step: String,
+        /// The first path segment.
+        segment: String,
+    },
+}
+
+/// Follows `reference.path` into `output`. A missing field or index gives `None` (inserted as `null`);
+/// a path on a text output is an error naming the step.
+pub fn follow<'v>(
+    reference: &Reference,
+    output: &'v Value,
+) -> Result<Option<&'v Value>, PathError> {
+    let Some(first) = reference.path.first() else {
+        return Ok(Some(output));
+    };
+    if output.is_string() {
+        return Err(PathError::TextHasNoFields {
+            reference: reference.to_string(),
+            step: reference.step.clone(),
+            segment: first.clone(),
+        });
+    }
+    let mut current = output;
+    for segment in &reference.path {
+        let next = match current {
+            Value::Object(map) => map.get(segment.as_str()),
+            Value::Array(items) => array_index(items.len(), segment).and_then(|i| items.get(i)),
+            _ => None,
+        };
+        match next {
+            Some(v) => current = v,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(current))
+}
+
+fn array_index(len: usize, segment: &str) -> Option<usize> {
+    if let Some(back) = segment.strip_prefix('-') {
+        let back: usize = back.parse().ok()?;
+        len.checked_sub(back).filter(|_| back > 0)
+    } else {
+        segment.parse().ok()
+    }
+}
+
+/// Renders a value for interpolation into a longer string: text as it is, anything else as compact JSON.
+pub fn value_as_text(value: &Value, out: &mut String) {
+    match value {
+        Value::String(s) => out.push_str(s),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn r(step: &str, path: &[&str]) -> Reference {
+        Reference::new(step, path.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn no_reference_means_none() {
+        assert_eq!(split_pieces("plain text"), None);
+        assert_eq!(split_pieces("costs $5"), None);
+        assert_eq!(split_pieces("$ref: nothing"), None);
+        assert_eq!(split_pieces("$ref:"), None);
+    }
+
+    #[test]
+    fn whole_reference() {
+        assert_eq!(split_pieces("$ref:a"), Some(vec![Piece::Ref(r("a", &[]))]));
+        assert_eq!(
+            split_pieces("$ref:weather-tokyo.temp"),
+            Some(vec![Piece::Ref(r("weather-tokyo", &["temp"]))])
+        );
+        assert_eq!(
+            split_pieces("$ref:s.items.0.name"),
+            Some(vec![Piece::Ref(r("s", &["items", "0", "name"]))])
+        );
+    }
+
+    #[test]
+    fn embedded_references() {
+        assert_eq!(
+            split_pieces("Weather: $ref:s1.temp degrees in $ref:s1.city."),
+            Some(vec![
+                Piece::Text("Weather: ".into()),
+                Piece::Ref(r("s1", &["temp"])),
+                Piece::Text(" degrees in ".into()),
+                Piece::Ref(r("s1", &["city"])),
+                Piece::Text(".".into()),
+            ])
+        );
+        assert_eq!(
+            split_pieces("$ref:a$ref:b"),
+            Some(vec![Piece::Ref(r("a", &[])), Piece::Ref(r("b", &[]))])
+        );
+        assert_eq!(
+            split_pieces("$ref: and $ref:x"),
+            Some(vec![
+                Piece::Text("$ref: and ".into()),
+                Piece::Ref(r("x", &[]))
+            ])
+        );
+    }
+
+    #[test]
+    fn display_round_trips() {
+        assert_eq!(r("s", &["a", "0"]).to_string(), "$ref:s.a.0");
+    }
+
+    #[test]
+    fn follow_paths() {
+        let out = json!({"a": {"b": [10, 20, {"c": true}]}, "n": null});
+        assert_eq!(follow(&r("s", &[]), &out).unwrap(), Some(&out));
+        assert_eq!(
+            follow(&r("s", &["a", "b", "1"]), &out).unwrap(),
+            Some(&json!(20))
+        );
+        assert_eq!(
+            follow(&r("s", &["a", "b", "-1", "c"]), &out).unwrap(),
+            Some(&json!(true))
+        );
+        assert_eq!(follow(&r("s", &["a", "b", "-4"]), &out).unwrap(), None);
+        assert_eq!(follow(&r("s", &["a", "b", "-0"]), &out).unwrap(), None);
+        assert_eq!(follow(&r("s", &["a", "b", "9"]), &out).unwrap(), None);
+        assert_eq!(follow(&r("s", &["missing"]), &out).unwrap(), None);
+        assert_eq!(follow(&r("s", &["n", "x"]), &out).unwrap(), None);
+        assert_eq!(follow(&r("s", &["a", "b", "x"]), &out).unwrap(), None);
+    }
+
+    #[test]
+    fn path_on_text_names_the_step() {
+        let err = follow(&r("s1", &["temp"]), &json!("sunny")).unwrap_err();
+        assert!(err.to_string().contains("step 's1'"), "{err}");
+        assert!(err.to_string().contains("'temp'"), "{err}");
+    }
+
+    #[test]
+    fn numeric_keys_on_objects() {
+        let out = json!({"0": "zero"});
+        assert_eq!(follow(&r("s", &["0"]), &out).unwrap(), Some(&json!("zero")));
+    }
+
+    #[test]
+    fn text_rendering() {
+        let mut s = String::new();
+        value_as_text(&json!("hi"), &mut s);
+        value_as_text(&json!(1.5), &mut s);
+        value_as_text(&json!({"a": [1]}), &mut s);
+        value_as_text(&json!(null), &mut s);
+        assert_eq!(s, "hi1.5{\"a\":[1]}null");
+    }
+}

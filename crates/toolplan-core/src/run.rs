@@ -1,0 +1,215 @@
+//! The result of running a plan: per-step records, the requested outputs, and the two renderings of it
+//! that leave the engine — the JSON report (CLI `--json`) and the text summary that goes back to an LLM.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// The tool returned a result.
+    Ok,
+    /// The tool (or the resolution of its arguments) failed, timed out or was cancelled.
+    Failed,
+    /// The step did not run: a dependency failed, or the plan was cancelled or ran out of time first.
+    Skipped,
+}
+
+impl StepStatus {
+    /// The status as the JSON report writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Ok => "ok",
+            StepStatus::Failed => "failed",
+            StepStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// How the run as a whole ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// Every step ran or was skipped because of a failed dependency.
+    Completed,
+    /// The run was cancelled; steps still running failed, steps not started were skipped.
+    Cancelled,
+    /// The plan deadline passed; steps still running failed, steps not started were skipped.
+    DeadlineExceeded,
+}
+
+/// What happened to one step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRecord {
+    /// The step id.
+    pub id: String,
+    /// The tool it called.
+    pub tool: String,
+    /// How it ended.
+    pub status: StepStatus,
+    /// Its output, kept only for output steps that succeeded.
+    pub output: Option<Value>,
+    /// Why it failed or was skipped.
+    pub error: Option<String>,
+    /// When it started, from the start of the run (`None` for skipped steps).
+    pub started: Option<Duration>,
+    /// When it finished (or was skipped), from the start of the run.
+    pub finished: Duration,
+    /// Its wave (Kahn level).
+    pub wave: usize,
+}
+
+/// The result of running a plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanRun {
+    /// One record per step, in plan order.
+    pub steps: Vec<StepRecord>,
+    /// Indexes of the output steps.
+    pub outputs: Vec<usize>,
+    /// Whether `output_steps` was given.
+    pub explicit_outputs: bool,
+    /// Steps by wave, as indexes.
+    pub waves: Vec<Vec<usize>>,
+    /// Wall time of the whole run.
+    pub elapsed: Duration,
+    /// How the run ended.
+    pub outcome: RunOutcome,
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+impl PlanRun {
+    /// The output of a step that is an output step and succeeded.
+    pub fn output(&self, id: &str) -> Option<&Value> {
+        self.steps.iter().find(|s| s.id == id)?.output.as_ref()
+    }
+
+    /// The record of a step.
+    pub fn step(&self, id: &str) -> Option<&StepRecord> {
+        self.steps.iter().find(|s| s.id == id)
+    }
+
+    /// Steps that failed or were skipped, in plan order.
+    pub fn problems(&self) -> impl Iterator<Item = &StepRecord> {
+        self.steps.iter().filter(|s| s.status != StepStatus::Ok)
+    }
+
+    /// Whether every step succeeded.
+    pub fn all_ok(&self) -> bool {
+        self.outcome == RunOutcome::Completed
+            && self.steps.iter().all(|s| s.status == StepStatus::Ok)
+    }
+
+    /// Number of steps with that status.
+    pub fn count(&self, status: StepStatus) -> usize {
+        self.steps.iter().filter(|s| s.status == status).count()
+    }
+
+    /// The successful output steps' results keyed by id, in `output_steps` order.
+    pub fn outputs_map(&self) -> Map<String, Value> {
+        self.outputs
+            .iter()
+            .filter_map(|&i| {
+                let s = &self.steps[i];
+                s.output.clone().map(|v| (s.id.clone(), v))
+            })
+            .collect()
+    }
+
+    /// Every failed or skipped step's message keyed by id.
+    pub fn errors_map(&self) -> Map<String, Value> {
+        self.problems()
+            .map(|s| {
+                (
+                    s.id.clone(),
+                    Value::String(s.error.clone().unwrap_or_default()),
+                )
+            })
+            .collect()
+    }
+
+    /// The JSON report: `{"outputs", "errors", "waves", "elapsed_ms", "steps", "outcome"}`.
+    pub fn to_json(&self) -> Value {
+        let waves: Vec<Vec<&str>> = self
+            .waves
+            .iter()
+            .map(|w| w.iter().map(|&i| self.steps[i].id.as_str()).collect())
+            .collect();
+        let steps: Map<String, Value> = self
+            .steps
+            .iter()
+            .map(|s| {
+                (
+                    s.id.clone(),
+                    json!({
+                        "tool": s.tool,
+                        "status": s.status,
+                        "started_ms": s.started.map(ms),
+                        "finished_ms": ms(s.finished),
+                        "wave": s.wave,
+                    }),
+                )
+            })
+            .collect();
+        json!({
+            "outputs": self.outputs_map(),
+            "errors": self.errors_map(),
+            "waves": waves,
+            "elapsed_ms": ms(self.elapsed),
+            "steps": steps,
+            "outcome": self.outcome,
+        })
+    }
+
+    /// The text that goes back to an LLM: the output steps' results, then every failed or skipped step
+    /// with its reason. Intermediate results are left out: they never enter the model's context.
+    pub fn summary(&self) -> String {
+        let total = self.steps.len();
+        let failed = self.count(StepStatus::Failed);
+        let skipped = self.count(StepStatus::Skipped);
+        let mut text = match self.outcome {
+            RunOutcome::Completed if failed + skipped == 0 => {
+                format!("Plan executed successfully ({total} steps).")
+            }
+            RunOutcome::Completed => format!(
+                "Plan completed with errors: {failed} of {total} steps failed, {skipped} skipped."
+            ),
+            RunOutcome::Cancelled => {
+                format!("Plan cancelled: {failed} steps failed, {skipped} not run, of {total}.")
+            }
+            RunOutcome::DeadlineExceeded => format!(
+                "Plan stopped at its deadline: {failed} steps failed, {skipped} not run, of {total}."
+            ),
+        };
+        let outputs = self.outputs_map();
+        if !outputs.is_empty() {
+            text.push_str("\nResults:");
+            for (id, v) in &outputs {
+                text.push_str("\n- ");
+                text.push_str(id);
+                text.push_str(": ");
+                match v {
+                    Value::String(s) => text.push_str(s),
+                    other => text.push_str(&other.to_string()),
+                }
+            }
+        }
+        if failed + skipped > 0 {
+            text.push_str("\nErrors:");
+            for s in self.problems() {
+                text.push_str(&format!(
+                    "\n- {} ({}): {}",
+                    s.id,
+                    s.status.as_str(),
+                    s.error.as_deref().unwrap_or("")
+                ));
+            }
+        }
+        text
+    }
+}

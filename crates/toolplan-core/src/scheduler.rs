@@ -1,0 +1,614 @@
+//! The one scheduler: runs a validated [`Plan`] against a [`ToolRegistry`].
+//!
+//! A single driver task owns all bookkeeping (no locks): it keeps a ready queue, starts steps as tokio
+//! tasks while the global and per-tool concurrency limits allow, and reacts to each completion by
+//! starting the dependents whose last dependency just finished — there is no wave barrier. A failed
+//! step marks all of its transitive dependents skipped at once; independent steps go on (fail-forward).
+//!
+//! Every tool call runs in its own task under `catch_unwind` and an optional timeout, so a panicking or
+//! hanging tool fails only its own step. The run as a whole stops at the plan deadline or when the
+//! cancellation token fires: steps still running then fail, steps not started are skipped. Dropping the
+//! future returned by [`run`] aborts every running tool call.
+//!
+//! Outputs are kept only while a dependent still has to read them, or when they are output steps, so a
+//! long pipeline does not hold every intermediate result in memory.
+//!
+//! [`Schedule::WaveBarrier`] runs the same plans the way wave executors do (each wave waits for the
+//! previous one to finish): it exists to compare against, and for users who want that behaviour.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ToolError, format_duration};
+use crate::limits::json_size;
+use crate::plan::Plan;
+use crate::run::{PlanRun, RunOutcome, StepRecord, StepStatus};
+use crate::tool::{RegisteredTool, ToolContext, ToolRegistry, ToolResult};
+
+/// When a step may start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Schedule {
+    /// As soon as its last dependency has finished.
+    #[default]
+    Dependency,
+    /// Only once every step of the previous wave has finished (how wave executors run plans).
+    WaveBarrier,
+}
+
+/// How plans run: limits on concurrency and time. Set once, used for many runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunConfig {
+    /// Most tool calls running at once (at least 1; 1 runs steps one at a time in plan order).
+    pub concurrency: usize,
+    /// Most calls of one tool running at once, for the tools named here.
+    pub tool_concurrency: HashMap<String, usize>,
+    /// Longest time one tool call may take; it then fails with a timeout.
+    pub step_timeout: Option<Duration>,
+    /// Longest time the whole run may take.
+    pub deadline: Option<Duration>,
+    /// When steps may start.
+    pub schedule: Schedule,
+    /// Largest output of one step, in bytes of JSON text; a larger output fails its step.
+    pub max_output_bytes: usize,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            concurrency: 64,
+            tool_concurrency: HashMap::new(),
+            step_timeout: Some(Duration::from_secs(300)),
+            deadline: None,
+            schedule: Schedule::Dependency,
+            max_output_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// A step has started.
+#[derive(Debug, Clone)]
+pub struct StepStarted<'a> {
+    /// Index of the step in the plan.
+    pub index: usize,
+    /// Its id.
+    pub id: &'a str,
+    /// Its tool.
+    pub tool: &'a str,
+    /// When, from the start of the run.
+    pub at: Duration,
+}
+
+/// A step has finished, failed or been skipped.
+#[derive(Debug, Clone)]
+pub struct StepFinished<'a> {
+    /// Index of the step in the plan.
+    pub index: usize,
+    /// Its id.
+    pub id: &'a str,
+    /// Its tool.
+    pub tool: &'a str,
+    /// How it ended.
+    pub status: StepStatus,
+    /// Why it failed or was skipped.
+    pub error: Option<&'a str>,
+    /// When it started (`None` when skipped).
+    pub started: Option<Duration>,
+    /// When it ended, from the start of the run.
+    pub at: Duration,
+    /// Steps decided so far, this one included.
+    pub done: usize,
+    /// Steps in the plan.
+    pub total: usize,
+}
+
+/// Watches a run: progress displays, tracing, tests. Called on the driver task, so keep it quick.
+pub trait Observer: Send + Sync {
+    /// A step has started.
+    fn step_started(&self, _event: &StepStarted<'_>) {}
+    /// A step has ended.
+    fn step_finished(&self, _event: &StepFinished<'_>) {}
+}
+
+/// Per-run controls: cancellation and an observer.
+#[derive(Clone, Default)]
+pub struct RunControl {
+    /// Cancels the run when cancelled.
+    pub cancel: CancellationToken,
+    /// Told about every step start and end.
+    pub observer: Option<Arc<dyn Observer>>,
+}
+
+impl RunControl {
+    /// Controls with this cancellation token and no observer.
+    pub fn with_cancel(cancel: CancellationToken) -> Self {
+        Self {
+            cancel,
+            observer: None,
+        }
+    }
+}
+
+/// Runs a validated plan. Never fails as a whole: every step's fate is in the returned record.
+pub async fn run(
+    plan: &Plan,
+    tools: &ToolRegistry,
+    config: &RunConfig,
+    control: RunControl,
+) -> PlanRun {
+    let mut driver = Driver::new(plan, tools, config, control);
+    driver.drive().await;
+    driver.finish()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Waiting,
+    Queued,
+    Running,
+    Done,
+}
+
+struct Slot {
+    state: State,
+    missing: usize,
+    consumers: usize,
+    is_output: bool,
+    status: StepStatus,
+    output: Option<Value>,
+    error: Option<String>,
+    started: Option<Duration>,
+    finished: Duration,
+}
+
+struct Driver<'p> {
+    plan: &'p Plan,
+    tools: &'p ToolRegistry,
+    config: &'p RunConfig,
+    observer: Option<Arc<dyn Observer>>,
+    user_cancel: CancellationToken,
+    run_cancel: CancellationToken,
+    start: Instant,
+    slots: Vec<Slot>,
+    ready: VecDeque<usize>,
+    blocked: HashMap<&'p str, VecDeque<usize>>,
+    tool_running: HashMap<&'p str, usize>,
+    running: usize,
+    done: usize,
+    wave_left: Vec<usize>,
+    current_wave: usize,
+    tasks: JoinSet<(usize, ToolResult)>,
+    outcome: RunOutcome,
+}
+
+impl<'p> Driver<'p> {
+    fn new(
+        plan: &'p Plan,
+        tools: &'p ToolRegistry,
+        config: &'p RunConfig,
+        control: RunControl,
+    ) -> Self {
+        let mut slots: Vec<Slot> = plan
+            .steps()
+            .iter()
+            .map(|s| Slot {
+                state: State::Waiting,
+                missing: s.deps.len(),
+                consumers: s.dependents.len(),
+                is_output: false,
+                status: StepStatus::Skipped,
+                output: None,
+                error: None,
+                started: None,
+                finished: Duration::ZERO,
+            })
+            .collect();
+        for &i in plan.outputs() {
+            slots[i].is_output = true;
+        }
+        let run_cancel = control.cancel.child_token();
+        Self {
+            plan,
+            tools,
+            config,
+            observer: control.observer,
+            user_cancel: control.cancel,
+            run_cancel,
+            start: Instant::now(),
+            slots,
+            ready: VecDeque::new(),
+            blocked: HashMap::new(),
+            tool_running: HashMap::new(),
+            running: 0,
+            done: 0,
+            wave_left: plan.waves().iter().map(Vec::len).collect(),
+            current_wave: 0,
+            tasks: JoinSet::new(),
+            outcome: RunOutcome::Completed,
+        }
+    }
+
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    async fn drive(&mut self) {
+        // Tool side work watches `run_cancel`; it fires on cancel, deadline, and when this future is
+        // dropped half-way.
+        let _cancel_on_drop = self.run_cancel.clone().drop_guard();
+        match self.config.schedule {
+            Schedule::Dependency => {
+                for (i, s) in self.plan.steps().iter().enumerate() {
+                    if s.deps.is_empty() {
+                        self.enqueue(i);
+                    }
+                }
+            }
+            Schedule::WaveBarrier => self.open_wave(0),
+        }
+        self.launch();
+
+        let user_cancel = self.user_cancel.clone();
+        let cancelled = user_cancel.cancelled();
+        tokio::pin!(cancelled);
+        let deadline = self.config.deadline.map(|d| self.start + d);
+        let timer = async move {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(timer);
+
+        while self.done < self.slots.len() {
+            tokio::select! {
+                biased;
+                _ = &mut cancelled => {
+                    self.stop(RunOutcome::Cancelled);
+                    return;
+                }
+                _ = &mut timer => {
+                    self.stop(RunOutcome::DeadlineExceeded);
+                    return;
+                }
+                joined = self.tasks.join_next() => {
+                    match joined {
+                        Some(Ok((i, result))) => self.complete(i, result),
+                        // Tasks are only aborted in `stop`, and panics are caught inside them.
+                        Some(Err(_)) => {}
+                        None => {
+                            // Nothing is running, yet steps are undecided: never leave the caller hanging.
+                            self.stop_with(RunOutcome::Completed, "internal error: the step was never started");
+                            return;
+                        }
+                    }
+                    while let Some(joined) = self.tasks.try_join_next() {
+                        if let Ok((i, result)) = joined {
+                            self.complete(i, result);
+                        }
+                    }
+                    self.launch();
+                }
+            }
+        }
+    }
+
+    fn enqueue(&mut self, i: usize) {
+        self.slots[i].state = State::Queued;
+        self.ready.push_back(i);
+    }
+
+    /// Wave-barrier mode: makes every undecided step of `wave` ready (all their dependencies are done).
+    fn open_wave(&mut self, wave: usize) {
+        self.current_wave = wave;
+        if let Some(steps) = self.plan.waves().get(wave) {
+            for &i in steps {
+                if self.slots[i].state == State::Waiting {
+                    self.enqueue(i);
+                }
+            }
+        }
+    }
+
+    fn launch(&mut self) {
+        while self.running < self.config.concurrency.max(1) {
+            let Some(i) = self.ready.pop_front() else {
+                break;
+            };
+            let tool = self.plan.steps()[i].tool.as_str();
+            if let Some(&limit) = self.config.tool_concurrency.get(tool)
+                && self.tool_running.get(tool).copied().unwrap_or(0) >= limit.max(1)
+            {
+                self.blocked.entry(tool).or_default().push_back(i);
+                continue;
+            }
+            self.start_step(i);
+        }
+    }
+
+    fn start_step(&mut self, i: usize) {
+        let step = &self.plan.steps()[i];
+        let slots = &self.slots;
+        let rendered = step
+            .arguments
+            .render(&|slot| slots.get(slot).and_then(|s| s.output.as_ref()));
+        self.release_inputs(i);
+        let arguments = match rendered {
+            Ok(a) => a,
+            Err(e) => return self.decide(i, StepStatus::Failed, None, Some(e.to_string())),
+        };
+        let Some(registered) = self.tools.get(&step.tool) else {
+            let msg = format!(
+                "tool '{}' is not in the registry this plan runs against",
+                step.tool
+            );
+            return self.decide(i, StepStatus::Failed, None, Some(msg));
+        };
+        let call = Call {
+            registered: Arc::clone(registered),
+            // Literal arguments were checked against the schema when the plan was validated.
+            check: !step.arguments.is_literal(),
+            arguments,
+            ctx: ToolContext {
+                step_id: Arc::from(step.id.as_str()),
+                cancel: self.run_cancel.child_token(),
+            },
+            timeout: self.config.step_timeout,
+            max_output_bytes: self.config.max_output_bytes,
+        };
+        self.tasks.spawn(async move { (i, call.run().await) });
+        let at = self.now();
+        let slot = &mut self.slots[i];
+        slot.state = State::Running;
+        slot.started = Some(at);
+        self.running += 1;
+        *self.tool_running.entry(step.tool.as_str()).or_default() += 1;
+        if let Some(o) = &self.observer {
+            o.step_started(&StepStarted {
+                index: i,
+                id: &step.id,
+                tool: &step.tool,
+                at,
+            });
+        }
+    }
+
+    /// A step no longer needs its dependencies' outputs: drop those nobody else needs.
+    fn release_inputs(&mut self, i: usize) {
+        for &d in &self.plan.steps()[i].deps {
+            let slot = &mut self.slots[d];
+            slot.consumers = slot.consumers.saturating_sub(1);
+            if slot.consumers == 0 && !slot.is_output {
+                slot.output = None;
+            }
+        }
+    }
+
+    fn complete(&mut self, i: usize, result: ToolResult) {
+        let tool = self.plan.steps()[i].tool.as_str();
+        self.running -= 1;
+        if let Some(n) = self.tool_running.get_mut(tool) {
+            *n -= 1;
+        }
+        if let Some(queue) = self.blocked.get_mut(tool)
+            && let Some(next) = queue.pop_front()
+        {
+            self.ready.push_front(next);
+        }
+        match result {
+            Ok(output) => self.decide(i, StepStatus::Ok, Some(output), None),
+            Err(e) => self.decide(i, StepStatus::Failed, None, Some(e.to_string())),
+        }
+    }
+
+    /// Records how step `i` ended and moves its dependents on: ready when this was their last
+    /// dependency, skipped (transitively) when it did not succeed.
+    fn decide(
+        &mut self,
+        i: usize,
+        status: StepStatus,
+        output: Option<Value>,
+        error: Option<String>,
+    ) {
+        let mut pending = vec![(i, status, output, error)];
+        while let Some((i, status, output, error)) = pending.pop() {
+            let at = self.now();
+            let slot = &mut self.slots[i];
+            slot.state = State::Done;
+            slot.status = status;
+            slot.finished = at;
+            if status == StepStatus::Ok && (slot.is_output || slot.consumers > 0) {
+                slot.output = output;
+            }
+            slot.error = error;
+            self.done += 1;
+            if status == StepStatus::Skipped {
+                self.release_inputs(i);
+            }
+            self.notify_finished(i);
+
+            let step = &self.plan.steps()[i];
+            for &d in &step.dependents {
+                let dep = &mut self.slots[d];
+                if dep.state != State::Waiting {
+                    continue;
+                }
+                if status == StepStatus::Ok {
+                    dep.missing -= 1;
+                    if dep.missing == 0 && self.config.schedule == Schedule::Dependency {
+                        self.enqueue(d);
+                    }
+                } else {
+                    // Mark it now so no other path decides it twice.
+                    dep.state = State::Done;
+                    let reason = format!("Skipped because dependency '{}' failed", step.id);
+                    pending.push((d, StepStatus::Skipped, None, Some(reason)));
+                }
+            }
+
+            let wave = step.wave;
+            self.wave_left[wave] -= 1;
+            if self.config.schedule == Schedule::WaveBarrier {
+                while self.current_wave < self.wave_left.len()
+                    && self.wave_left[self.current_wave] == 0
+                {
+                    self.open_wave(self.current_wave + 1);
+                }
+            }
+        }
+    }
+
+    fn notify_finished(&self, i: usize) {
+        if let Some(o) = &self.observer {
+            let step = &self.plan.steps()[i];
+            let slot = &self.slots[i];
+            o.step_finished(&StepFinished {
+                index: i,
+                id: &step.id,
+                tool: &step.tool,
+                status: slot.status,
+                error: slot.error.as_deref(),
+                started: slot.started,
+                at: slot.finished,
+                done: self.done,
+                total: self.slots.len(),
+            });
+        }
+    }
+
+    fn stop(&mut self, outcome: RunOutcome) {
+        let reason = match outcome {
+            RunOutcome::Cancelled => "the plan was cancelled".to_owned(),
+            _ => format!(
+                "the plan deadline of {} passed",
+                format_duration(self.config.deadline.unwrap_or_default())
+            ),
+        };
+        self.stop_with(outcome, &reason);
+    }
+
+    /// Ends the run now: running steps fail, undecided steps are skipped, all with `reason`.
+    fn stop_with(&mut self, outcome: RunOutcome, reason: &str) {
+        self.outcome = outcome;
+        self.run_cancel.cancel();
+        self.tasks.abort_all();
+        let at = self.now();
+        for i in 0..self.slots.len() {
+            let slot = &mut self.slots[i];
+            let (status, error) = match slot.state {
+                State::Done => continue,
+                State::Running => (
+                    StepStatus::Failed,
+                    format!("Stopped while running: {reason}"),
+                ),
+                State::Waiting | State::Queued => {
+                    (StepStatus::Skipped, format!("Not run: {reason}"))
+                }
+            };
+            slot.state = State::Done;
+            slot.status = status;
+            slot.error = Some(error);
+            slot.finished = at;
+            self.done += 1;
+            self.notify_finished(i);
+        }
+        self.running = 0;
+    }
+
+    fn finish(self) -> PlanRun {
+        let elapsed = self.now();
+        let steps = self
+            .plan
+            .steps()
+            .iter()
+            .zip(self.slots)
+            .map(|(step, slot)| StepRecord {
+                id: step.id.clone(),
+                tool: step.tool.clone(),
+                status: slot.status,
+                output: if slot.is_output { slot.output } else { None },
+                error: slot.error,
+                started: slot.started,
+                finished: slot.finished,
+                wave: step.wave,
+            })
+            .collect();
+        PlanRun {
+            steps,
+            outputs: self.plan.outputs().to_vec(),
+            explicit_outputs: self.plan.has_explicit_outputs(),
+            waves: self.plan.waves().to_vec(),
+            elapsed,
+            outcome: self.outcome,
+        }
+    }
+}
+
+/// One tool call, with everything it needs to run on its own task.
+struct Call {
+    registered: Arc<RegisteredTool>,
+    check: bool,
+    arguments: Value,
+    ctx: ToolContext,
+    timeout: Option<Duration>,
+    max_output_bytes: usize,
+}
+
+impl Call {
+    async fn run(self) -> ToolResult {
+        let Call {
+            registered,
+            check,
+            arguments,
+            ctx,
+            timeout,
+            max_output_bytes,
+        } = self;
+        if check {
+            registered.check_arguments(&arguments).map_err(|detail| {
+                ToolError::InvalidArguments(format!(
+                    "arguments do not match the schema of tool '{}': {detail}",
+                    registered.tool().name()
+                ))
+            })?;
+        }
+        let cancel = ctx.cancel.clone();
+        let call = AssertUnwindSafe(registered.tool().call(arguments, ctx)).catch_unwind();
+        let caught = match timeout {
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(caught) => caught,
+                Err(_) => {
+                    cancel.cancel();
+                    return Err(ToolError::Timeout(limit));
+                }
+            },
+            None => call.await,
+        };
+        let output =
+            caught.map_err(|payload| ToolError::Panicked(panic_message(payload.as_ref())))??;
+        let size = json_size(&output);
+        if size > max_output_bytes {
+            return Err(ToolError::Failed(format!(
+                "the output is {size} bytes, more than the limit of {max_output_bytes} bytes"
+            )));
+        }
+        Ok(output)
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-text payload".to_owned()
+    }
+}

@@ -1,0 +1,278 @@
+//! Argument templates: a step's arguments with their `$ref:` references found once, at parse time,
+//! so that running a step only substitutes values.
+//!
+//! Subtrees without references stay as literal JSON and are cloned as a whole when rendered.
+
+use serde_json::{Map, Value};
+
+use crate::reference::{self, PathError, Piece, Reference};
+
+/// A JSON value whose strings may hold references to other steps' outputs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Template {
+    /// JSON without references.
+    Literal(Value),
+    /// A string that is exactly one reference: replaced by the value with its JSON type.
+    Ref(Reference),
+    /// A string with references inside longer text: interpolated as text.
+    Interpolated(Vec<Piece>),
+    /// An array with at least one reference somewhere inside.
+    Array(Vec<Template>),
+    /// An object with at least one reference somewhere inside.
+    Object(Vec<(String, Template)>),
+}
+
+impl Template {
+    /// Compiles a JSON value, finding every reference in it.
+    pub fn compile(value: Value) -> Template {
+        match value {
+            Value::String(s) => match reference::split_pieces(&s) {
+                None => Template::Literal(Value::String(s)),
+                Some(mut pieces) => {
+                    if let [Piece::Ref(_)] = pieces.as_slice()
+                        && let Some(Piece::Ref(r)) = pieces.pop()
+                    {
+                        Template::Ref(r)
+                    } else {
+                        Template::Interpolated(pieces)
+                    }
+                }
+            },
+            Value::Array(items) => {
+                let parts: Vec<Template> = items.into_iter().map(Template::compile).collect();
+                if parts.iter().all(Template::is_literal) {
+                    Template::Literal(Value::Array(
+                        parts.into_iter().map(Template::into_literal).collect(),
+                    ))
+                } else {
+                    Template::Array(parts)
+                }
+            }
+            Value::Object(map) => {
+                let parts: Vec<(String, Template)> = map
+                    .into_iter()
+                    .map(|(k, v)| (k, Template::compile(v)))
+                    .collect();
+                if parts.iter().all(|(_, t)| t.is_literal()) {
+                    Template::Literal(Value::Object(
+                        parts
+                            .into_iter()
+                            .map(|(k, t)| (k, t.into_literal()))
+                            .collect(),
+                    ))
+                } else {
+                    Template::Object(parts)
+                }
+            }
+            other => Template::Literal(other),
+        }
+    }
+
+    /// Whether the template holds no reference.
+    pub fn is_literal(&self) -> bool {
+        matches!(self, Template::Literal(_))
+    }
+
+    /// The literal value, when the template holds no reference.
+    pub fn as_literal(&self) -> Option<&Value> {
+        match self {
+            Template::Literal(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn into_literal(self) -> Value {
+        match self {
+            Template::Literal(v) => v,
+            // Only called after `is_literal` held for every part.
+            _ => Value::Null,
+        }
+    }
+
+    /// Calls `f` on every reference, in document order.
+    pub fn for_each_ref(&self, f: &mut impl FnMut(&Reference)) {
+        match self {
+            Template::Literal(_) => {}
+            Template::Ref(r) => f(r),
+            Template::Interpolated(pieces) => {
+                for p in pieces {
+                    if let Piece::Ref(r) = p {
+                        f(r);
+                    }
+                }
+            }
+            Template::Array(items) => items.iter().for_each(|t| t.for_each_ref(f)),
+            Template::Object(fields) => fields.iter().for_each(|(_, t)| t.for_each_ref(f)),
+        }
+    }
+
+    /// Calls `f` on every reference, allowing it to be changed (used to fill in step slots).
+    pub fn for_each_ref_mut(&mut self, f: &mut impl FnMut(&mut Reference)) {
+        match self {
+            Template::Literal(_) => {}
+            Template::Ref(r) => f(r),
+            Template::Interpolated(pieces) => {
+                for p in pieces {
+                    if let Piece::Ref(r) = p {
+                        f(r);
+                    }
+                }
+            }
+            Template::Array(items) => items.iter_mut().for_each(|t| t.for_each_ref_mut(f)),
+            Template::Object(fields) => fields.iter_mut().for_each(|(_, t)| t.for_each_ref_mut(f)),
+        }
+    }
+
+    /// Substitutes every reference. `output(slot)` gives the output of the step at that slot; it is
+    /// only asked for slots that this template references.
+    pub fn render<'o>(
+        &self,
+        output: &impl Fn(usize) -> Option<&'o Value>,
+    ) -> Result<Value, PathError> {
+        Ok(match self {
+            Template::Literal(v) => v.clone(),
+            Template::Ref(r) => lookup(r, output)?.cloned().unwrap_or(Value::Null),
+            Template::Interpolated(pieces) => {
+                let mut text = String::new();
+                for piece in pieces {
+                    match piece {
+                        Piece::Text(t) => text.push_str(t),
+                        Piece::Ref(r) => match lookup(r, output)? {
+                            Some(v) => reference::value_as_text(v, &mut text),
+                            None => text.push_str("null"),
+                        },
+                    }
+                }
+                Value::String(text)
+            }
+            Template::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|t| t.render(output))
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            Template::Object(fields) => {
+                let mut map = Map::with_capacity(fields.len());
+                for (k, t) in fields {
+                    map.insert(k.clone(), t.render(output)?);
+                }
+                Value::Object(map)
+            }
+        })
+    }
+}
+
+fn lookup<'o>(
+    r: &Reference,
+    output: &impl Fn(usize) -> Option<&'o Value>,
+) -> Result<Option<&'o Value>, PathError> {
+    match output(r.slot) {
+        Some(v) => reference::follow(r, v),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn compiled(v: Value) -> Template {
+        let mut t = Template::compile(v);
+        // Slot = position of the id in this fixed list.
+        let ids = ["a", "b", "c", "s1", "user"];
+        t.for_each_ref_mut(&mut |r| r.slot = ids.iter().position(|i| *i == r.step).unwrap());
+        t
+    }
+
+    fn render_with(t: &Template, outputs: &[Value]) -> Result<Value, PathError> {
+        t.render(&|slot| outputs.get(slot))
+    }
+
+    fn outputs() -> Vec<Value> {
+        vec![
+            json!({"temp": 18, "city": "Tokyo", "ok": true}), // a
+            json!("plain text output"),                       // b
+            json!([1, {"x": "y"}]),                           // c
+            json!(""),                                        // s1: empty output
+            json!({"address": {"city": "Oslo"}, "tags": ["p", "q"]}), // user
+        ]
+    }
+
+    #[test]
+    fn literal_stays_literal() {
+        let t = Template::compile(json!({"x": [1, "two", {"y": null}]}));
+        assert!(t.is_literal());
+        assert_eq!(
+            render_with(&t, &[]).unwrap(),
+            json!({"x": [1, "two", {"y": null}]})
+        );
+    }
+
+    #[test]
+    fn typed_insertion() {
+        let t = compiled(json!({
+            "obj": "$ref:a", "text": "$ref:b", "arr": "$ref:c", "num": "$ref:a.temp",
+            "bool": "$ref:a.ok", "missing": "$ref:a.nope", "nested": "$ref:user.address.city",
+            "idx": "$ref:c.1.x", "empty": "$ref:s1"
+        }));
+        let v = render_with(&t, &outputs()).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "obj": {"temp": 18, "city": "Tokyo", "ok": true}, "text": "plain text output",
+                "arr": [1, {"x": "y"}], "num": 18, "bool": true, "missing": null,
+                "nested": "Oslo", "idx": "y", "empty": ""
+            })
+        );
+    }
+
+    #[test]
+    fn several_references_in_one_argument() {
+        let t = compiled(json!({"data": ["$ref:a.city", "$ref:user.tags.1", "$ref:c.0"]}));
+        assert_eq!(
+            render_with(&t, &outputs()).unwrap(),
+            json!({"data": ["Tokyo", "q", 1]})
+        );
+    }
+
+    #[test]
+    fn interpolation_as_text() {
+        let t = compiled(
+            json!({"msg": "It is $ref:a.temp°C in $ref:a.city; raw=$ref:c, none=$ref:a.zz"}),
+        );
+        assert_eq!(
+            render_with(&t, &outputs()).unwrap(),
+            json!({"msg": "It is 18°C in Tokyo; raw=[1,{\"x\":\"y\"}], none=null"})
+        );
+    }
+
+    #[test]
+    fn special_characters_survive() {
+        let outs = vec![json!("line1\nline2\t\"quoted\"\\")];
+        let t = compiled(json!({"v": "$ref:a", "w": "<$ref:a>"}));
+        let v = render_with(&t, &outs).unwrap();
+        assert_eq!(v["v"], json!("line1\nline2\t\"quoted\"\\"));
+        assert_eq!(v["w"], json!("<line1\nline2\t\"quoted\"\\>"));
+        // And it serialises to valid JSON that parses back to the same value.
+        let text = serde_json::to_string(&v).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), v);
+    }
+
+    #[test]
+    fn path_on_text_is_an_error() {
+        let t = compiled(json!({"v": "$ref:b.field"}));
+        let err = render_with(&t, &outputs()).unwrap_err();
+        assert!(err.to_string().contains("step 'b'"));
+        let t = compiled(json!({"v": "see $ref:b.field"}));
+        assert!(render_with(&t, &outputs()).is_err());
+    }
+
+    #[test]
+    fn refs_are_listed_in_order() {
+        let t = Template::compile(json!({"x": "$ref:b", "y": ["$ref:a.q", "t $ref:c"]}));
+        let mut seen = Vec::new();
+        t.for_each_ref(&mut |r| seen.push(r.to_string()));
+        assert_eq!(seen, ["$ref:b", "$ref:a.q", "$ref:c"]);
+    }
+}

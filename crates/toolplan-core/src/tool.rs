@@ -1,0 +1,283 @@
+//! The tool trait every tool source implements (built-in, MCP, search, LLM-backed), and the registry
+//! that plans are validated and run against.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{RegistryError, ToolError};
+
+/// What a tool returns: JSON (text that is not JSON is a JSON string), or an error.
+pub type ToolResult = Result<Value, ToolError>;
+
+/// What a tool knows about the call it is serving.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The id of the plan step being run (empty outside plans).
+    pub step_id: Arc<str>,
+    /// Cancelled when the plan is cancelled or the step times out. Tools that start work outside their
+    /// own future (a subprocess, a remote job) watch it to stop that work; work inside the future is
+    /// stopped by dropping the future.
+    pub cancel: CancellationToken,
+}
+
+impl ToolContext {
+    /// A context for a call outside any plan.
+    pub fn detached() -> Self {
+        Self {
+            step_id: Arc::from(""),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// A tool that plans can call. Object-safe: registries hold `Arc<dyn Tool>`.
+///
+/// Tools are async; a tool that must block a thread should use `tokio::task::spawn_blocking` so that
+/// timeouts and cancellation keep working for the rest of the plan.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name plans use in a step's `tool` field.
+    fn name(&self) -> &str;
+    /// What the tool does, for people and for LLMs.
+    fn description(&self) -> &str;
+    /// The JSON Schema of the arguments object. Arguments are validated against it (after references are
+    /// resolved) before `call` is made.
+    fn parameters(&self) -> Value;
+    /// Runs the tool.
+    async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult;
+}
+
+/// Turns a tool's text output into its JSON value: text that is valid JSON is JSON, anything else is a
+/// JSON string holding the text. Empty output is the empty string.
+pub fn output_from_text(text: impl Into<String>) -> Value {
+    let text = text.into();
+    let trimmed = text.trim();
+    if !trimmed.is_empty()
+        && let Ok(v) = serde_json::from_str::<Value>(trimmed)
+    {
+        return v;
+    }
+    Value::String(text)
+}
+
+/// A registered tool with what the registry derived from it once: its schema and compiled validator.
+pub struct RegisteredTool {
+    tool: Arc<dyn Tool>,
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+impl RegisteredTool {
+    /// The tool.
+    pub fn tool(&self) -> &Arc<dyn Tool> {
+        &self.tool
+    }
+
+    /// The tool's parameter schema, as it was at registration.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// Checks arguments against the tool's schema. The error lists every violation with its JSON pointer
+    /// (`/location: 5 is not of type "string"`).
+    pub fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
+        if self.validator.is_valid(arguments) {
+            return Ok(());
+        }
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(arguments)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{path}: {e}")
+                }
+            })
+            .collect();
+        Err(problems.join("; "))
+    }
+}
+
+impl fmt::Debug for RegisteredTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegisteredTool")
+            .field("name", &self.tool.name())
+            .finish()
+    }
+}
+
+/// The tools a plan may call, by name, in registration order.
+#[derive(Default, Debug)]
+pub struct ToolRegistry {
+    tools: HashMap<String, Arc<RegisteredTool>>,
+    order: Vec<String>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a tool, compiling its parameter schema.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        let name = tool.name().to_owned();
+        if name.is_empty() || name.chars().any(char::is_whitespace) {
+            return Err(RegistryError::InvalidName(name));
+        }
+        if self.tools.contains_key(&name) {
+            return Err(RegistryError::DuplicateName(name));
+        }
+        let schema = tool.parameters();
+        let validator =
+            jsonschema::validator_for(&schema).map_err(|e| RegistryError::InvalidSchema {
+                tool: name.clone(),
+                detail: e.to_string(),
+            })?;
+        self.order.push(name.clone());
+        self.tools.insert(
+            name,
+            Arc::new(RegisteredTool {
+                tool,
+                schema,
+                validator,
+            }),
+        );
+        Ok(())
+    }
+
+    /// Registers several tools; stops at the first that cannot be registered.
+    pub fn register_all(
+        &mut self,
+        tools: impl IntoIterator<Item = Arc<dyn Tool>>,
+    ) -> Result<(), RegistryError> {
+        tools.into_iter().try_for_each(|t| self.register(t))
+    }
+
+    /// The tool with that name.
+    pub fn get(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
+        self.tools.get(name)
+    }
+
+    /// Whether a tool with that name is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+
+    /// Tool names in registration order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(String::as_str)
+    }
+
+    /// Tools in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<RegisteredTool>> {
+        self.order.iter().filter_map(|n| self.tools.get(n))
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// The registered name closest to `name`, when one is close enough to be a likely typo.
+    pub fn closest_name(&self, name: &str) -> Option<&str> {
+        self.names()
+            .map(|n| (n, strsim::normalized_damerau_levenshtein(n, name)))
+            .filter(|(_, score)| *score >= 0.6)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(n, _)| n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct Named(&'static str, Value);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "test tool"
+        }
+        fn parameters(&self) -> Value {
+            self.1.clone()
+        }
+        async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
+            Ok(arguments)
+        }
+    }
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]})
+    }
+
+    #[test]
+    fn output_parsing() {
+        assert_eq!(output_from_text("{\"a\":1}"), json!({"a": 1}));
+        assert_eq!(output_from_text("42"), json!(42));
+        assert_eq!(output_from_text("true"), json!(true));
+        assert_eq!(output_from_text("hello world"), json!("hello world"));
+        assert_eq!(output_from_text(""), json!(""));
+        assert_eq!(output_from_text("NaN"), json!("NaN"));
+    }
+
+    #[test]
+    fn registry_rejects_duplicates_and_bad_schemas() {
+        let mut r = ToolRegistry::new();
+        r.register(Arc::new(Named("get_weather", schema())))
+            .unwrap();
+        assert_eq!(
+            r.register(Arc::new(Named("get_weather", schema()))),
+            Err(RegistryError::DuplicateName("get_weather".into()))
+        );
+        assert!(matches!(
+            r.register(Arc::new(Named("bad", json!({"type": 12})))),
+            Err(RegistryError::InvalidSchema { .. })
+        ));
+        assert!(matches!(
+            r.register(Arc::new(Named("a b", schema()))),
+            Err(RegistryError::InvalidName(_))
+        ));
+        assert_eq!(r.names().collect::<Vec<_>>(), ["get_weather"]);
+    }
+
+    #[test]
+    fn argument_check_names_the_field() {
+        let mut r = ToolRegistry::new();
+        r.register(Arc::new(Named("get_weather", schema())))
+            .unwrap();
+        let t = r.get("get_weather").unwrap();
+        assert!(t.check_arguments(&json!({"location": "Oslo"})).is_ok());
+        let err = t.check_arguments(&json!({"location": 5})).unwrap_err();
+        assert!(err.contains("/location"), "{err}");
+        let err = t.check_arguments(&json!({})).unwrap_err();
+        assert!(err.contains("location"), "{err}");
+    }
+
+    #[test]
+    fn suggestions() {
+        let mut r = ToolRegistry::new();
+        r.register(Arc::new(Named("get_weather", schema())))
+            .unwrap();
+        r.register(Arc::new(Named("calculator", schema()))).unwrap();
+        assert_eq!(r.closest_name("get_wether"), Some("get_weather"));
+        assert_eq!(r.closest_name("zzz"), None);
+    }
+}
