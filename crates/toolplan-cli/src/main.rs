@@ -1,1 +1,46 @@
-fn main() {}
+//! `toolplan`: validate and run tool plans from the command line.
+//!
+//! The binary is thin: argument parsing ([`args`]), one file per subcommand under [`cmd`], the tool
+//! sets a plan can run against ([`toolset`]), and terminal output ([`render`], [`progress`]). All plan
+//! logic lives in `toolplan-core`.
+//!
+//! Exit codes: 0 when the command did its job (a plan that ran is a success even if some steps
+//! failed), 2 when the plan is invalid or the command line is wrong, 1 for any other error.
+
+mod args;
+mod cmd;
+mod progress;
+mod render;
+mod toolset;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+/// The outcome of a subcommand that did not fail with an error.
+pub enum Outcome {
+    /// Done.
+    Ok,
+    /// The plan is invalid; the problems were printed.
+    InvalidPlan,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => cmd::run::execute(a).await,
+        Command::Validate(a) => cmd::validate::execute(a),
+        Command::Tools(a) => cmd::tools::execute(a),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::InvalidPlan) => ExitCode::from(2),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

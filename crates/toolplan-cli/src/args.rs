@@ -1,0 +1,174 @@
+//! The command line, defined once: clap derives parsing and `--help` from these types.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Tool planning for LLM agents: validate a plan (a DAG of tool calls whose arguments reference earlier
+/// results), run every independent step at once, and report only the results asked for.
+#[derive(Debug, Parser)]
+#[command(name = "toolplan", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate and run a tool plan, then print its results (exit 2 if the plan is invalid).
+    Run(RunArgs),
+    /// Check a tool plan without running anything (exit 2 if it is invalid).
+    Validate(ValidateArgs),
+    /// List the tools a plan can call, with their descriptions and argument schemas.
+    Tools(ToolsArgs),
+}
+
+/// The built-in tool sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolSet {
+    /// Deterministic demo tools: echo, concat, sleep, fail, get_weather, calculator, compare_data.
+    Demo,
+}
+
+/// Which tools plans run against.
+#[derive(Debug, Args)]
+pub struct ToolsSelection {
+    /// The tool set plans may call.
+    #[arg(long = "tools", value_enum, default_value = "demo")]
+    pub tools: ToolSet,
+}
+
+/// Where a plan comes from, and limits on its size.
+#[derive(Debug, Args)]
+pub struct PlanInput {
+    /// The plan file (JSON); `-` reads standard input.
+    #[arg(value_name = "PLAN.json")]
+    pub plan: PathBuf,
+    /// Most steps a plan may have.
+    #[arg(long, value_name = "N", default_value_t = toolplan_core::Limits::default().max_steps)]
+    pub max_steps: usize,
+}
+
+/// `toolplan run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub input: PlanInput,
+    #[command(flatten)]
+    pub tools: ToolsSelection,
+    /// Print one JSON object: outputs, errors, waves, elapsed_ms, steps, outcome.
+    #[arg(long)]
+    pub json: bool,
+    /// Most tool calls running at once.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: u32,
+    /// Most calls of one tool running at once, as TOOL=N (repeatable).
+    #[arg(long = "tool-limit", value_name = "TOOL=N", value_parser = parse_tool_limit)]
+    pub tool_limits: Vec<(String, usize)>,
+    /// Longest one tool call may take (e.g. 500ms, 30s, 2m); `none` for no limit.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = parse_optional_duration)]
+    pub step_timeout: OptionalDuration,
+    /// Longest the whole plan may take; steps still running then fail, the rest are skipped.
+    #[arg(long, value_name = "DUR", default_value = "none", value_parser = parse_optional_duration)]
+    pub deadline: OptionalDuration,
+    /// When a step may start: as soon as its dependencies finished, or only after the whole previous
+    /// wave finished (for comparison with wave executors).
+    #[arg(long, value_enum, default_value = "dependency")]
+    pub schedule: ScheduleArg,
+    /// No live progress display, even on a terminal.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `toolplan validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub input: PlanInput,
+    #[command(flatten)]
+    pub tools: ToolsSelection,
+    /// Print one JSON object: {"valid", "steps", "waves"} or {"valid": false, "problems"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `toolplan tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    pub tools: ToolsSelection,
+    /// Print a JSON array of {name, description, parameters}.
+    #[arg(long)]
+    pub json: bool,
+    /// Also list the execute_tool_plan meta-tool as an LLM would see it.
+    #[arg(long)]
+    pub with_planner: bool,
+}
+
+/// When steps may start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleArg {
+    /// As soon as the step's last dependency finished.
+    Dependency,
+    /// Only after every step of the previous wave finished.
+    WaveBarrier,
+}
+
+/// A duration, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptionalDuration(pub Option<Duration>);
+
+fn parse_optional_duration(s: &str) -> Result<OptionalDuration, String> {
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(OptionalDuration(None));
+    }
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("{e} (examples: 500ms, 30s, 2m, none)"))?;
+    if d.is_zero() {
+        return Err("must be more than zero (or `none`)".into());
+    }
+    Ok(OptionalDuration(Some(d)))
+}
+
+fn parse_tool_limit(s: &str) -> Result<(String, usize), String> {
+    let (tool, n) = s
+        .split_once('=')
+        .ok_or("expected TOOL=N, e.g. get_weather=2")?;
+    let n: usize = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{n}' is not a whole number"))?;
+    if tool.trim().is_empty() || n == 0 {
+        return Err("expected TOOL=N with a tool name and N of at least 1".into());
+    }
+    Ok((tool.trim().to_owned(), n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_and_limits() {
+        assert_eq!(parse_optional_duration("none"), Ok(OptionalDuration(None)));
+        assert_eq!(
+            parse_optional_duration("250ms"),
+            Ok(OptionalDuration(Some(Duration::from_millis(250))))
+        );
+        assert!(parse_optional_duration("0s").is_err());
+        assert!(parse_optional_duration("soon").is_err());
+        assert_eq!(parse_tool_limit("sleep=2"), Ok(("sleep".into(), 2)));
+        assert!(parse_tool_limit("sleep").is_err());
+        assert!(parse_tool_limit("sleep=0").is_err());
+        assert!(parse_tool_limit("=3").is_err());
+    }
+}

@@ -1,0 +1,47 @@
+//! One file per subcommand; each parses nothing itself (that is [`crate::args`]) and prints its result.
+
+pub mod run;
+pub mod tools;
+pub mod validate;
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::Context;
+use toolplan_core::{InvalidPlan, Limits};
+
+use crate::args::PlanInput;
+
+/// Reads the plan text from a file or, for `-`, from standard input.
+pub fn read_plan(path: &Path) -> anyhow::Result<String> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the plan from standard input")?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read plan file '{}'", path.display()))
+}
+
+/// The limits the command line sets.
+pub fn limits(input: &PlanInput) -> Limits {
+    Limits {
+        max_steps: input.max_steps,
+        ..Limits::default()
+    }
+}
+
+/// Prints every problem of an invalid plan on standard error.
+pub fn print_problems(path: &Path, invalid: &InvalidPlan) {
+    let n = invalid.problems.len();
+    eprintln!(
+        "error: invalid plan {}: {n} problem{}",
+        path.display(),
+        if n == 1 { "" } else { "s" }
+    );
+    for p in &invalid.problems {
+        eprintln!("  - {p}");
+    }
+}

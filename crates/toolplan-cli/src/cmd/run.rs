@@ -1,0 +1,67 @@
+//! `toolplan run`: validate a plan, run it, print the results (human-readable or `--json`).
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use toolplan_core::{Observer, RunConfig, RunControl, Schedule};
+
+use crate::Outcome;
+use crate::args::{RunArgs, ScheduleArg};
+use crate::cmd::{limits, print_problems, read_plan};
+use crate::progress::Progress;
+use crate::{render, toolset};
+
+/// Runs the subcommand.
+pub async fn execute(args: RunArgs) -> anyhow::Result<Outcome> {
+    let text = read_plan(&args.input.plan)?;
+    let config = RunConfig {
+        concurrency: args.concurrency as usize,
+        tool_concurrency: args.tool_limits.iter().cloned().collect(),
+        step_timeout: args.step_timeout.0,
+        deadline: args.deadline.0,
+        schedule: match args.schedule {
+            ScheduleArg::Dependency => Schedule::Dependency,
+            ScheduleArg::WaveBarrier => Schedule::WaveBarrier,
+        },
+        ..RunConfig::default()
+    };
+    let engine = toolset::engine(args.tools.tools, limits(&args.input), config);
+    for (tool, _) in &args.tool_limits {
+        if !engine.tools().contains(tool) {
+            eprintln!("warning: --tool-limit names '{tool}', which is not a tool of this tool set");
+        }
+    }
+    let plan = match engine.compile(&text) {
+        Ok(plan) => plan,
+        Err(invalid) => {
+            print_problems(&args.input.plan, &invalid);
+            return Ok(Outcome::InvalidPlan);
+        }
+    };
+
+    // Ctrl-C cancels the plan: running steps fail, the rest are skipped, and the report still prints.
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    let progress = (!args.quiet && std::io::stderr().is_terminal())
+        .then(|| Arc::new(Progress::new(plan.len())));
+    let control = RunControl {
+        cancel,
+        observer: progress.clone().map(|p| p as Arc<dyn Observer>),
+    };
+    let run = engine.run(&plan, control).await;
+    if let Some(p) = progress {
+        p.finish();
+    }
+    if args.json {
+        println!("{}", run.to_json());
+    } else {
+        print!("{}", render::report(&run));
+    }
+    Ok(Outcome::Ok)
+}

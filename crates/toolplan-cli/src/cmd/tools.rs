@@ -1,0 +1,55 @@
+//! `toolplan tools`: what a plan can call.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolplan_core::{Engine, ExecuteToolPlan, Tool};
+
+use crate::Outcome;
+use crate::args::ToolsArgs;
+use crate::toolset;
+
+/// Runs the subcommand.
+pub fn execute(args: ToolsArgs) -> anyhow::Result<Outcome> {
+    let registry = Arc::new(toolset::registry(args.tools.tools));
+    let mut listed: Vec<(String, String, Value)> = registry
+        .iter()
+        .map(|t| {
+            let tool = t.tool();
+            (
+                tool.name().to_owned(),
+                tool.description().to_owned(),
+                t.schema().clone(),
+            )
+        })
+        .collect();
+    if args.with_planner {
+        let planner = ExecuteToolPlan::new(Arc::new(Engine::new(registry)));
+        listed.push((
+            planner.name().to_owned(),
+            planner.description().to_owned(),
+            planner.parameters(),
+        ));
+    }
+    if args.json {
+        let all: Vec<Value> = listed
+            .into_iter()
+            .map(|(name, description, parameters)| {
+                json!({"name": name, "description": description, "parameters": parameters})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    } else {
+        for (i, (name, description, parameters)) in listed.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            println!("{name}");
+            for line in description.lines() {
+                println!("  {line}");
+            }
+            println!("  parameters: {parameters}");
+        }
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,21 @@
+//! The tool sets the CLI can run plans against.
+
+use std::sync::Arc;
+
+use toolplan_core::{Engine, Limits, RunConfig, ToolRegistry, demo};
+
+use crate::args::ToolSet;
+
+/// The registry of a tool set.
+pub fn registry(set: ToolSet) -> ToolRegistry {
+    match set {
+        ToolSet::Demo => demo::registry(),
+    }
+}
+
+/// An engine over a tool set.
+pub fn engine(set: ToolSet, limits: Limits, config: RunConfig) -> Engine {
+    Engine::new(Arc::new(registry(set)))
+        .with_limits(limits)
+        .with_config(config)
+}
