@@ -60,3 +60,8 @@ pub use plan::{EXECUTE_TOOL_PLAN, Plan, Step};
 pub use run::{PlanRun, RunOutcome, StepRecord, StepStatus};
 pub use scheduler::{Observer, RunConfig, RunControl, Schedule, StepFinished, StepStarted};
 pub use tool::{Tool, ToolContext, ToolRegistry, ToolResult};
+
+/// The README's Rust examples, compiled and run as doc tests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

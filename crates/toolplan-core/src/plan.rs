@@ -335,10 +335,7 @@ fn find_cycles(steps: &[Step], missing: &[usize]) -> Vec<Vec<String>> {
         let mut path: Vec<usize> = vec![start];
         let mut on_path: HashMap<usize, usize> = HashMap::from([(start, 0)]);
         let mut cur = start;
-        loop {
-            let Some(&next) = steps[cur].deps.iter().find(|&&d| stuck(d)) else {
-                break;
-            };
+        while let Some(&next) = steps[cur].deps.iter().find(|&&d| stuck(d)) {
             if let Some(&pos) = on_path.get(&next) {
                 let mut cycle: Vec<String> =
                     path[pos..].iter().map(|&i| steps[i].id.clone()).collect();
