@@ -143,12 +143,12 @@ impl ExecuteToolPlan {
 
     /// Validates and runs a plan, returning the full run (the tool call returns its summary).
     pub async fn execute(&self, plan: Value, control: RunControl) -> Result<PlanRun, InvalidPlan> {
-        // Models sometimes send the whole plan as one JSON string.
+        // Models sometimes send the whole plan as one JSON string: parse it as plan text (with the
+        // plan size limit) rather than as a value.
         let plan = match plan {
-            Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
-            other => other,
+            Value::String(text) => self.engine.compile(&text)?,
+            other => self.engine.compile_value(other)?,
         };
-        let plan = self.engine.compile_value(plan)?;
         Ok(self.engine.run(&plan, control).await)
     }
 }

@@ -253,6 +253,14 @@ impl<'p> Driver<'p> {
             }
             Schedule::WaveBarrier => self.open_wave(0),
         }
+        if self.user_cancel.is_cancelled() {
+            self.stop(RunOutcome::Cancelled);
+            return;
+        }
+        if self.config.deadline.is_some_and(|d| d.is_zero()) {
+            self.stop(RunOutcome::DeadlineExceeded);
+            return;
+        }
         self.launch();
 
         let user_cancel = self.user_cancel.clone();
@@ -319,18 +327,35 @@ impl<'p> Driver<'p> {
 
     fn launch(&mut self) {
         while self.running < self.config.concurrency.max(1) {
-            let Some(i) = self.ready.pop_front() else {
+            let Some(i) = self.ready.pop_front().or_else(|| self.unblock()) else {
                 break;
             };
             let tool = self.plan.steps()[i].tool.as_str();
-            if let Some(&limit) = self.config.tool_concurrency.get(tool)
-                && self.tool_running.get(tool).copied().unwrap_or(0) >= limit.max(1)
-            {
+            if self.at_tool_limit(tool) {
                 self.blocked.entry(tool).or_default().push_back(i);
                 continue;
             }
             self.start_step(i);
         }
+    }
+
+    fn at_tool_limit(&self, tool: &str) -> bool {
+        self.config
+            .tool_concurrency
+            .get(tool)
+            .is_some_and(|&limit| self.tool_running.get(tool).copied().unwrap_or(0) >= limit.max(1))
+    }
+
+    /// A step that waited for its tool's limit and may start now. `complete` hands the freed slot to
+    /// the next waiting step, but that step can fail before taking the slot (its references do not
+    /// resolve), so the queues are also checked here whenever nothing else is ready.
+    fn unblock(&mut self) -> Option<usize> {
+        let tool = self
+            .blocked
+            .iter()
+            .find(|(tool, queue)| !queue.is_empty() && !self.at_tool_limit(tool))
+            .map(|(tool, _)| *tool)?;
+        self.blocked.get_mut(tool)?.pop_front()
     }
 
     fn start_step(&mut self, i: usize) {

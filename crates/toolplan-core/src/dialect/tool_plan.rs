@@ -76,12 +76,15 @@ pub fn parse_value(value: Value, limits: &Limits) -> (DraftPlan, Vec<Problem>) {
             });
         }
     }
+    // Kept aside until the steps parse: a plan whose steps are unusable does not also get every output
+    // step reported unknown.
+    let mut output_steps = Vec::new();
     match top.remove("output_steps") {
         None | Some(Value::Null) => {}
         Some(Value::Array(ids)) => {
             for (i, id) in ids.into_iter().enumerate() {
                 match id {
-                    Value::String(s) => draft.output_steps.push(s),
+                    Value::String(s) => output_steps.push(s),
                     other => problems.push(Problem::WrongType {
                         what: format!("\"output_steps\"[{i}]"),
                         expected: "a step id string",
@@ -143,6 +146,7 @@ pub fn parse_value(value: Value, limits: &Limits) -> (DraftPlan, Vec<Problem>) {
         first_position.insert(step.id.clone(), position);
         draft.steps.push(step);
     }
+    draft.output_steps = output_steps;
     (draft, problems)
 }
 
@@ -162,6 +166,12 @@ fn parse_step(
         });
         return None;
     };
+    // Listed before the known fields are taken out, so they are reported in source order.
+    let unknown: Vec<String> = fields
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "id" | "tool" | "arguments" | "depends_on"))
+        .cloned()
+        .collect();
     let id = match fields.remove("id") {
         Some(Value::String(id)) if is_valid_id(&id) && id.len() <= limits.max_id_len => Some(id),
         Some(Value::String(id)) => {
@@ -211,10 +221,10 @@ fn parse_step(
     };
     let arguments = parse_arguments(&label, fields.remove("arguments"), limits, problems);
     let depends_on = parse_depends_on(&what, fields.remove("depends_on"), problems);
-    for key in fields.keys() {
+    for field in unknown {
         problems.push(Problem::UnknownField {
             what: what.clone(),
-            field: key.clone(),
+            field,
             known: STEP_FIELDS,
         });
     }
