@@ -322,37 +322,67 @@ fn levels(steps: &mut [Step]) -> Result<Vec<Vec<usize>>, Vec<Vec<String>>> {
     Ok(waves)
 }
 
-/// Names one cycle per group of steps that Kahn's algorithm could not order. Every such step waits
-/// for another such step, so walking those dependencies from any of them must come back on itself.
+/// Names one cycle in each group of steps that wait for each other (each strongly connected group of
+/// the steps Kahn's algorithm could not order), so that every independent cycle is reported at once.
 fn find_cycles(steps: &[Step], missing: &[usize]) -> Vec<Vec<String>> {
-    let stuck = |i: usize| missing[i] > 0;
-    let mut done = vec![false; steps.len()];
-    let mut cycles = Vec::new();
-    for start in 0..steps.len() {
-        if !stuck(start) || done[start] {
-            continue;
-        }
-        let mut path: Vec<usize> = vec![start];
-        let mut on_path: HashMap<usize, usize> = HashMap::from([(start, 0)]);
-        let mut cur = start;
-        while let Some(&next) = steps[cur].deps.iter().find(|&&d| stuck(d)) {
-            if let Some(&pos) = on_path.get(&next) {
-                let mut cycle: Vec<String> =
-                    path[pos..].iter().map(|&i| steps[i].id.clone()).collect();
-                cycle.push(steps[next].id.clone());
-                cycles.push(cycle);
-                break;
+    use petgraph::graph::{DiGraph, NodeIndex};
+
+    let stuck: Vec<usize> = (0..steps.len()).filter(|&i| missing[i] > 0).collect();
+    let mut node_of: HashMap<usize, NodeIndex> = HashMap::with_capacity(stuck.len());
+    let mut graph: DiGraph<usize, ()> = DiGraph::with_capacity(stuck.len(), stuck.len());
+    for &i in &stuck {
+        node_of.insert(i, graph.add_node(i));
+    }
+    for &i in &stuck {
+        for d in &steps[i].deps {
+            if let Some(&to) = node_of.get(d) {
+                graph.add_edge(node_of[&i], to, ());
             }
-            if done[next] {
-                break;
-            }
-            on_path.insert(next, path.len());
-            path.push(next);
-            cur = next;
-        }
-        for i in path {
-            done[i] = true;
         }
     }
-    cycles
+    let mut groups: Vec<Vec<usize>> = petgraph::algo::tarjan_scc(&graph)
+        .into_iter()
+        .map(|group| {
+            let mut steps: Vec<usize> = group.into_iter().map(|n| graph[n]).collect();
+            steps.sort_unstable();
+            steps
+        })
+        .filter(|group| group.len() > 1 || steps[group[0]].deps.contains(&group[0]))
+        .collect();
+    groups.sort_unstable();
+    groups
+        .into_iter()
+        .filter_map(|group| shortest_cycle(steps, &group))
+        .map(|cycle| cycle.into_iter().map(|i| steps[i].id.clone()).collect())
+        .collect()
+}
+
+/// The shortest cycle through the first step of a strongly connected group, following dependencies
+/// (`a -> b` means `a` waits for `b`), with the first step repeated at the end.
+fn shortest_cycle(steps: &[Step], group: &[usize]) -> Option<Vec<usize>> {
+    let start = *group.first()?;
+    let in_group: HashSet<usize> = group.iter().copied().collect();
+    let mut parent: HashMap<usize, usize> = HashMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    while let Some(u) = queue.pop_front() {
+        for &d in &steps[u].deps {
+            if d == start {
+                // Walk the parents back from `u` to `start`, then read the walk forwards.
+                let mut cycle = vec![u];
+                let mut cur = u;
+                while cur != start {
+                    cur = *parent.get(&cur)?;
+                    cycle.push(cur);
+                }
+                cycle.reverse();
+                cycle.push(start);
+                return Some(cycle);
+            }
+            if in_group.contains(&d) && !parent.contains_key(&d) && d != start {
+                parent.insert(d, u);
+                queue.push_back(d);
+            }
+        }
+    }
+    None
 }
