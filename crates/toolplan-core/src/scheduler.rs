@@ -5,8 +5,10 @@
 //! starting the dependents whose last dependency just finished — there is no wave barrier. A failed
 //! step marks all of its transitive dependents skipped at once; independent steps go on (fail-forward).
 //!
-//! Every tool call runs in its own task under `catch_unwind` and an optional timeout, so a panicking or
-//! hanging tool fails only its own step. The run as a whole stops at the plan deadline or when the
+//! Every tool call runs under `catch_unwind` and an optional timeout, so a panicking or hanging tool
+//! fails only its own step. The driver polls each call once itself: a call that is done at once (an
+//! instant tool) completes without a task or a thread hop; a call that has to wait continues on its own
+//! task. Tools must therefore not block the thread (use `spawn_blocking` for blocking work). The run as a whole stops at the plan deadline or when the
 //! cancellation token fires: steps still running then fail, steps not started are skipped. Dropping the
 //! future returned by [`run`] aborts every running tool call.
 //!
@@ -185,7 +187,21 @@ struct Driver<'p> {
     wave_left: Vec<usize>,
     current_wave: usize,
     tasks: JoinSet<(usize, ToolResult)>,
+    inline_budget: usize,
     outcome: RunOutcome,
+}
+
+/// Most steps one `launch` completes inline before the driver yields to the runtime (and checks for
+/// cancellation and the deadline).
+const INLINE_BUDGET: usize = 1024;
+
+/// How a `launch` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launch {
+    /// Every step that could start has started.
+    Done,
+    /// The inline budget ran out with steps still to start.
+    BudgetSpent,
 }
 
 impl<'p> Driver<'p> {
@@ -231,6 +247,7 @@ impl<'p> Driver<'p> {
             wave_left: plan.waves().iter().map(Vec::len).collect(),
             current_wave: 0,
             tasks: JoinSet::new(),
+            inline_budget: INLINE_BUDGET,
             outcome: RunOutcome::Completed,
         }
     }
@@ -253,16 +270,6 @@ impl<'p> Driver<'p> {
             }
             Schedule::WaveBarrier => self.open_wave(0),
         }
-        if self.user_cancel.is_cancelled() {
-            self.stop(RunOutcome::Cancelled);
-            return;
-        }
-        if self.config.deadline.is_some_and(|d| d.is_zero()) {
-            self.stop(RunOutcome::DeadlineExceeded);
-            return;
-        }
-        self.launch();
-
         let user_cancel = self.user_cancel.clone();
         let cancelled = user_cancel.cancelled();
         tokio::pin!(cancelled);
@@ -276,6 +283,23 @@ impl<'p> Driver<'p> {
         tokio::pin!(timer);
 
         while self.done < self.slots.len() {
+            // Checked here too, not only in the select below: steps that finish inline never reach it.
+            if self.user_cancel.is_cancelled() {
+                self.stop(RunOutcome::Cancelled);
+                return;
+            }
+            if deadline.is_some_and(|at| Instant::now() >= at) {
+                self.stop(RunOutcome::DeadlineExceeded);
+                return;
+            }
+            if self.launch() == Launch::BudgetSpent {
+                // Many steps finished inline in a row: let other tasks run before going on.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            if self.done == self.slots.len() {
+                break;
+            }
             tokio::select! {
                 biased;
                 _ = &mut cancelled => {
@@ -302,7 +326,6 @@ impl<'p> Driver<'p> {
                             self.complete(i, result);
                         }
                     }
-                    self.launch();
                 }
             }
         }
@@ -325,11 +348,18 @@ impl<'p> Driver<'p> {
         }
     }
 
-    fn launch(&mut self) {
+    /// Starts ready steps while the limits allow. Steps whose calls finish on their first poll are
+    /// completed on the spot, and their dependents started in the same loop, up to [`INLINE_BUDGET`].
+    fn launch(&mut self) -> Launch {
+        self.inline_budget = INLINE_BUDGET;
         while self.running < self.config.concurrency.max(1) {
             let Some(i) = self.ready.pop_front().or_else(|| self.unblock()) else {
                 break;
             };
+            if self.inline_budget == 0 {
+                self.ready.push_front(i);
+                return Launch::BudgetSpent;
+            }
             let tool = self.plan.steps()[i].tool.as_str();
             if self.at_tool_limit(tool) {
                 self.blocked.entry(tool).or_default().push_back(i);
@@ -337,6 +367,7 @@ impl<'p> Driver<'p> {
             }
             self.start_step(i);
         }
+        Launch::Done
     }
 
     fn at_tool_limit(&self, tool: &str) -> bool {
@@ -388,7 +419,6 @@ impl<'p> Driver<'p> {
             timeout: self.config.step_timeout,
             max_output_bytes: self.config.max_output_bytes,
         };
-        self.tasks.spawn(async move { (i, call.run().await) });
         let at = self.now();
         let slot = &mut self.slots[i];
         slot.state = State::Running;
@@ -403,6 +433,19 @@ impl<'p> Driver<'p> {
                 at,
             });
         }
+        // Fast path: poll the call once here. A call that is done at once (an instant tool, arguments
+        // that break the schema) completes without a task and without waking another thread, which is
+        // most of the cost of a step when the caller is not on a runtime worker. Anything that has to
+        // wait is handed to its own task, already polled once.
+        let mut call = Box::pin(call.run());
+        if self.inline_budget > 0 {
+            self.inline_budget -= 1;
+            if let Some(result) = (&mut call).now_or_never() {
+                self.complete(i, result);
+                return;
+            }
+        }
+        self.tasks.spawn(async move { (i, call.await) });
     }
 
     /// A step no longer needs its dependencies' outputs: drop those nobody else needs.

@@ -990,3 +990,39 @@ async fn an_output_over_max_output_bytes_fails_its_step() {
         )
     );
 }
+
+// ---- long runs of instant steps (completed inline by the driver) ----
+
+fn instant_chain(n: usize) -> String {
+    let mut steps = vec![json!({"id": "s0", "tool": "echo", "arguments": {"text": "0"}})];
+    for i in 1..n {
+        steps.push(json!({"id": format!("s{i}"), "tool": "calculator",
+                          "arguments": {"expression": format!("$ref:s{} + 1", i - 1)}}));
+    }
+    json!({"steps": steps, "output_steps": [format!("s{}", n - 1)]}).to_string()
+}
+
+#[tokio::test]
+async fn a_long_chain_of_instant_steps_completes_in_order() {
+    let engine = Engine::new(Arc::new(demo::registry()));
+    let plan = engine.compile(&instant_chain(3000)).unwrap();
+    let run = engine.run(&plan, RunControl::default()).await;
+    assert!(run.all_ok(), "{}", run.summary());
+    assert_eq!(run.output("s2999"), Some(&json!(2999)));
+}
+
+#[tokio::test]
+async fn instant_steps_still_yield_so_cancellation_is_seen() {
+    // On this single-threaded runtime the cancelling task can only run when the driver yields, which
+    // it must do after at most 1024 inline completions.
+    let engine = Engine::new(Arc::new(demo::registry()));
+    let plan = engine.compile(&instant_chain(5000)).unwrap();
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    tokio::spawn(async move { canceller.cancel() });
+    let run = engine.run(&plan, RunControl::with_cancel(cancel)).await;
+    assert_eq!(run.outcome, RunOutcome::Cancelled);
+    let ok = run.count(StepStatus::Ok);
+    assert!((1..=1024).contains(&ok), "{ok} steps ran before the cancellation was seen");
+    assert_eq!(run.count(StepStatus::Skipped), 5000 - ok);
+}
