@@ -91,6 +91,7 @@ pub struct ExecuteToolPlan {
     engine: Arc<Engine>,
     description: String,
     style: ArgumentsStyle,
+    tool_names: Vec<String>,
 }
 
 const PLAN_DESCRIPTION: &str = "\
@@ -107,6 +108,12 @@ impl ExecuteToolPlan {
     /// The tool over an engine; its description lists the engine's tools.
     pub fn new(engine: Arc<Engine>) -> Self {
         let mut description = PLAN_DESCRIPTION.to_owned();
+        let tool_names: Vec<String> = engine
+            .tools()
+            .names()
+            .filter(|n| *n != EXECUTE_TOOL_PLAN)
+            .map(str::to_owned)
+            .collect();
         let tools: Vec<String> = engine
             .tools()
             .iter()
@@ -121,6 +128,7 @@ impl ExecuteToolPlan {
             engine,
             description,
             style: ArgumentsStyle::default(),
+            tool_names,
         }
     }
 
@@ -151,6 +159,16 @@ impl ExecuteToolPlan {
         };
         Ok(self.engine.run(&plan, control).await)
     }
+}
+
+/// The JSON Schema of a tool plan over these tools, as an LLM sees it: like [`plan_schema`], with each
+/// step's `tool` limited to the tool names (so a grammar built from the schema can only name them).
+pub fn plan_schema_for_tools(style: ArgumentsStyle, tools: &[String]) -> Value {
+    let mut schema = plan_schema(style);
+    if !tools.is_empty() {
+        schema["properties"]["steps"]["items"]["properties"]["tool"]["enum"] = json!(tools);
+    }
+    schema
 }
 
 /// The JSON Schema of a tool plan, as an LLM sees it.
@@ -205,7 +223,7 @@ impl Tool for ExecuteToolPlan {
     }
 
     fn parameters(&self) -> Value {
-        plan_schema(self.style)
+        plan_schema_for_tools(self.style, &self.tool_names)
     }
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {

@@ -53,7 +53,7 @@ pub mod scheduler;
 pub mod template;
 pub mod tool;
 
-pub use engine::{ArgumentsStyle, Engine, ExecuteToolPlan, plan_schema};
+pub use engine::{ArgumentsStyle, Engine, ExecuteToolPlan, plan_schema, plan_schema_for_tools};
 pub use error::{InvalidPlan, Problem, RegistryError, ToolError};
 pub use limits::Limits;
 pub use plan::{EXECUTE_TOOL_PLAN, Plan, Step};

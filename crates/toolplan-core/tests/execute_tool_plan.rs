@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolplan_core::{
     ArgumentsStyle, EXECUTE_TOOL_PLAN, Engine, ExecuteToolPlan, Limits, Problem, RunControl,
-    RunOutcome, StepStatus, Tool, ToolContext, ToolError, ToolRegistry, demo, plan_schema,
+    RunOutcome, StepStatus, Tool, ToolContext, ToolError, ToolRegistry, demo, plan_schema, plan_schema_for_tools,
 };
 
 fn meta_tool() -> ExecuteToolPlan {
@@ -38,7 +38,19 @@ fn name() {
 #[test]
 fn schema() {
     let schema = meta_tool().parameters();
-    assert_eq!(schema, plan_schema(ArgumentsStyle::Either));
+    let names: Vec<String> = demo::registry().names().map(str::to_owned).collect();
+    assert_eq!(schema, plan_schema_for_tools(ArgumentsStyle::Either, &names));
+    // Steps may only name the engine's tools.
+    assert_eq!(
+        schema["properties"]["steps"]["items"]["properties"]["tool"]["enum"],
+        json!(["echo", "concat", "sleep", "fail", "get_weather", "calculator", "compare_data"])
+    );
+    let mut without_enum = schema.clone();
+    without_enum["properties"]["steps"]["items"]["properties"]["tool"]
+        .as_object_mut()
+        .unwrap()
+        .remove("enum");
+    assert_eq!(without_enum, plan_schema(ArgumentsStyle::Either));
     assert_eq!(schema["type"], json!("object"));
     assert_eq!(schema["required"], json!(["steps"]));
     assert_eq!(schema["additionalProperties"], json!(false));
