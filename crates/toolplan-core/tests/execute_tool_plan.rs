@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolplan_core::{
     ArgumentsStyle, EXECUTE_TOOL_PLAN, Engine, ExecuteToolPlan, Limits, Problem, RunControl,
-    RunOutcome, StepStatus, Tool, ToolContext, ToolError, ToolRegistry, demo, plan_schema, plan_schema_for_tools,
+    RunOutcome, StepStatus, Tool, ToolContext, ToolError, ToolRegistry, demo, plan_schema,
+    plan_schema_for_tools,
 };
 
 fn meta_tool() -> ExecuteToolPlan {
@@ -39,11 +40,22 @@ fn name() {
 fn schema() {
     let schema = meta_tool().parameters();
     let names: Vec<String> = demo::registry().names().map(str::to_owned).collect();
-    assert_eq!(schema, plan_schema_for_tools(ArgumentsStyle::Either, &names));
+    assert_eq!(
+        schema,
+        plan_schema_for_tools(ArgumentsStyle::Either, &names)
+    );
     // Steps may only name the engine's tools.
     assert_eq!(
         schema["properties"]["steps"]["items"]["properties"]["tool"]["enum"],
-        json!(["echo", "concat", "sleep", "fail", "get_weather", "calculator", "compare_data"])
+        json!([
+            "echo",
+            "concat",
+            "sleep",
+            "fail",
+            "get_weather",
+            "calculator",
+            "compare_data"
+        ])
     );
     let mut without_enum = schema.clone();
     without_enum["properties"]["steps"]["items"]["properties"]["tool"]

@@ -1023,6 +1023,9 @@ async fn instant_steps_still_yield_so_cancellation_is_seen() {
     let run = engine.run(&plan, RunControl::with_cancel(cancel)).await;
     assert_eq!(run.outcome, RunOutcome::Cancelled);
     let ok = run.count(StepStatus::Ok);
-    assert!((1..=1024).contains(&ok), "{ok} steps ran before the cancellation was seen");
+    assert!(
+        (1..=1024).contains(&ok),
+        "{ok} steps ran before the cancellation was seen"
+    );
     assert_eq!(run.count(StepStatus::Skipped), 5000 - ok);
 }
