@@ -24,6 +24,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// List the tools a plan can call, with their descriptions and argument schemas.
     Tools(ToolsArgs),
+    /// Ask an agent a question: the model calls the tools, through one plan when planning is on.
+    Ask(AskArgs),
 }
 
 /// The built-in tool sets.
@@ -106,6 +108,40 @@ pub struct ToolsArgs {
     /// Also list the execute_tool_plan meta-tool as an LLM would see it.
     #[arg(long)]
     pub with_planner: bool,
+}
+
+/// `toolplan ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question.
+    pub question: String,
+    /// The model: local (the default model, offline), local:PATH.gguf, openai:MODEL,
+    /// anthropic:MODEL or bedrock:MODEL_ID. Default: the config file's, else local.
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Endpoint for openai/anthropic models: any compatible server (Ollama, vLLM, llama.cpp
+    /// server, LM Studio, a proxy).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The tool set the agent may call (default: the config file's, else demo).
+    #[arg(long, value_enum)]
+    pub tools: Option<ToolSet>,
+    /// Do not offer execute_tool_plan: one model round-trip per tool call.
+    #[arg(long)]
+    pub no_plan: bool,
+    /// Most model turns (default: the config file's, else 8).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<usize>,
+    /// The configuration file (default: ./toolplan.toml if it exists).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print one JSON object: answer, llm_calls, input_tokens, output_tokens, tool_calls, plans,
+    /// plan_steps, turns, tool_errors, elapsed_ms, model, planning.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the conversation (tool calls and results) on standard error.
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 /// When steps may start.

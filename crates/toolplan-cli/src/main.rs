@@ -1,14 +1,16 @@
-//! `toolplan`: validate and run tool plans from the command line.
+//! `toolplan`: validate and run tool plans, and ask an agent that plans, from the command line.
 //!
 //! The binary is thin: argument parsing ([`args`]), one file per subcommand under [`cmd`], the tool
-//! sets a plan can run against ([`toolset`]), and terminal output ([`render`], [`progress`]). All plan
-//! logic lives in `toolplan-core`.
+//! sets a plan can run against ([`toolset`]), `toolplan.toml` ([`config`]), and terminal output
+//! ([`render`], [`progress`]). Plan logic lives in `toolplan-core`, models in `toolplan-llm`, the agent
+//! loop in `toolplan-agent`.
 //!
 //! Exit codes: 0 when the command did its job (a plan that ran is a success even if some steps
 //! failed), 2 when the plan is invalid or the command line is wrong, 1 for any other error.
 
 mod args;
 mod cmd;
+mod config;
 mod progress;
 mod render;
 mod toolset;
@@ -34,6 +36,7 @@ async fn main() -> ExitCode {
         Command::Run(a) => cmd::run::execute(a).await,
         Command::Validate(a) => cmd::validate::execute(a),
         Command::Tools(a) => cmd::tools::execute(a),
+        Command::Ask(a) => cmd::ask::execute(a).await,
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use toolplan_core::{Engine, Limits, RunConfig, ToolRegistry, demo};
+use toolplan_core::{Engine, Limits, RunConfig, Tool, ToolRegistry, demo};
 
 use crate::args::ToolSet;
 
@@ -10,6 +10,13 @@ use crate::args::ToolSet;
 pub fn registry(set: ToolSet) -> ToolRegistry {
     match set {
         ToolSet::Demo => demo::registry(),
+    }
+}
+
+/// The tools of a set, to hand to an agent.
+pub fn tools(set: ToolSet) -> Vec<Arc<dyn Tool>> {
+    match set {
+        ToolSet::Demo => demo::tools(),
     }
 }
 

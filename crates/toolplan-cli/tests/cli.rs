@@ -303,7 +303,7 @@ fn tools_lists_names_descriptions_and_schemas() {
 
 #[test]
 fn every_subcommand_has_help() {
-    for sub in ["run", "validate", "tools"] {
+    for sub in ["run", "validate", "tools", "ask"] {
         let out = toolplan().args([sub, "--help"]).output().unwrap();
         assert!(out.status.success());
         assert!(

@@ -1,5 +1,6 @@
 //! One file per subcommand; each parses nothing itself (that is [`crate::args`]) and prints its result.
 
+pub mod ask;
 pub mod run;
 pub mod tools;
 pub mod validate;

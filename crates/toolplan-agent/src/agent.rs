@@ -1,0 +1,462 @@
+//! The agent: a model, instructions and tools, and the loop model → tool calls → results → model
+//! until the model answers in text.
+//!
+//! With tool planning enabled, `execute_tool_plan` is offered beside the individual tools and the
+//! instructions explain when to use it. Individual tool calls of one turn run together as one plan of
+//! independent steps on the same engine, so they get the same validation, timeouts, panic containment
+//! and parallelism as planned steps.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolplan_core::plan::{self, DraftPlan, DraftStep};
+use toolplan_core::template::Template;
+use toolplan_core::{
+    EXECUTE_TOOL_PLAN, Engine, ExecuteToolPlan, Limits, RunConfig, RunControl, StepStatus, Tool,
+    ToolRegistry,
+};
+use toolplan_llm::{ChatModel, ChatRequest, Message, ToolCall, ToolChoice, ToolDefinition};
+
+use crate::error::AgentError;
+use crate::record::Record;
+
+/// What the system prompt adds when tool planning is enabled.
+pub const PLANNING_INSTRUCTIONS: &str = "\
+You can call tools one at a time, or call execute_tool_plan once to run several tool calls as a plan. \
+When a task needs two or more tool calls, prefer one execute_tool_plan call: list every call as a step, \
+pass results between steps with \"$ref:<step_id>\" or \"$ref:<step_id>.<field>\", and put the steps \
+whose results you need in output_steps. Independent steps run in parallel. After the plan's results \
+come back, answer the user from them.";
+
+/// The result of [`Agent::interact`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interaction {
+    /// The model's final answer.
+    pub answer: String,
+    /// What it cost.
+    pub record: Record,
+    /// The whole conversation, system prompt first.
+    pub messages: Vec<Message>,
+}
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    name: String,
+    model: Option<Arc<dyn ChatModel>>,
+    instructions: String,
+    tools: Vec<Arc<dyn Tool>>,
+    planning: bool,
+    max_turns: usize,
+    run_config: RunConfig,
+    limits: Limits,
+}
+
+impl AgentBuilder {
+    /// The model that decides.
+    pub fn model(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// The system instructions.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = instructions.into();
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds several tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Offers `execute_tool_plan` beside the individual tools (off by default).
+    pub fn enable_tool_planning(mut self) -> Self {
+        self.planning = true;
+        self
+    }
+
+    /// Sets whether tool planning is offered.
+    pub fn tool_planning(mut self, on: bool) -> Self {
+        self.planning = on;
+        self
+    }
+
+    /// Most model turns per interaction (default 10).
+    pub fn max_turns(mut self, turns: usize) -> Self {
+        self.max_turns = turns.max(1);
+        self
+    }
+
+    /// Concurrency, timeouts and deadline for tool calls and plans.
+    pub fn run_config(mut self, config: RunConfig) -> Self {
+        self.run_config = config;
+        self
+    }
+
+    /// Size limits for plans.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Builds the agent.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        let model = self
+            .model
+            .ok_or_else(|| AgentError::Config(format!("agent '{}' has no model", self.name)))?;
+        let mut registry = ToolRegistry::new();
+        for tool in self.tools {
+            if tool.name() == EXECUTE_TOOL_PLAN {
+                return Err(AgentError::Config(
+                    "execute_tool_plan is added by enable_tool_planning(), not as a tool".into(),
+                ));
+            }
+            registry
+                .register(tool)
+                .map_err(|e| AgentError::Config(e.to_string()))?;
+        }
+        let engine = Arc::new(
+            Engine::new(Arc::new(registry))
+                .with_limits(self.limits)
+                .with_config(self.run_config),
+        );
+        let mut definitions: Vec<ToolDefinition> = engine
+            .tools()
+            .iter()
+            .map(|t| ToolDefinition {
+                name: t.tool().name().to_owned(),
+                description: t.tool().description().to_owned(),
+                parameters: t.schema().clone(),
+            })
+            .collect();
+        let planner = self
+            .planning
+            .then(|| Arc::new(ExecuteToolPlan::new(Arc::clone(&engine))));
+        if let Some(p) = &planner {
+            definitions.push(ToolDefinition {
+                name: p.name().to_owned(),
+                description: p.description().to_owned(),
+                parameters: p.parameters(),
+            });
+        }
+        let mut system = self.instructions;
+        if self.planning {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(PLANNING_INSTRUCTIONS);
+        }
+        Ok(Agent {
+            name: self.name,
+            model,
+            system,
+            engine,
+            planner,
+            definitions,
+            max_turns: self.max_turns,
+        })
+    }
+}
+
+/// A model with instructions and tools.
+pub struct Agent {
+    name: String,
+    model: Arc<dyn ChatModel>,
+    system: String,
+    engine: Arc<Engine>,
+    planner: Option<Arc<ExecuteToolPlan>>,
+    definitions: Vec<ToolDefinition>,
+    max_turns: usize,
+}
+
+impl Agent {
+    /// Starts building an agent.
+    pub fn builder(name: impl Into<String>) -> AgentBuilder {
+        AgentBuilder {
+            name: name.into(),
+            model: None,
+            instructions: String::new(),
+            tools: Vec::new(),
+            planning: false,
+            max_turns: 10,
+            run_config: RunConfig::default(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tools offered to the model, `execute_tool_plan` last when planning is on.
+    pub fn tool_definitions(&self) -> &[ToolDefinition] {
+        &self.definitions
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(&self) -> &str {
+        &self.system
+    }
+
+    /// Answers one user input.
+    pub async fn interact(&self, input: &str) -> Result<Interaction, AgentError> {
+        self.interact_with(input, &CancellationToken::new()).await
+    }
+
+    /// Answers one user input; `cancel` stops the model call or the tools running.
+    pub async fn interact_with(
+        &self,
+        input: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Interaction, AgentError> {
+        let start = Instant::now();
+        let mut record = Record::default();
+        let mut messages = Vec::with_capacity(8);
+        if !self.system.is_empty() {
+            messages.push(Message::system(self.system.clone()));
+        }
+        messages.push(Message::user(input));
+
+        while record.turns < self.max_turns {
+            if cancel.is_cancelled() {
+                return Err(AgentError::Cancelled);
+            }
+            record.turns += 1;
+            let request = ChatRequest {
+                messages: messages.clone(),
+                tools: self.definitions.clone(),
+                tool_choice: if self.definitions.is_empty() {
+                    ToolChoice::None
+                } else {
+                    ToolChoice::Auto
+                },
+                ..ChatRequest::default()
+            };
+            let response = self.model.chat(&request, cancel).await?;
+            record.llm_calls += 1;
+            record.input_tokens += response.usage.input_tokens;
+            record.output_tokens += response.usage.output_tokens;
+            let calls = response.message.tool_calls.clone();
+            messages.push(response.message);
+            if calls.is_empty() {
+                record.elapsed = start.elapsed();
+                let answer = messages
+                    .last()
+                    .map(|m| m.content.clone())
+                    .unwrap_or_default();
+                return Ok(Interaction {
+                    answer,
+                    record,
+                    messages,
+                });
+            }
+            record.tool_calls += calls.len();
+            let results = self.run_calls(&calls, cancel, &mut record).await;
+            if cancel.is_cancelled() {
+                return Err(AgentError::Cancelled);
+            }
+            messages.extend(results);
+        }
+        record.elapsed = start.elapsed();
+        Err(AgentError::MaxTurns {
+            record: Box::new(record),
+        })
+    }
+
+    /// Runs one turn's tool calls: plans through the planner, the other calls together as one plan of
+    /// independent steps. Returns one tool-result message per call, in call order.
+    async fn run_calls(
+        &self,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+        record: &mut Record,
+    ) -> Vec<Message> {
+        let mut results: Vec<Option<Message>> = vec![None; calls.len()];
+        let mut direct: Vec<usize> = Vec::new();
+        let mut plans = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            if call.name == EXECUTE_TOOL_PLAN {
+                match &self.planner {
+                    Some(p) => plans.push((i, Arc::clone(p))),
+                    None => {
+                        results[i] = Some(self.unknown_tool(call));
+                        record.tool_errors += 1;
+                    }
+                }
+            } else if !self.engine.tools().contains(&call.name) {
+                results[i] = Some(self.unknown_tool(call));
+                record.tool_errors += 1;
+            } else if !call.arguments.is_object() {
+                results[i] = Some(Message::tool_result(
+                    call,
+                    format!(
+                        "Error: the arguments of {} must be a JSON object, got: {}",
+                        call.name, call.arguments
+                    ),
+                    true,
+                ));
+                record.tool_errors += 1;
+            } else {
+                direct.push(i);
+            }
+        }
+
+        let plan_runs = futures::future::join_all(plans.iter().map(|(i, planner)| {
+            let control = RunControl::with_cancel(cancel.child_token());
+            planner.execute(calls[*i].arguments.clone(), control)
+        }));
+        let direct_run = self.run_direct(calls, &direct, cancel);
+        let (plan_runs, direct_results) = tokio::join!(plan_runs, direct_run);
+
+        for ((i, _), outcome) in plans.iter().zip(plan_runs) {
+            record.plans += 1;
+            let message = match outcome {
+                Ok(run) => {
+                    record.plan_steps += run.steps.len();
+                    record.tool_errors += run.problems().count();
+                    Message::tool_result(&calls[*i], run.summary(), !run.all_ok())
+                }
+                Err(invalid) => {
+                    record.tool_errors += 1;
+                    Message::tool_result(
+                        &calls[*i],
+                        format!(
+                            "Error: the plan was not run. {invalid}. Fix the plan and call execute_tool_plan again."
+                        ),
+                        true,
+                    )
+                }
+            };
+            results[*i] = Some(message);
+        }
+        for (i, message) in direct_results {
+            if message.is_error {
+                record.tool_errors += 1;
+            }
+            results[i] = Some(message);
+        }
+        results
+            .into_iter()
+            .zip(calls)
+            .map(|(m, call)| {
+                m.unwrap_or_else(|| Message::tool_result(call, "Error: the call was not run", true))
+            })
+            .collect()
+    }
+
+    /// Runs individual calls (known tools, object arguments) as one plan of independent steps. The
+    /// arguments are taken literally: a `$ref:` in them is text, not a reference.
+    async fn run_direct(
+        &self,
+        calls: &[ToolCall],
+        indexes: &[usize],
+        cancel: &CancellationToken,
+    ) -> Vec<(usize, Message)> {
+        let mut out = Vec::with_capacity(indexes.len());
+        let mut pending: Vec<usize> = indexes.to_vec();
+        // A call whose arguments break its tool's schema is answered with that problem and left out;
+        // the rest run.
+        let plan = loop {
+            if pending.is_empty() {
+                return out;
+            }
+            let draft = DraftPlan {
+                steps: pending
+                    .iter()
+                    .enumerate()
+                    .map(|(position, &i)| DraftStep {
+                        position,
+                        id: format!("call{i}"),
+                        tool: Some(calls[i].name.clone()),
+                        arguments: Some(Template::Literal(calls[i].arguments.clone())),
+                        depends_on: Vec::new(),
+                    })
+                    .collect(),
+                output_steps: Vec::new(),
+            };
+            match plan::validate(draft, Vec::new(), self.engine.tools()) {
+                Ok(plan) => break plan,
+                Err(invalid) => {
+                    let mut rejected = Vec::new();
+                    for problem in &invalid.problems {
+                        let Some(i) = problem
+                            .step()
+                            .and_then(|s| s.strip_prefix("call"))
+                            .and_then(|n| n.parse::<usize>().ok())
+                        else {
+                            continue;
+                        };
+                        rejected.push(i);
+                        out.push((
+                            i,
+                            Message::tool_result(&calls[i], format!("Error: {problem}"), true),
+                        ));
+                    }
+                    if rejected.is_empty() {
+                        // A problem that names no call: answer every call with it.
+                        for &i in &pending {
+                            out.push((
+                                i,
+                                Message::tool_result(&calls[i], format!("Error: {invalid}"), true),
+                            ));
+                        }
+                        return out;
+                    }
+                    pending.retain(|i| !rejected.contains(i));
+                }
+            }
+        };
+        let run = self
+            .engine
+            .run(&plan, RunControl::with_cancel(cancel.child_token()))
+            .await;
+        for (step, &i) in run.steps.iter().zip(&pending) {
+            let message = match (step.status, &step.output) {
+                (StepStatus::Ok, Some(value)) => {
+                    Message::tool_result(&calls[i], value_text(value), false)
+                }
+                _ => Message::tool_result(
+                    &calls[i],
+                    format!(
+                        "Error: {}",
+                        step.error.as_deref().unwrap_or("the call failed")
+                    ),
+                    true,
+                ),
+            };
+            out.push((i, message));
+        }
+        out
+    }
+
+    fn unknown_tool(&self, call: &ToolCall) -> Message {
+        let names: Vec<&str> = self.definitions.iter().map(|d| d.name.as_str()).collect();
+        Message::tool_result(
+            call,
+            format!(
+                "Error: unknown tool '{}'. Available tools: {}",
+                call.name,
+                names.join(", ")
+            ),
+            true,
+        )
+    }
+}
+
+/// A tool result as the model reads it: text as it is, anything else as compact JSON.
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,28 @@
+//! # toolplan-agent
+//!
+//! The agent loop: a model decides, toolplan executes. An [`Agent`] holds a chat model
+//! (`toolplan-llm`), instructions and tools (`toolplan-core`); [`Agent::interact`] sends the
+//! conversation to the model, runs the tool calls it asks for, sends the results back, and repeats
+//! until the model answers — returning the answer and a [`Record`] of turns, model calls, tokens, tool
+//! calls, plans and wall time.
+//!
+//! Tool planning is opt-in ([`AgentBuilder::enable_tool_planning`]): the model is then offered
+//! `execute_tool_plan` beside the individual tools and told when to use it, so a task of N dependent
+//! tool calls costs 2 model calls instead of N + 1.
+//!
+//! ## Layout
+//!
+//! * [`agent`] — the builder and the loop.
+//! * [`record`] — what an interaction cost.
+//! * [`error`] — [`AgentError`].
+//! * `scripted` (feature `test-util`) — a scripted model for tests.
+
+pub mod agent;
+pub mod error;
+pub mod record;
+#[cfg(feature = "test-util")]
+pub mod scripted;
+
+pub use agent::{Agent, AgentBuilder, Interaction, PLANNING_INSTRUCTIONS};
+pub use error::AgentError;
+pub use record::Record;

@@ -1,0 +1,121 @@
+//! A scripted chat model, for tests only (feature `test-util`): it replays prepared replies in order
+//! and keeps every request it was sent, so tests can assert what the agent asked.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolplan_llm::{
+    ChatModel, ChatRequest, ChatResponse, LlmError, Message, StopReason, ToolCall, Usage,
+};
+
+/// Replays replies in order; fails when it runs out.
+#[derive(Default)]
+pub struct ScriptedModel {
+    replies: Mutex<VecDeque<ChatResponse>>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl ScriptedModel {
+    /// A model that will give these replies, in order.
+    pub fn new(replies: impl IntoIterator<Item = ChatResponse>) -> Self {
+        Self {
+            replies: Mutex::new(replies.into_iter().collect()),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// A text answer. Usage counts one input token per 4 bytes of the request's messages.
+    pub fn answer(text: &str) -> ChatResponse {
+        ChatResponse {
+            message: Message::assistant(text, Vec::new()),
+            usage: Usage::default(),
+            stop: StopReason::EndTurn,
+        }
+    }
+
+    /// A reply calling these tools: `(name, arguments)`, with ids `call_0`, `call_1`, ….
+    pub fn calls(calls: &[(&str, Value)]) -> ChatResponse {
+        let tool_calls = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, arguments))| ToolCall {
+                id: format!("call_{i}"),
+                name: (*name).to_owned(),
+                arguments: arguments.clone(),
+            })
+            .collect();
+        ChatResponse {
+            message: Message::assistant("", tool_calls),
+            usage: Usage::default(),
+            stop: StopReason::ToolUse,
+        }
+    }
+}
+
+fn approx_tokens(request: &ChatRequest) -> u64 {
+    let text: usize = request
+        .messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.arguments.to_string().len())
+                    .sum::<usize>()
+        })
+        .sum();
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| t.description.len() + t.parameters.to_string().len())
+        .sum();
+    ((text + tools) / 4) as u64
+}
+
+#[async_trait]
+impl ChatModel for ScriptedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, LlmError> {
+        if cancel.is_cancelled() {
+            return Err(LlmError::Cancelled);
+        }
+        if let Ok(mut r) = self.requests.lock() {
+            r.push(request.clone());
+        }
+        let mut reply = self
+            .replies
+            .lock()
+            .ok()
+            .and_then(|mut q| q.pop_front())
+            .ok_or_else(|| LlmError::Local("the scripted model has no more replies".into()))?;
+        if reply.usage == Usage::default() {
+            reply.usage = Usage {
+                input_tokens: approx_tokens(request),
+                output_tokens: (reply.message.content.len()
+                    + reply
+                        .message
+                        .tool_calls
+                        .iter()
+                        .map(|c| c.arguments.to_string().len())
+                        .sum::<usize>()) as u64
+                    / 4,
+            };
+        }
+        Ok(reply)
+    }
+}

@@ -1,0 +1,339 @@
+//! The agent loop with a scripted model: round-trips with and without planning, errors the model can
+//! act on, the turn limit, parallel calls in one turn.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolplan_agent::scripted::ScriptedModel;
+use toolplan_agent::{Agent, AgentError, PLANNING_INSTRUCTIONS};
+use toolplan_core::demo;
+use toolplan_llm::{Message, Role};
+
+fn agent(model: Arc<ScriptedModel>, planning: bool) -> Agent {
+    Agent::builder("test")
+        .model(model)
+        .instructions("You compare data.")
+        .tools(demo::tools())
+        .tool_planning(planning)
+        .max_turns(6)
+        .build()
+        .unwrap()
+}
+
+fn tool_messages(messages: &[Message]) -> Vec<&Message> {
+    messages.iter().filter(|m| m.role == Role::Tool).collect()
+}
+
+const FINAL: &str = "Tokyo is 6 degrees warmer than London.";
+
+#[tokio::test]
+async fn one_call_per_tool_costs_n_plus_one_model_calls() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("get_weather", json!({"location": "Tokyo"}))]),
+        ScriptedModel::calls(&[("get_weather", json!({"location": "London"}))]),
+        ScriptedModel::calls(&[(
+            "compare_data",
+            json!({"data_a": {"temp": 18}, "data_b": {"temp": 12}}),
+        )]),
+        ScriptedModel::answer(FINAL),
+    ]));
+    let out = agent(Arc::clone(&model), false)
+        .interact("Compare the weather in Tokyo and London")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, FINAL);
+    assert_eq!(out.record.llm_calls, 4);
+    assert_eq!(out.record.turns, 4);
+    assert_eq!(out.record.tool_calls, 3);
+    assert_eq!(out.record.plans, 0);
+    // Without planning, execute_tool_plan is not offered and the prompt does not mention it.
+    let first = &model.requests()[0];
+    assert!(first.tools.iter().all(|t| t.name != "execute_tool_plan"));
+    assert!(!first.messages[0].content.contains(PLANNING_INSTRUCTIONS));
+    // Each tool result went back to the model with the call's id.
+    let results = tool_messages(&out.messages);
+    assert_eq!(
+        results[0].content,
+        r#"{"temp":18,"condition":"sunny","city":"Tokyo"}"#
+    );
+    assert_eq!(results[0].tool_call_id.as_deref(), Some("call_0"));
+    assert!(!results[0].is_error);
+}
+
+fn weather_plan() -> Value {
+    json!({
+        "steps": [
+            {"id": "tokyo", "tool": "get_weather", "arguments": "{\"location\": \"Tokyo\"}"},
+            {"id": "london", "tool": "get_weather", "arguments": {"location": "London"}},
+            {"id": "cmp", "tool": "compare_data", "arguments": {"data_a": "$ref:tokyo", "data_b": "$ref:london"}}
+        ],
+        "output_steps": ["cmp"]
+    })
+}
+
+#[tokio::test]
+async fn a_plan_costs_two_model_calls_and_returns_only_output_steps() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", weather_plan())]),
+        ScriptedModel::answer(FINAL),
+    ]));
+    let out = agent(Arc::clone(&model), true)
+        .interact("Compare the weather in Tokyo and London")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, FINAL);
+    assert_eq!(out.record.llm_calls, 2);
+    assert_eq!(out.record.tool_calls, 1);
+    assert_eq!(out.record.plans, 1);
+    assert_eq!(out.record.plan_steps, 3);
+    assert_eq!(out.record.tool_errors, 0);
+
+    let requests = model.requests();
+    let first = &requests[0];
+    assert_eq!(first.tools.last().unwrap().name, "execute_tool_plan");
+    assert!(
+        first.messages[0]
+            .content
+            .starts_with("You compare data.\n\n")
+    );
+    assert!(first.messages[0].content.ends_with(PLANNING_INSTRUCTIONS));
+    // The second request carries the plan summary: the comparison, not the intermediate weather.
+    let summary = &requests[1].messages.last().unwrap().content;
+    assert!(
+        summary.starts_with("Plan executed successfully (3 steps)."),
+        "{summary}"
+    );
+    assert!(summary.contains("- cmp: {\"equal\":false"), "{summary}");
+    assert!(
+        !summary.contains("\"condition\":\"sunny\",\"city\""),
+        "intermediate result leaked: {summary}"
+    );
+}
+
+#[tokio::test]
+async fn planning_uses_fewer_input_tokens_than_one_call_per_tool() {
+    let per_tool = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("get_weather", json!({"location": "Tokyo"}))]),
+        ScriptedModel::calls(&[("get_weather", json!({"location": "London"}))]),
+        ScriptedModel::calls(&[(
+            "compare_data",
+            json!({"data_a": {"temp": 18}, "data_b": {"temp": 12}}),
+        )]),
+        ScriptedModel::answer(FINAL),
+    ]));
+    let planned = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", weather_plan())]),
+        ScriptedModel::answer(FINAL),
+    ]));
+    let a = agent(per_tool, true)
+        .interact("Compare the weather in Tokyo and London")
+        .await
+        .unwrap();
+    let b = agent(planned, true)
+        .interact("Compare the weather in Tokyo and London")
+        .await
+        .unwrap();
+    assert!(
+        b.record.input_tokens < a.record.input_tokens,
+        "{:?} vs {:?}",
+        b.record,
+        a.record
+    );
+}
+
+#[tokio::test]
+async fn fail_forward_errors_reach_the_model() {
+    let plan = json!({"steps": [
+        {"id": "s1", "tool": "fail", "arguments": {"message": "upstream 503"}},
+        {"id": "s2", "tool": "get_weather", "arguments": {"location": "Paris"}},
+        {"id": "s3", "tool": "echo", "arguments": {"text": "$ref:s1"}}
+    ], "output_steps": ["s2", "s3"]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan)]),
+        ScriptedModel::answer("Paris is cloudy; the other source failed."),
+    ]));
+    let out = agent(Arc::clone(&model), true)
+        .interact("weather?")
+        .await
+        .unwrap();
+    let result = tool_messages(&out.messages)[0];
+    assert!(result.is_error);
+    assert!(
+        result
+            .content
+            .starts_with("Plan completed with errors: 1 of 3 steps failed, 1 skipped."),
+        "{}",
+        result.content
+    );
+    assert!(result.content.contains("- s1 (failed): upstream 503"));
+    assert!(
+        result
+            .content
+            .contains("- s3 (skipped): Skipped because dependency 's1' failed")
+    );
+    assert!(result.content.contains("\"city\":\"Paris\""));
+    assert_eq!(out.record.tool_errors, 2);
+}
+
+#[tokio::test]
+async fn an_invalid_plan_comes_back_as_an_error_the_model_can_fix() {
+    let bad = json!({"steps": [
+        {"id": "a", "tool": "get_wether", "arguments": {"location": "Tokyo"}},
+        {"id": "b", "tool": "echo", "arguments": {"text": "$ref:c"}}
+    ]});
+    let good =
+        json!({"steps": [{"id": "a", "tool": "get_weather", "arguments": {"location": "Tokyo"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", bad)]),
+        ScriptedModel::calls(&[("execute_tool_plan", good)]),
+        ScriptedModel::answer("18 degrees"),
+    ]));
+    let out = agent(Arc::clone(&model), true)
+        .interact("Tokyo?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "18 degrees");
+    let results = tool_messages(&out.messages);
+    assert!(results[0].is_error);
+    for needle in [
+        "the plan was not run",
+        "Unknown tool 'get_wether' in step 'a' (did you mean 'get_weather'?)",
+        "step 'b' references unknown step 'c'",
+        "Fix the plan",
+    ] {
+        assert!(
+            results[0].content.contains(needle),
+            "{needle:?} in {}",
+            results[0].content
+        );
+    }
+    assert!(!results[1].is_error);
+    assert_eq!(out.record.plans, 2);
+}
+
+#[tokio::test]
+async fn unknown_tools_and_bad_arguments_are_errors_the_model_sees() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[
+            ("get_wether", json!({"location": "Tokyo"})),
+            ("get_weather", json!({"location": 5})),
+            ("calculator", json!({"expression": "$ref:x + 1"})),
+            ("echo", json!({"text": "still runs"})),
+            ("execute_tool_plan", json!({"steps": []})),
+        ]),
+        ScriptedModel::answer("done"),
+    ]));
+    let out = agent(Arc::clone(&model), false)
+        .interact("go")
+        .await
+        .unwrap();
+    let results = tool_messages(&out.messages);
+    assert_eq!(results.len(), 5);
+    assert_eq!(
+        results[0].content,
+        "Error: unknown tool 'get_wether'. Available tools: echo, concat, sleep, fail, get_weather, calculator, compare_data"
+    );
+    assert!(
+        results[1].is_error && results[1].content.contains("/location"),
+        "{}",
+        results[1].content
+    );
+    // Arguments of individual calls are literal: "$ref:x" is text, so the calculator fails on it.
+    assert!(
+        results[2].is_error && results[2].content.contains("cannot evaluate"),
+        "{}",
+        results[2].content
+    );
+    assert_eq!(results[3].content, "still runs");
+    assert!(!results[3].is_error);
+    // Planning is off: the meta-tool is unknown.
+    assert!(
+        results[4]
+            .content
+            .starts_with("Error: unknown tool 'execute_tool_plan'")
+    );
+    // The results are in call order, each answering its own call.
+    let ids: Vec<_> = results
+        .iter()
+        .map(|m| m.tool_call_id.clone().unwrap())
+        .collect();
+    assert_eq!(ids, ["call_0", "call_1", "call_2", "call_3", "call_4"]);
+    assert_eq!(out.record.tool_errors, 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_of_one_turn_run_in_parallel() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[
+            ("sleep", json!({"ms": 200, "value": "a"})),
+            ("sleep", json!({"ms": 200, "value": "b"})),
+            ("sleep", json!({"ms": 200, "value": "c"})),
+        ]),
+        ScriptedModel::answer("abc"),
+    ]));
+    let start = tokio::time::Instant::now();
+    let out = agent(model, false).interact("go").await.unwrap();
+    assert_eq!(start.elapsed(), Duration::from_millis(200));
+    let texts: Vec<_> = tool_messages(&out.messages)
+        .iter()
+        .map(|m| m.content.clone())
+        .collect();
+    assert_eq!(texts, ["a", "b", "c"]);
+}
+
+#[tokio::test]
+async fn max_turns_stops_a_loop() {
+    let model =
+        Arc::new(ScriptedModel::new((0..10).map(|_| {
+            ScriptedModel::calls(&[("echo", json!({"text": "again"}))])
+        })));
+    let err = agent(Arc::clone(&model), true)
+        .interact("loop")
+        .await
+        .unwrap_err();
+    match err {
+        AgentError::MaxTurns { record } => {
+            assert_eq!(record.turns, 6);
+            assert_eq!(record.llm_calls, 6);
+            assert_eq!(record.tool_calls, 6);
+        }
+        other => panic!("expected MaxTurns, got {other:?}"),
+    }
+    assert_eq!(model.requests().len(), 6);
+}
+
+#[tokio::test]
+async fn model_errors_and_cancellation_end_the_interaction() {
+    let model = Arc::new(ScriptedModel::new([]));
+    let err = agent(model, true).interact("hi").await.unwrap_err();
+    assert!(matches!(err, AgentError::Llm(_)), "{err:?}");
+
+    let model = Arc::new(ScriptedModel::new([ScriptedModel::answer("never")]));
+    let cancel = tokio_util::sync::CancellationToken::new();
+    cancel.cancel();
+    let err = agent(model, true)
+        .interact_with("hi", &cancel)
+        .await
+        .unwrap_err();
+    assert_eq!(err, AgentError::Cancelled);
+}
+
+#[test]
+fn building_needs_a_model_and_rejects_the_meta_tool_as_a_tool() {
+    let err = Agent::builder("x")
+        .tools(demo::tools())
+        .build()
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("has no model"));
+    let engine = Arc::new(toolplan_core::Engine::new(Arc::new(demo::registry())));
+    let err = Agent::builder("x")
+        .model(Arc::new(ScriptedModel::new([])))
+        .tool(Arc::new(toolplan_core::ExecuteToolPlan::new(engine)))
+        .build()
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("enable_tool_planning"));
+}

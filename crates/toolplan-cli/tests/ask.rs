@@ -1,0 +1,233 @@
+//! `toolplan ask` end to end against a loopback OpenAI-compatible server that replays chat-completions
+//! responses (a test double: the real providers' wire formats are tested in toolplan-llm).
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+/// Serves the replies in order, one per request, and records the request bodies.
+fn serve(replies: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    thread::spawn(move || {
+        for (reply, stream) in replies.into_iter().zip(listener.incoming()) {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            log.lock()
+                .unwrap()
+                .push(serde_json::from_slice(&body).unwrap());
+            let text = reply.to_string();
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            )
+            .unwrap();
+        }
+    });
+    (url, seen)
+}
+
+fn completion(message: Value, prompt: u64, completion: u64) -> Value {
+    json!({"id": "x", "object": "chat.completion", "model": "test",
+           "choices": [{"index": 0, "message": message,
+                        "finish_reason": if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" }}],
+           "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}})
+}
+
+#[test]
+fn ask_runs_a_plan_in_two_model_calls() {
+    let plan = json!({"steps": [
+        {"id": "tokyo", "tool": "get_weather", "arguments": {"location": "Tokyo"}},
+        {"id": "london", "tool": "get_weather", "arguments": {"location": "London"}},
+        {"id": "cmp", "tool": "compare_data", "arguments": {"data_a": "$ref:tokyo", "data_b": "$ref:london"}}
+    ], "output_steps": ["cmp"]});
+    let (url, seen) = serve(vec![
+        completion(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                   "function": {"name": "execute_tool_plan", "arguments": plan.to_string()}}]}),
+            900,
+            120,
+        ),
+        completion(
+            json!({"role": "assistant", "content": "Tokyo is 6 °C warmer than London."}),
+            1100,
+            15,
+        ),
+    ]);
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args([
+            "ask",
+            "Compare the weather in Tokyo and London",
+            "--model",
+            "openai:test",
+            "--base-url",
+            &url,
+            "--json",
+        ])
+        .env_remove("OPENAI_API_KEY")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["answer"], "Tokyo is 6 °C warmer than London.");
+    assert_eq!(v["llm_calls"], 2);
+    assert_eq!(v["input_tokens"], 2000);
+    assert_eq!(v["output_tokens"], 135);
+    assert_eq!(v["tool_calls"], 1);
+    assert_eq!(v["plans"], 1);
+    assert_eq!(v["plan_steps"], 3);
+    assert_eq!(v["model"], "openai:test");
+    assert!(v["elapsed_ms"].as_f64().unwrap() > 0.0);
+
+    let requests = seen.lock().unwrap();
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"get_weather") && tools.contains(&"execute_tool_plan"),
+        "{tools:?}"
+    );
+    // The plan's summary went back as the tool result: the comparison only.
+    let last = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["tool_call_id"], "call_1");
+    let content = last["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("Plan executed successfully (3 steps)."),
+        "{content}"
+    );
+    assert!(content.contains("\"difference\":6"), "{content}");
+}
+
+#[test]
+fn no_plan_does_not_offer_the_planner() {
+    let (url, seen) = serve(vec![completion(
+        json!({"role": "assistant", "content": "Hello."}),
+        10,
+        2,
+    )]);
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args([
+            "ask",
+            "hi",
+            "--model",
+            "openai:test",
+            "--base-url",
+            &url,
+            "--no-plan",
+        ])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "Hello.\n");
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("1 model call, 10 input / 2 output tokens")
+    );
+    let requests = seen.lock().unwrap();
+    assert!(
+        requests[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["function"]["name"] != "execute_tool_plan")
+    );
+}
+
+#[test]
+fn config_file_names_the_model_and_rejects_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _) = serve(vec![completion(
+        json!({"role": "assistant", "content": "From config."}),
+        5,
+        2,
+    )]);
+    std::fs::write(
+        dir.path().join("toolplan.toml"),
+        format!("model = \"openai:cfg\"\nbase_url = \"{url}\"\nplanning = false\n[limits]\nconcurrency = 4\n"),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args(["ask", "hi", "--json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["answer"], "From config.");
+    assert_eq!(v["model"], "openai:cfg");
+    assert_eq!(v["planning"], false);
+
+    std::fs::write(
+        dir.path().join("toolplan.toml"),
+        "model = \"openai:x\"\napi_key = \"sk-1\"\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args(["ask", "hi"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("secrets come from the environment"));
+}
+
+#[test]
+fn bad_model_spec_is_a_clear_error() {
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args(["ask", "hi", "--model", "gpt-4o"])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown model spec \"gpt-4o\""));
+}

@@ -1,0 +1,181 @@
+//! The provider-neutral chat vocabulary: messages, tool definitions, tool calls, requests, responses
+//! and token usage. Every provider translates these to and from its own wire format.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who speaks a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Instructions for the model.
+    System,
+    /// The user.
+    User,
+    /// The model.
+    Assistant,
+    /// The result of a tool call, answering one of the assistant's tool calls.
+    Tool,
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call; tool results refer to it.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as JSON (providers that send a JSON string have it parsed; text that is not
+    /// JSON is kept as a JSON string so the tool can report it).
+    pub arguments: Value,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who speaks.
+    pub role: Role,
+    /// The text (may be empty for an assistant message that only calls tools).
+    pub content: String,
+    /// Tool calls of an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a tool message: the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a tool message: the tool's name (some providers want it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// For a tool message: whether the call failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl Message {
+    fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_name: None,
+            is_error: false,
+        }
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::new(Role::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(Role::User, content)
+    }
+
+    /// An assistant message with text and tool calls.
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self {
+            tool_calls,
+            ..Self::new(Role::Assistant, content)
+        }
+    }
+
+    /// The result of a tool call.
+    pub fn tool_result(call: &ToolCall, content: impl Into<String>, is_error: bool) -> Self {
+        Self {
+            tool_call_id: Some(call.id.clone()),
+            tool_name: Some(call.name.clone()),
+            is_error,
+            ..Self::new(Role::Tool, content)
+        }
+    }
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The JSON Schema of its arguments object.
+    pub parameters: Value,
+}
+
+/// Whether the model may, must or must not call tools.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must answer in text.
+    None,
+    /// The model must call some tool.
+    Required,
+}
+
+/// One call to a chat model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatRequest {
+    /// The conversation so far; system messages first.
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolDefinition>,
+    /// Whether it may call them.
+    pub tool_choice: ToolChoice,
+    /// Most tokens to generate.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+}
+
+/// Tokens a call consumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// It finished its answer.
+    EndTurn,
+    /// It wants tool calls run.
+    ToolUse,
+    /// It hit the token limit.
+    MaxTokens,
+    /// Anything else the provider reported.
+    Other,
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    /// The assistant message (text and/or tool calls).
+    pub message: Message,
+    /// Tokens used by this call.
+    pub usage: Usage,
+    /// Why it stopped.
+    pub stop: StopReason,
+}
+
+/// Parses a tool call's arguments text: JSON when it parses, otherwise the text as a JSON string.
+pub fn parse_arguments(text: &str) -> Value {
+    if text.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}

@@ -1,0 +1,399 @@
+//! Anthropic Messages: `POST {base_url}/v1/messages` with `x-api-key` and
+//! `anthropic-version: 2023-06-01`.
+//!
+//! Mapping:
+//! * system messages → the top-level `system` text (several are joined by blank lines);
+//! * tools → `tools: [{name, description, input_schema}]`, with `tool_choice` `{type: auto}`,
+//!   `{type: any}` or `{type: none}`;
+//! * an assistant message → content blocks `text` and `tool_use {id, name, input}`;
+//! * tool results → `tool_result {tool_use_id, content, is_error}` blocks in a user message;
+//!   consecutive messages of the same role (several tool results, a tool result and a user
+//!   message) are merged into one message, as the API wants roles to alternate;
+//! * `max_tokens` is required: the request's, else the config's (default 4096);
+//! * `usage.input_tokens` (plus cache reads and writes) / `usage.output_tokens` → [`Usage`];
+//! * `stop_reason` `end_turn` / `stop_sequence` → [`StopReason::EndTurn`], `tool_use` →
+//!   [`StopReason::ToolUse`], `max_tokens` → [`StopReason::MaxTokens`].
+
+use std::fmt;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::http;
+use crate::error::LlmError;
+use crate::message::{
+    ChatRequest, ChatResponse, Message, Role, StopReason, ToolCall, ToolChoice, Usage,
+};
+use crate::model::{CallPolicy, ChatModel};
+
+/// The Anthropic API.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The environment variable holding the API key.
+pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
+
+/// The environment variable that may override the base URL.
+pub const BASE_URL_ENV: &str = "ANTHROPIC_BASE_URL";
+
+/// The API version sent with every request.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// The token limit used when neither the request nor the config sets one.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// How to reach Anthropic.
+#[derive(Clone)]
+pub struct AnthropicConfig {
+    /// The API base, without `/v1` (`https://api.anthropic.com`).
+    pub base_url: String,
+    /// The API key, sent as `x-api-key`; `None` sends none (for proxies that add it).
+    pub api_key: Option<String>,
+    /// The model name (`claude-sonnet-4-5` …).
+    pub model: String,
+    /// Timeout and retries of each call.
+    pub policy: CallPolicy,
+    /// Token limit used when a request sets none (the API requires one).
+    pub max_tokens: u32,
+}
+
+impl fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("policy", &self.policy)
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
+}
+
+impl AnthropicConfig {
+    /// A config for `model` on the Anthropic API, without a key and with the default policy.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            api_key: None,
+            model: model.into(),
+            policy: CallPolicy::default(),
+            max_tokens: DEFAULT_MAX_TOKENS,
+        }
+    }
+
+    /// A config from the environment: the key from `ANTHROPIC_API_KEY`; the base URL from
+    /// `base_url`, else `ANTHROPIC_BASE_URL`, else the Anthropic API. The key is required unless
+    /// another base URL is given.
+    pub fn from_env(model: impl Into<String>, base_url: Option<String>) -> Result<Self, LlmError> {
+        let base_url = base_url
+            .map(|b| b.trim().to_owned())
+            .filter(|b| !b.is_empty())
+            .or_else(|| http::env_var(BASE_URL_ENV))
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let api_key = http::env_var(API_KEY_ENV);
+        if api_key.is_none() && base_url.trim_end_matches('/') == DEFAULT_BASE_URL {
+            return Err(LlmError::Config(format!(
+                "anthropic: {API_KEY_ENV} is not set"
+            )));
+        }
+        Ok(Self {
+            base_url,
+            api_key,
+            ..Self::new(model)
+        })
+    }
+}
+
+/// A chat model behind the Anthropic Messages API.
+#[derive(Debug)]
+pub struct AnthropicModel {
+    config: AnthropicConfig,
+    client: reqwest::Client,
+    url: String,
+    name: String,
+    label: String,
+}
+
+impl AnthropicModel {
+    /// A model for `config` (checks the base URL and builds the HTTP client; sends nothing).
+    pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
+        http::check_base_url("anthropic", &config.base_url)?;
+        if config.model.trim().is_empty() {
+            return Err(LlmError::Config(
+                "anthropic: the model name is empty".into(),
+            ));
+        }
+        let label = http::label("anthropic", &config.base_url, DEFAULT_BASE_URL);
+        Ok(Self {
+            client: http::client(&label)?,
+            url: http::join_url(&config.base_url, "v1/messages"),
+            name: format!("anthropic:{}", config.model),
+            label,
+            config,
+        })
+    }
+
+    /// The config this model was made with.
+    pub fn config(&self) -> &AnthropicConfig {
+        &self.config
+    }
+
+    /// The JSON body of the Messages request for `request`.
+    pub fn request_body(&self, request: &ChatRequest) -> Result<Value, LlmError> {
+        let mut system = Vec::new();
+        let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
+        for (i, m) in request.messages.iter().enumerate() {
+            match m.role {
+                Role::System => {
+                    if !m.content.trim().is_empty() {
+                        system.push(m.content.as_str());
+                    }
+                }
+                Role::User => http::push_blocks(&mut messages, "user", text_block(&m.content)),
+                Role::Assistant => {
+                    let mut blocks = text_block(&m.content);
+                    blocks.extend(m.tool_calls.iter().map(tool_use_block));
+                    http::push_blocks(&mut messages, "assistant", blocks);
+                }
+                Role::Tool => {
+                    let id = http::tool_call_id(&self.label, i, m.tool_call_id.as_deref())?;
+                    let mut block =
+                        json!({"type": "tool_result", "tool_use_id": id, "content": m.content});
+                    if m.is_error {
+                        block["is_error"] = json!(true);
+                    }
+                    http::push_blocks(&mut messages, "user", vec![block]);
+                }
+            }
+        }
+        let messages: Vec<Value> = messages
+            .into_iter()
+            .map(|(role, content)| json!({"role": role, "content": content}))
+            .collect();
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert(
+            "max_tokens".into(),
+            json!(request.max_tokens.unwrap_or(self.config.max_tokens)),
+        );
+        if !system.is_empty() {
+            body.insert("system".into(), json!(system.join("\n\n")));
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "input_schema": http::parameters_schema(&t.parameters),
+                    })
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+            let choice = match request.tool_choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::None => "none",
+                ToolChoice::Required => "any",
+            };
+            body.insert("tool_choice".into(), json!({"type": choice}));
+        }
+        if let Some(t) = request.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        Ok(Value::Object(body))
+    }
+}
+
+/// A text block, or none for empty text (the API rejects empty text blocks).
+fn text_block(text: &str) -> Vec<Value> {
+    if text.is_empty() {
+        Vec::new()
+    } else {
+        vec![json!({"type": "text", "text": text})]
+    }
+}
+
+fn tool_use_block(call: &ToolCall) -> Value {
+    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": http::arguments_object(call)})
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    content: Vec<WireBlock>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+enum WireBlock {
+    #[serde(rename = "text")]
+    Text { text: String },
+    #[serde(rename = "tool_use")]
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// Thinking and other blocks this crate does not use.
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+/// Turns a Messages answer into a [`ChatResponse`].
+fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError> {
+    let wire: WireResponse = http::decode(provider, body)?;
+    let mut text = String::new();
+    let mut tool_calls = Vec::new();
+    for block in wire.content {
+        match block {
+            WireBlock::Text { text: t } => text.push_str(&t),
+            WireBlock::ToolUse { id, name, input } => tool_calls.push(ToolCall {
+                id,
+                name,
+                arguments: input,
+            }),
+            WireBlock::Other => {}
+        }
+    }
+    let stop = match wire.stop_reason.as_deref() {
+        Some("end_turn" | "stop_sequence") => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        None if !tool_calls.is_empty() => StopReason::ToolUse,
+        None => StopReason::EndTurn,
+        Some(_) => StopReason::Other,
+    };
+    let usage = wire.usage.map_or_else(Usage::default, |u| Usage {
+        input_tokens: u.input_tokens.unwrap_or(0)
+            + u.cache_creation_input_tokens.unwrap_or(0)
+            + u.cache_read_input_tokens.unwrap_or(0),
+        output_tokens: u.output_tokens.unwrap_or(0),
+    });
+    Ok(ChatResponse {
+        message: Message::assistant(text, tool_calls),
+        usage,
+        stop,
+    })
+}
+
+#[async_trait]
+impl ChatModel for AnthropicModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, LlmError> {
+        let body = serde_json::to_vec(&self.request_body(request)?)
+            .map_err(|e| LlmError::InvalidRequest(format!("{}: {e}", self.label)))?;
+        self.config
+            .policy
+            .run(cancel, || async {
+                let mut http_request = self
+                    .client
+                    .post(&self.url)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .header("anthropic-version", API_VERSION)
+                    .body(body.clone());
+                if let Some(key) = &self.config.api_key {
+                    http_request = http_request.header("x-api-key", key);
+                }
+                let answer = http::send(&self.label, http_request).await?;
+                parse_response(&self.label, &answer)
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolDefinition;
+
+    #[test]
+    fn maps_a_conversation() {
+        let model = AnthropicModel::new(AnthropicConfig::new("claude")).unwrap();
+        let call = ToolCall {
+            id: "toolu_1".into(),
+            name: "f".into(),
+            arguments: json!({"x": 1}),
+        };
+        let request = ChatRequest {
+            messages: vec![
+                Message::system("be brief"),
+                Message::user("hi"),
+                Message::assistant("", vec![call.clone()]),
+                Message::tool_result(&call, "boom", true),
+                Message::user("and?"),
+            ],
+            tools: vec![ToolDefinition {
+                name: "f".into(),
+                description: "d".into(),
+                parameters: Value::Null,
+            }],
+            tool_choice: ToolChoice::Required,
+            ..ChatRequest::default()
+        };
+        let body = model.request_body(&request).unwrap();
+        assert_eq!(body["system"], "be brief");
+        assert_eq!(body["max_tokens"], 4096);
+        assert_eq!(body["tool_choice"], json!({"type": "any"}));
+        assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"x": 1}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "boom", "is_error": true},
+                    {"type": "text", "text": "and?"}
+                ]}
+            ])
+        );
+        let mut bad = Message::tool_result(&call, "x", false);
+        bad.tool_call_id = None;
+        let request = ChatRequest {
+            messages: vec![bad],
+            ..ChatRequest::default()
+        };
+        assert!(matches!(
+            model.request_body(&request),
+            Err(LlmError::InvalidRequest(_))
+        ));
+    }
+
+    #[test]
+    fn ignores_unknown_blocks() {
+        let r = parse_response(
+            "p",
+            br#"{"content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"ok"}],"stop_reason":"refusal"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (r.message.content.as_str(), r.stop),
+            ("ok", StopReason::Other)
+        );
+    }
+}
