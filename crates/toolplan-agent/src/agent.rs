@@ -24,11 +24,15 @@ use crate::record::Record;
 
 /// What the system prompt adds when tool planning is enabled.
 pub const PLANNING_INSTRUCTIONS: &str = "\
-You can call tools one at a time, or call execute_tool_plan once to run several tool calls as a plan. \
-When a task needs two or more tool calls, prefer one execute_tool_plan call: list every call as a step, \
-pass results between steps with \"$ref:<step_id>\" or \"$ref:<step_id>.<field>\", and put the steps \
-whose results you need in output_steps. Independent steps run in parallel. After the plan's results \
-come back, answer the user from them.";
+Tool planning: when answering needs more than one tool call, do not call the tools one by one. Call \
+execute_tool_plan once, with every tool call as a step. Each step has an id, a tool and its arguments; \
+a step uses an earlier step's result through \"$ref:<step_id>\" or \"$ref:<step_id>.<field>\"; \
+output_steps lists the steps whose results you need. Independent steps run in parallel. For example, \
+to look up two things and combine them, call execute_tool_plan with {\"steps\": [{\"id\": \"a\", \
+\"tool\": \"lookup\", \"arguments\": {\"query\": \"first thing\"}}, {\"id\": \"b\", \"tool\": \
+\"lookup\", \"arguments\": {\"query\": \"second thing\"}}, {\"id\": \"c\", \"tool\": \"combine\", \
+\"arguments\": {\"x\": \"$ref:a\", \"y\": \"$ref:b\"}}], \"output_steps\": [\"c\"]}. When the plan's \
+results come back, answer the user from them. Call a tool directly only when one call is enough.";
 
 /// The result of [`Agent::interact`].
 #[derive(Debug, Clone, PartialEq)]
@@ -48,12 +52,21 @@ pub struct AgentBuilder {
     instructions: String,
     tools: Vec<Arc<dyn Tool>>,
     planning: bool,
+    parallel_tool_calls: Option<bool>,
     max_turns: usize,
     run_config: RunConfig,
     limits: Limits,
 }
 
 impl AgentBuilder {
+    /// Whether one model reply may hold several tool calls (default: the provider's default). Turning
+    /// it off with planning on pushes a model that follows instructions well to batch calls into one
+    /// plan; small local models may instead just make fewer calls.
+    pub fn parallel_tool_calls(mut self, allowed: bool) -> Self {
+        self.parallel_tool_calls = Some(allowed);
+        self
+    }
+
     /// The model that decides.
     pub fn model(mut self, model: Arc<dyn ChatModel>) -> Self {
         self.model = Some(model);
@@ -142,11 +155,15 @@ impl AgentBuilder {
             .planning
             .then(|| Arc::new(ExecuteToolPlan::new(Arc::clone(&engine))));
         if let Some(p) = &planner {
-            definitions.push(ToolDefinition {
-                name: p.name().to_owned(),
-                description: p.description().to_owned(),
-                parameters: p.parameters(),
-            });
+            // First in the list: small models favour the tools they read first.
+            definitions.insert(
+                0,
+                ToolDefinition {
+                    name: p.name().to_owned(),
+                    description: p.description().to_owned(),
+                    parameters: p.parameters(),
+                },
+            );
         }
         let mut system = self.instructions;
         if self.planning {
@@ -163,6 +180,7 @@ impl AgentBuilder {
             planner,
             definitions,
             max_turns: self.max_turns,
+            parallel_tool_calls: self.parallel_tool_calls,
         })
     }
 }
@@ -176,6 +194,7 @@ pub struct Agent {
     planner: Option<Arc<ExecuteToolPlan>>,
     definitions: Vec<ToolDefinition>,
     max_turns: usize,
+    parallel_tool_calls: Option<bool>,
 }
 
 impl Agent {
@@ -187,6 +206,7 @@ impl Agent {
             instructions: String::new(),
             tools: Vec::new(),
             planning: false,
+            parallel_tool_calls: None,
             max_turns: 10,
             run_config: RunConfig::default(),
             limits: Limits::default(),
@@ -198,7 +218,7 @@ impl Agent {
         &self.name
     }
 
-    /// The tools offered to the model, `execute_tool_plan` last when planning is on.
+    /// The tools offered to the model, `execute_tool_plan` first when planning is on.
     pub fn tool_definitions(&self) -> &[ToolDefinition] {
         &self.definitions
     }
@@ -240,6 +260,7 @@ impl Agent {
                 } else {
                     ToolChoice::Auto
                 },
+                parallel_tool_calls: self.parallel_tool_calls,
                 ..ChatRequest::default()
             };
             let response = self.model.chat(&request, cancel).await?;

@@ -92,7 +92,7 @@ async fn a_plan_costs_two_model_calls_and_returns_only_output_steps() {
 
     let requests = model.requests();
     let first = &requests[0];
-    assert_eq!(first.tools.last().unwrap().name, "execute_tool_plan");
+    assert_eq!(first.tools[0].name, "execute_tool_plan");
     assert!(
         first.messages[0]
             .content
@@ -336,4 +336,25 @@ fn building_needs_a_model_and_rejects_the_meta_tool_as_a_tool() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("enable_tool_planning"));
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_setting_reaches_the_model() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::answer("a"),
+        ScriptedModel::answer("b"),
+    ]));
+    let default = agent(Arc::clone(&model), true);
+    default.interact("x").await.unwrap();
+    let single = Agent::builder("t")
+        .model(Arc::clone(&model) as Arc<dyn toolplan_llm::ChatModel>)
+        .tools(demo::tools())
+        .enable_tool_planning()
+        .parallel_tool_calls(false)
+        .build()
+        .unwrap();
+    single.interact("y").await.unwrap();
+    let requests = model.requests();
+    assert_eq!(requests[0].parallel_tool_calls, None);
+    assert_eq!(requests[1].parallel_tool_calls, Some(false));
 }

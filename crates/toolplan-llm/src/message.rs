@@ -125,6 +125,9 @@ pub struct ChatRequest {
     pub tools: Vec<ToolDefinition>,
     /// Whether it may call them.
     pub tool_choice: ToolChoice,
+    /// Whether one reply may hold several tool calls (`None`: the provider's default). An agent that
+    /// offers a plan tool turns this off, so that several calls go into one plan.
+    pub parallel_tool_calls: Option<bool>,
     /// Most tokens to generate.
     pub max_tokens: Option<u32>,
     /// Sampling temperature.

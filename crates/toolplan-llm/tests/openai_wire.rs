@@ -95,6 +95,7 @@ async fn multi_turn_tool_conversation() {
         tool_choice: ToolChoice::Auto,
         max_tokens: Some(256),
         temperature: Some(0.5),
+        parallel_tool_calls: None,
     };
     let first = bounded(model.chat(&request, &cancel)).await.unwrap();
     assert_eq!(first.stop, StopReason::ToolUse);

@@ -199,7 +199,11 @@ impl AnthropicModel {
                 ToolChoice::None => "none",
                 ToolChoice::Required => "any",
             };
-            body.insert("tool_choice".into(), json!({"type": choice}));
+            let mut tool_choice = json!({"type": choice});
+            if request.parallel_tool_calls == Some(false) && choice != "none" {
+                tool_choice["disable_parallel_tool_use"] = json!(true);
+            }
+            body.insert("tool_choice".into(), tool_choice);
         }
         if let Some(t) = request.temperature {
             body.insert("temperature".into(), json!(t));
@@ -394,6 +398,28 @@ mod tests {
         assert_eq!(
             (r.message.content.as_str(), r.stop),
             ("ok", StopReason::Other)
+        );
+    }
+
+    #[test]
+    fn parallel_tool_calls_switch() {
+        let model = AnthropicModel::new(AnthropicConfig::new("claude")).unwrap();
+        let mut request = ChatRequest {
+            messages: vec![Message::user("hi")],
+            tools: vec![ToolDefinition {
+                name: "f".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            ..ChatRequest::default()
+        };
+        let body = model.request_body(&request).unwrap();
+        assert_eq!(body["tool_choice"], json!({"type": "auto"}));
+        request.parallel_tool_calls = Some(false);
+        let body = model.request_body(&request).unwrap();
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "auto", "disable_parallel_tool_use": true})
         );
     }
 }

@@ -171,6 +171,9 @@ impl OpenAiModel {
                 ToolChoice::Required => "required",
             };
             body.insert("tool_choice".into(), json!(choice));
+            if let Some(parallel) = request.parallel_tool_calls {
+                body.insert("parallel_tool_calls".into(), json!(parallel));
+            }
         }
         if let Some(max) = request.max_tokens.or(self.config.max_tokens) {
             let field = if is_official(&self.config.base_url) {
@@ -436,5 +439,24 @@ mod tests {
         let body = local.request_body(&request).unwrap();
         assert_eq!(body["max_tokens"], 9);
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+    }
+
+    #[test]
+    fn parallel_tool_calls_switch() {
+        let model = OpenAiModel::new(OpenAiConfig::new("m")).unwrap();
+        let mut request = ChatRequest {
+            messages: vec![Message::user("hi")],
+            tools: vec![crate::ToolDefinition {
+                name: "f".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            ..ChatRequest::default()
+        };
+        let body = model.request_body(&request).unwrap();
+        assert_eq!(body.get("parallel_tool_calls"), None);
+        request.parallel_tool_calls = Some(false);
+        let body = model.request_body(&request).unwrap();
+        assert_eq!(body["parallel_tool_calls"], json!(false));
     }
 }

@@ -1,0 +1,74 @@
+//! `toolplan ask` end to end with the real small local model (Qwen2.5-Coder-0.5B-Instruct, fetched by
+//! `bash scripts/fetch-model.sh small`): the agent runs, every constrained reply parses, the tools
+//! answer, and the answer comes back.
+#![cfg(feature = "local")]
+#![allow(clippy::unwrap_used)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn small_model() -> String {
+    let dir = std::env::var_os("TOOLPLAN_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/toolplan/models")
+        });
+    let path = dir.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+    assert!(
+        path.is_file(),
+        "{} is missing: fetch it with `bash scripts/fetch-model.sh small`",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+#[test]
+fn ask_answers_with_the_local_model_and_the_demo_tools() {
+    let model = format!("local:{}", small_model());
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args([
+            "ask",
+            "What is the weather in Tokyo? Use the tools.",
+            "--model",
+            &model,
+            "--json",
+            "--max-turns",
+            "4",
+        ])
+        .current_dir(std::env::temp_dir())
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let answer = v["answer"].as_str().unwrap();
+    assert!(!answer.trim().is_empty());
+    assert!(v["llm_calls"].as_u64().unwrap() >= 2, "{v}");
+    assert!(v["tool_calls"].as_u64().unwrap() >= 1, "{v}");
+    assert!(v["input_tokens"].as_u64().unwrap() > 100, "{v}");
+    assert!(v["output_tokens"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["tool_errors"], 0, "{v}");
+    // The fixed table says 18 °C and sunny in Tokyo.
+    assert!(
+        answer.contains("18") || answer.to_lowercase().contains("sunny"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn a_missing_local_model_names_the_command_that_fetches_it() {
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args(["ask", "hi", "--model", "local:/nonexistent/model.gguf"])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/model.gguf"), "{err}");
+}

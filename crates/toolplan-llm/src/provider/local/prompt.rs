@@ -1,0 +1,308 @@
+//! Turns a [`ChatRequest`] into the turns of a chat (role and text), ready for the model's chat
+//! template: the tools and the reply format go into the system message; tool results come back as a
+//! user turn of `<tool_response>` blocks (as Qwen2.5's own template does); earlier assistant tool
+//! calls are written in the same JSON form the model is asked to reply in.
+
+use std::io;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::reply::ReplyMode;
+use crate::message::{ChatRequest, Message, Role};
+
+/// The system message used when a request has none.
+pub const DEFAULT_SYSTEM: &str = "You are a helpful assistant.";
+
+/// One turn of the chat, as the chat template takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// `system`, `user` or `assistant`.
+    pub role: &'static str,
+    /// The text.
+    pub content: String,
+}
+
+impl Turn {
+    fn new(role: &'static str, content: impl Into<String>) -> Self {
+        // The chat template takes C strings: a NUL byte would end the text early.
+        let content: String = content.into();
+        let content = if content.contains('\0') {
+            content.replace('\0', "")
+        } else {
+            content
+        };
+        Self { role, content }
+    }
+}
+
+/// JSON with `", "` and `": "` between items, the way Python's `json.dumps` writes it: the form
+/// the Qwen models saw in training, and the form they write themselves.
+struct SpacedFormatter;
+
+impl serde_json::ser::Formatter for SpacedFormatter {
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        writer.write_all(b": ")
+    }
+}
+
+/// Writes a value as spaced JSON (see [`SpacedFormatter`]).
+pub fn spaced_json(value: &impl Serialize) -> String {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, SpacedFormatter);
+    if value.serialize(&mut ser).is_err() {
+        // Serializing a `serde_json::Value` or plain data cannot fail; keep compact JSON regardless.
+        return serde_json::to_string(value).unwrap_or_default();
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The system-message section that lists the tools and says how to reply.
+fn tools_section(request: &ChatRequest, mode: ReplyMode) -> String {
+    let mut s = String::from(
+        "# Tools\n\nYou can call the tools below. Each line inside <tools></tools> is one tool: its name, what it \
+         does, and the JSON Schema of its arguments (\"parameters\").\n<tools>\n",
+    );
+    for tool in &request.tools {
+        let line = json!({"name": tool.name, "description": tool.description, "parameters": tool.parameters});
+        s.push_str(&spaced_json(&line));
+        s.push('\n');
+    }
+    s.push_str("</tools>\n\n# Reply format\n\nReply with exactly one JSON object and nothing else");
+    match mode {
+        ReplyMode::ToolsOnly => s.push_str(
+            ". You must call at least one tool now:\n\
+             {\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments that match the tool's parameters>}}]}\n",
+        ),
+        _ => s.push_str(
+            ", in one of two forms:\n\
+             1. To call tools: {\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments that match the tool's parameters>}}]}\n\
+             2. To give your final answer: {\"answer\": \"<your answer to the user>\"}\n",
+        ),
+    }
+    if request.parallel_tool_calls == Some(false) {
+        s.push_str("Call one tool per reply. ");
+    } else {
+        s.push_str("Several independent calls can go into one reply. ");
+    }
+    s.push_str(
+        "Tool results come back to you inside <tool_response></tool_response> tags. Call a tool when you need \
+         what it provides; once you have what you need, give your final answer.",
+    );
+    s
+}
+
+/// How an earlier assistant message is written back into the chat.
+fn assistant_text(message: &Message, mode: ReplyMode) -> String {
+    if !message.tool_calls.is_empty() {
+        let calls: Vec<Value> = message
+            .tool_calls
+            .iter()
+            .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+            .collect();
+        spaced_json(&json!({"tool_calls": calls}))
+    } else if mode.is_constrained() {
+        spaced_json(&json!({"answer": message.content}))
+    } else {
+        message.content.clone()
+    }
+}
+
+/// One `<tool_response>` block for a tool message.
+fn tool_response(message: &Message) -> String {
+    let name = message.tool_name.as_deref().unwrap_or("tool");
+    let body = if message.is_error {
+        json!({"name": name, "error": message.content})
+    } else {
+        // A result that is JSON goes in as JSON, anything else as a string.
+        let result = serde_json::from_str::<Value>(&message.content)
+            .unwrap_or_else(|_| Value::String(message.content.clone()));
+        json!({"name": name, "result": result})
+    };
+    format!("<tool_response>\n{}\n</tool_response>", spaced_json(&body))
+}
+
+/// The turns of the chat for `request`, replying in `mode`.
+pub fn render(request: &ChatRequest, mode: ReplyMode) -> Vec<Turn> {
+    let mut system: Vec<&str> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System && !m.content.trim().is_empty())
+        .map(|m| m.content.as_str())
+        .collect();
+    if system.is_empty() {
+        system.push(DEFAULT_SYSTEM);
+    }
+    let mut system = system.join("\n\n");
+    if mode.is_constrained() {
+        system.push_str("\n\n");
+        system.push_str(&tools_section(request, mode));
+    }
+    let mut turns = vec![Turn::new("system", system)];
+    let mut pending_results: Vec<String> = Vec::new();
+    for message in &request.messages {
+        if message.role != Role::Tool && !pending_results.is_empty() {
+            turns.push(Turn::new("user", pending_results.join("\n")));
+            pending_results.clear();
+        }
+        match message.role {
+            Role::System => {}
+            Role::User => turns.push(Turn::new("user", message.content.clone())),
+            Role::Assistant => turns.push(Turn::new("assistant", assistant_text(message, mode))),
+            Role::Tool => pending_results.push(tool_response(message)),
+        }
+    }
+    if !pending_results.is_empty() {
+        let mut results = pending_results.join("\n");
+        // Small models tend to repeat a call whose result they already have: remind them.
+        if mode == ReplyMode::AnswerOrTools {
+            results.push_str(RESULTS_REMINDER);
+        }
+        turns.push(Turn::new("user", results));
+    }
+    turns
+}
+
+/// Follows the tool results that end the chat, when the model may answer.
+pub const RESULTS_REMINDER: &str = "\nThese are the results of your tool calls. If they give what the \
+    question needs, reply with your final answer ({\"answer\": ...}); call a tool only for something still \
+    missing, and do not repeat a call whose result you already have.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{ToolCall, ToolChoice, ToolDefinition};
+
+    fn weather() -> ToolDefinition {
+        ToolDefinition {
+            name: "get_weather".into(),
+            description: "Weather of a city".into(),
+            parameters: json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
+        }
+    }
+
+    #[test]
+    fn spaced_json_writes_like_python() {
+        assert_eq!(
+            spaced_json(&json!({"a": [1, 2, {"b": null}], "c": "x"})),
+            r#"{"a": [1, 2, {"b": null}], "c": "x"}"#
+        );
+    }
+
+    #[test]
+    fn plain_chat_gets_a_default_system_message() {
+        let request = ChatRequest {
+            messages: vec![Message::user("Hi")],
+            ..ChatRequest::default()
+        };
+        let turns = render(&request, ReplyMode::Text);
+        assert_eq!(
+            turns,
+            vec![Turn::new("system", DEFAULT_SYSTEM), Turn::new("user", "Hi")]
+        );
+    }
+
+    #[test]
+    fn tools_and_format_go_into_the_system_message() {
+        let request = ChatRequest {
+            messages: vec![
+                Message::system("Be brief."),
+                Message::user("Weather in Tokyo?"),
+            ],
+            tools: vec![weather()],
+            ..ChatRequest::default()
+        };
+        let turns = render(&request, ReplyMode::AnswerOrTools);
+        assert_eq!(turns.len(), 2);
+        let system = &turns[0].content;
+        assert!(system.starts_with("Be brief.\n\n# Tools"), "{system}");
+        assert!(system.contains(
+            r#"{"name": "get_weather", "description": "Weather of a city", "parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}"#
+        ), "{system}");
+        assert!(system.contains(r#"{"answer": "#), "{system}");
+        let required = render(
+            &ChatRequest {
+                tool_choice: ToolChoice::Required,
+                ..request
+            },
+            ReplyMode::ToolsOnly,
+        );
+        assert!(
+            required[0]
+                .content
+                .contains("You must call at least one tool")
+        );
+        assert!(!required[0].content.contains(r#"{"answer": "#));
+    }
+
+    #[test]
+    fn tool_calls_and_results_round_trip_into_turns() {
+        let call = ToolCall {
+            id: "call_0".into(),
+            name: "get_weather".into(),
+            arguments: json!({"location": "Tokyo"}),
+        };
+        let call2 = ToolCall {
+            id: "call_1".into(),
+            name: "get_weather".into(),
+            arguments: json!({"location": "Oslo"}),
+        };
+        let request = ChatRequest {
+            messages: vec![
+                Message::user("Weather in Tokyo and Oslo?"),
+                Message::assistant("", vec![call.clone(), call2.clone()]),
+                Message::tool_result(&call, r#"{"temp": 21}"#, false),
+                Message::tool_result(&call2, "no such city", true),
+                Message::assistant("Tokyo is 21.", vec![]),
+                Message::user("Thanks\0"),
+            ],
+            tools: vec![weather()],
+            ..ChatRequest::default()
+        };
+        let turns = render(&request, ReplyMode::AnswerOrTools);
+        let roles: Vec<&str> = turns.iter().map(|t| t.role).collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "user", "assistant", "user"]
+        );
+        assert_eq!(
+            turns[2].content,
+            r#"{"tool_calls": [{"name": "get_weather", "arguments": {"location": "Tokyo"}}, {"name": "get_weather", "arguments": {"location": "Oslo"}}]}"#
+        );
+        assert_eq!(
+            turns[3].content,
+            "<tool_response>\n{\"name\": \"get_weather\", \"result\": {\"temp\": 21}}\n</tool_response>\n\
+             <tool_response>\n{\"name\": \"get_weather\", \"error\": \"no such city\"}\n</tool_response>"
+        );
+        assert_eq!(turns[4].content, r#"{"answer": "Tokyo is 21."}"#);
+        // NUL bytes would end the C string early: they are dropped.
+        assert_eq!(turns[5].content, "Thanks");
+        // Without tools, the earlier answer is plain text again.
+        let plain = render(&request, ReplyMode::Text);
+        assert_eq!(plain[4].content, "Tokyo is 21.");
+    }
+}

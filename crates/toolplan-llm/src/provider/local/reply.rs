@@ -1,0 +1,497 @@
+//! The replies a local model may give: the JSON Schema they must match (turned into a llama.cpp
+//! grammar for constrained decoding), and parsing a reply back into text or tool calls.
+//!
+//! When tools are offered the model answers with exactly one JSON object:
+//!
+//! * `{"answer": "<text>"}` — its final answer, or
+//! * `{"tool_calls": [{"name": "<tool>", "arguments": {…}}, …]}` — calls of registered tools, each
+//!   with arguments that match that tool's parameters schema (`anyOf` over the tools, the name a
+//!   `const`), so every call the grammar lets through names a registered tool.
+//!
+//! With [`ToolChoice::Required`] only the second form is allowed; with no tools (or
+//! [`ToolChoice::None`]) the reply is free text.
+
+use serde_json::{Map, Value, json};
+
+use crate::message::{ChatRequest, ToolCall, ToolChoice, ToolDefinition};
+
+/// How the model must reply to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Free text: no tools offered, or tools switched off with [`ToolChoice::None`].
+    Text,
+    /// `{"answer": …}` or `{"tool_calls": […]}`.
+    AnswerOrTools,
+    /// Only `{"tool_calls": […]}` ([`ToolChoice::Required`]).
+    ToolsOnly,
+}
+
+impl ReplyMode {
+    /// The mode a request asks for, or why it cannot be served (tools required but none offered).
+    pub fn of(request: &ChatRequest) -> Result<ReplyMode, String> {
+        match (&request.tool_choice, request.tools.is_empty()) {
+            (ToolChoice::Required, true) => {
+                Err("tool_choice is `required` but the request offers no tools".to_owned())
+            }
+            (ToolChoice::None, _) | (ToolChoice::Auto, true) => Ok(ReplyMode::Text),
+            (ToolChoice::Auto, false) => Ok(ReplyMode::AnswerOrTools),
+            (ToolChoice::Required, false) => Ok(ReplyMode::ToolsOnly),
+        }
+    }
+
+    /// Whether replies in this mode are constrained JSON.
+    pub fn is_constrained(self) -> bool {
+        self != ReplyMode::Text
+    }
+}
+
+/// A schema that accepts any JSON object: the fallback for tools whose parameters schema is not a
+/// JSON object (or cannot be turned into a grammar).
+pub fn any_object_schema() -> Value {
+    json!({"type": "object"})
+}
+
+/// The parameters schema of a tool as it goes into the reply schema: the tool's own schema when it
+/// is a JSON object, otherwise any object.
+fn parameters_of(tool: &ToolDefinition) -> Value {
+    match &tool.parameters {
+        Value::Object(o) if !o.is_empty() => tool.parameters.clone(),
+        // `{}` and `null` (no schema given): any arguments object.
+        _ => any_object_schema(),
+    }
+}
+
+/// Whether a schema holds a local `$ref` (`"#/…"`) anywhere.
+fn has_local_ref(schema: &Value) -> bool {
+    match schema {
+        Value::Object(o) => o.iter().any(|(k, v)| {
+            (k == "$ref" && v.as_str().is_some_and(|r| r.starts_with('#'))) || has_local_ref(v)
+        }),
+        Value::Array(a) => a.iter().any(has_local_ref),
+        _ => false,
+    }
+}
+
+/// Rewrites the local `$ref`s of a schema that moves from the document root to `prefix`
+/// (`#/$defs/x` inside the tool becomes `#/$defs/tool_0/$defs/x` in the reply schema).
+fn rebase_refs(schema: &mut Value, prefix: &str) {
+    match schema {
+        Value::Object(o) => {
+            for (k, v) in o.iter_mut() {
+                if k == "$ref" {
+                    if let Some(r) = v.as_str().and_then(|r| r.strip_prefix('#')) {
+                        *v = Value::String(format!("#{prefix}{r}"));
+                    }
+                } else {
+                    rebase_refs(v, prefix);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| rebase_refs(v, prefix)),
+        _ => {}
+    }
+}
+
+/// Limits the `tool_calls` array of a reply schema to one call (for requests with parallel tool calls
+/// switched off).
+pub fn limit_to_one_call(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(calls)) = map
+                .get_mut("properties")
+                .and_then(|p| p.get_mut("tool_calls"))
+            {
+                calls.insert("maxItems".into(), json!(1));
+            }
+            for v in map.values_mut() {
+                limit_to_one_call(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(limit_to_one_call),
+        _ => {}
+    }
+}
+
+/// The JSON Schema of the replies allowed in `mode` (`None` for free text).
+///
+/// `parameters` may override a tool's parameters schema (by index into `tools`), e.g. with
+/// [`any_object_schema`] for a schema that llama.cpp cannot turn into a grammar.
+pub fn reply_schema(
+    tools: &[ToolDefinition],
+    mode: ReplyMode,
+    overrides: &[(usize, Value)],
+) -> Option<Value> {
+    if !mode.is_constrained() {
+        return None;
+    }
+    let mut defs = Map::new();
+    let calls: Vec<Value> = tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| {
+            let mut params = overrides
+                .iter()
+                .find(|(j, _)| *j == i)
+                .map_or_else(|| parameters_of(tool), |(_, s)| s.clone());
+            if has_local_ref(&params) {
+                // A schema with `$ref`s into itself keeps them valid by moving to `$defs`, with
+                // every reference rebased onto its new place.
+                let name = format!("tool_{i}");
+                rebase_refs(&mut params, &format!("/$defs/{name}"));
+                defs.insert(name.clone(), params);
+                params = json!({"$ref": format!("#/$defs/{name}")});
+            }
+            json!({
+                "type": "object",
+                "properties": {"name": {"const": tool.name}, "arguments": params},
+                "required": ["name", "arguments"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    let tool_calls = json!({
+        "type": "object",
+        "properties": {
+            "tool_calls": {"type": "array", "minItems": 1, "items": {"anyOf": calls}},
+        },
+        "required": ["tool_calls"],
+        "additionalProperties": false,
+    });
+    let mut schema = if mode == ReplyMode::ToolsOnly {
+        tool_calls
+    } else {
+        json!({"anyOf": [
+            {
+                "type": "object",
+                "properties": {"answer": {"type": "string"}},
+                "required": ["answer"],
+                "additionalProperties": false,
+            },
+            tool_calls,
+        ]})
+    };
+    if !defs.is_empty()
+        && let Value::Object(o) = &mut schema
+    {
+        o.insert("$defs".to_owned(), Value::Object(defs));
+    }
+    Some(schema)
+}
+
+/// What the model replied, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A text answer.
+    Answer(String),
+    /// Calls of offered tools (at least one).
+    ToolCalls(Vec<ToolCall>),
+}
+
+/// Parses a reply given in `mode`. `next_id` gives each tool call its id (`call_0`, …).
+///
+/// Free text is taken as it is (trimmed). Constrained replies must be the JSON forms above and may
+/// only name offered tools; the error says what is wrong otherwise.
+pub fn parse_reply(
+    text: &str,
+    mode: ReplyMode,
+    tools: &[ToolDefinition],
+    mut next_id: impl FnMut() -> String,
+) -> Result<Reply, String> {
+    let text = text.trim();
+    if !mode.is_constrained() {
+        return Ok(Reply::Answer(text.to_owned()));
+    }
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("the reply is not JSON ({e}): {text}"))?;
+    let Value::Object(mut object) = value else {
+        return Err(format!("the reply is not a JSON object: {text}"));
+    };
+    if let Some(answer) = object.remove("answer") {
+        if mode == ReplyMode::ToolsOnly {
+            return Err("the reply answers although a tool call is required".to_owned());
+        }
+        return match answer {
+            Value::String(s) => Ok(Reply::Answer(s)),
+            other => Err(format!("`answer` is not a string: {other}")),
+        };
+    }
+    let Some(Value::Array(calls)) = object.remove("tool_calls") else {
+        return Err(format!(
+            "the reply has neither `answer` nor a `tool_calls` array: {text}"
+        ));
+    };
+    if calls.is_empty() {
+        return Err("`tool_calls` is empty".to_owned());
+    }
+    let mut out = Vec::with_capacity(calls.len());
+    for (i, call) in calls.into_iter().enumerate() {
+        let Value::Object(mut call) = call else {
+            return Err(format!("tool call {i} is not an object"));
+        };
+        let name = match call.remove("name") {
+            Some(Value::String(name)) => name,
+            _ => return Err(format!("tool call {i} has no `name` string")),
+        };
+        if !tools.iter().any(|t| t.name == name) {
+            return Err(format!(
+                "tool call {i} names `{name}`, which is not an offered tool"
+            ));
+        }
+        let arguments = match call.remove("arguments") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            // A model that writes the arguments as a JSON string (as OpenAI does) gets them parsed.
+            Some(Value::String(s)) => crate::message::parse_arguments(&s),
+            Some(v) => v,
+        };
+        out.push(ToolCall {
+            id: next_id(),
+            name,
+            arguments,
+        });
+    }
+    Ok(Reply::ToolCalls(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, parameters: Value) -> ToolDefinition {
+        ToolDefinition {
+            name: name.to_owned(),
+            description: format!("the {name} tool"),
+            parameters,
+        }
+    }
+
+    fn weather_and_calculator() -> Vec<ToolDefinition> {
+        vec![
+            tool(
+                "get_weather",
+                json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
+            ),
+            tool(
+                "calculator",
+                json!({"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}),
+            ),
+        ]
+    }
+
+    fn request(tools: Vec<ToolDefinition>, tool_choice: ToolChoice) -> ChatRequest {
+        ChatRequest {
+            tools,
+            tool_choice,
+            ..ChatRequest::default()
+        }
+    }
+
+    fn ids() -> impl FnMut() -> String {
+        let mut n = 0;
+        move || {
+            n += 1;
+            format!("call_{}", n - 1)
+        }
+    }
+
+    fn valid(schema: &Value, instance: &Value) -> bool {
+        jsonschema::validator_for(schema)
+            .expect("the reply schema is a valid JSON Schema")
+            .is_valid(instance)
+    }
+
+    #[test]
+    fn modes_follow_tools_and_tool_choice() {
+        let tools = weather_and_calculator();
+        assert_eq!(
+            ReplyMode::of(&request(vec![], ToolChoice::Auto)),
+            Ok(ReplyMode::Text)
+        );
+        assert_eq!(
+            ReplyMode::of(&request(tools.clone(), ToolChoice::None)),
+            Ok(ReplyMode::Text)
+        );
+        assert_eq!(
+            ReplyMode::of(&request(tools.clone(), ToolChoice::Auto)),
+            Ok(ReplyMode::AnswerOrTools)
+        );
+        assert_eq!(
+            ReplyMode::of(&request(tools, ToolChoice::Required)),
+            Ok(ReplyMode::ToolsOnly)
+        );
+        assert!(ReplyMode::of(&request(vec![], ToolChoice::Required)).is_err());
+    }
+
+    #[test]
+    fn free_text_has_no_schema() {
+        assert_eq!(
+            reply_schema(&weather_and_calculator(), ReplyMode::Text, &[]),
+            None
+        );
+    }
+
+    #[test]
+    fn schema_accepts_answers_and_calls_of_offered_tools_only() {
+        let tools = weather_and_calculator();
+        let schema = reply_schema(&tools, ReplyMode::AnswerOrTools, &[]).expect("constrained");
+        for ok in [
+            json!({"answer": "It is sunny."}),
+            json!({"tool_calls": [{"name": "get_weather", "arguments": {"location": "Tokyo"}}]}),
+            json!({"tool_calls": [
+                {"name": "get_weather", "arguments": {"location": "Paris"}},
+                {"name": "calculator", "arguments": {"expression": "2+2"}},
+            ]}),
+        ] {
+            assert!(valid(&schema, &ok), "{ok}");
+        }
+        for bad in [
+            json!({"answer": 3}),
+            json!({"answer": "x", "extra": 1}),
+            json!({"tool_calls": []}),
+            json!({"tool_calls": [{"name": "rm_rf", "arguments": {}}]}),
+            json!({"tool_calls": [{"name": "get_weather", "arguments": {}}]}),
+            json!({"tool_calls": [{"name": "get_weather", "arguments": {"expression": "1"}}]}),
+            json!({"tool_calls": [{"name": "calculator", "arguments": {"location": "Tokyo"}}]}),
+            json!({"tool_calls": [{"name": "get_weather"}]}),
+            json!("just text"),
+        ] {
+            assert!(!valid(&schema, &bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn required_allows_only_tool_calls() {
+        let tools = weather_and_calculator();
+        let schema = reply_schema(&tools, ReplyMode::ToolsOnly, &[]).expect("constrained");
+        assert!(!valid(&schema, &json!({"answer": "no"})));
+        assert!(valid(
+            &schema,
+            &json!({"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]})
+        ));
+    }
+
+    #[test]
+    fn tools_without_a_schema_take_any_object() {
+        let tools = vec![tool("ping", Value::Null), tool("pong", json!({}))];
+        let schema = reply_schema(&tools, ReplyMode::ToolsOnly, &[]).expect("constrained");
+        assert!(valid(
+            &schema,
+            &json!({"tool_calls": [{"name": "ping", "arguments": {"a": [1]}}]})
+        ));
+        assert!(valid(
+            &schema,
+            &json!({"tool_calls": [{"name": "pong", "arguments": {}}]})
+        ));
+        assert!(!valid(
+            &schema,
+            &json!({"tool_calls": [{"name": "ping", "arguments": 3}]})
+        ));
+    }
+
+    #[test]
+    fn overrides_replace_a_tools_schema() {
+        let tools = weather_and_calculator();
+        let schema = reply_schema(&tools, ReplyMode::ToolsOnly, &[(0, any_object_schema())])
+            .expect("constrained");
+        assert!(valid(
+            &schema,
+            &json!({"tool_calls": [{"name": "get_weather", "arguments": {"x": 1}}]})
+        ));
+        assert!(!valid(
+            &schema,
+            &json!({"tool_calls": [{"name": "calculator", "arguments": {"x": 1}}]})
+        ));
+    }
+
+    #[test]
+    fn local_refs_are_rebased_into_defs() {
+        let tools = vec![tool(
+            "plan",
+            json!({
+                "type": "object",
+                "properties": {"steps": {"type": "array", "items": {"$ref": "#/$defs/step"}}},
+                "required": ["steps"],
+                "$defs": {"step": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
+            }),
+        )];
+        let schema = reply_schema(&tools, ReplyMode::AnswerOrTools, &[]).expect("constrained");
+        assert_eq!(
+            schema["$defs"]["tool_0"]["properties"]["steps"]["items"]["$ref"],
+            json!("#/$defs/tool_0/$defs/step")
+        );
+        assert!(valid(
+            &schema,
+            &json!({"tool_calls": [{"name": "plan", "arguments": {"steps": [{"id": "a"}]}}]})
+        ));
+        assert!(!valid(
+            &schema,
+            &json!({"tool_calls": [{"name": "plan", "arguments": {"steps": [{"x": 1}]}}]})
+        ));
+    }
+
+    #[test]
+    fn parses_answers_and_tool_calls() {
+        let tools = weather_and_calculator();
+        assert_eq!(
+            parse_reply(
+                " {\"answer\": \"Hi\"} ",
+                ReplyMode::AnswerOrTools,
+                &tools,
+                ids()
+            ),
+            Ok(Reply::Answer("Hi".into()))
+        );
+        let reply = r#"{"tool_calls": [{"name": "get_weather", "arguments": {"location": "Tokyo"}},
+                        {"name": "calculator", "arguments": "{\"expression\": \"1+1\"}"}]}"#;
+        let Ok(Reply::ToolCalls(calls)) =
+            parse_reply(reply, ReplyMode::AnswerOrTools, &tools, ids())
+        else {
+            panic!("expected tool calls");
+        };
+        assert_eq!(calls.len(), 2);
+        assert_eq!(
+            (calls[0].id.as_str(), calls[0].name.as_str()),
+            ("call_0", "get_weather")
+        );
+        assert_eq!(calls[0].arguments, json!({"location": "Tokyo"}));
+        assert_eq!(
+            (calls[1].id.as_str(), calls[1].name.as_str()),
+            ("call_1", "calculator")
+        );
+        assert_eq!(calls[1].arguments, json!({"expression": "1+1"}));
+    }
+
+    #[test]
+    fn free_text_is_kept_as_it_is() {
+        assert_eq!(
+            parse_reply("  Paris.\n", ReplyMode::Text, &[], ids()),
+            Ok(Reply::Answer("Paris.".into()))
+        );
+        assert_eq!(
+            parse_reply("{\"answer\": 1}", ReplyMode::Text, &[], ids()),
+            Ok(Reply::Answer("{\"answer\": 1}".into()))
+        );
+    }
+
+    #[test]
+    fn rejects_bad_replies_with_a_reason() {
+        let tools = weather_and_calculator();
+        for (bad, why) in [
+            (
+                "{\"tool_calls\": [{\"name\": \"rm\", \"arguments\": {}}]}",
+                "not an offered tool",
+            ),
+            ("{\"tool_calls\": []}", "empty"),
+            ("{\"answer\": 1}", "not a string"),
+            ("{\"tool_calls\": [{\"arguments\": {}}]}", "no `name`"),
+            ("{\"other\": 1}", "neither"),
+            ("[1]", "not a JSON object"),
+            ("{\"answer\": \"cut", "not JSON"),
+        ] {
+            let err = parse_reply(bad, ReplyMode::AnswerOrTools, &tools, ids()).expect_err(bad);
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+        let err = parse_reply("{\"answer\": \"no\"}", ReplyMode::ToolsOnly, &tools, ids())
+            .expect_err("required");
+        assert!(err.contains("required"), "{err}");
+    }
+}

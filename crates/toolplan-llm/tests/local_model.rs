@@ -1,0 +1,350 @@
+//! The local GGUF provider against a real model: the small Qwen2.5-Coder-0.5B-Instruct (or the model
+//! at `$TOOLPLAN_TEST_MODEL`). A missing model fails the tests with the command that fetches it.
+//!
+//! `cargo test -p toolplan-llm --features local --test local_model`
+//!
+//! Speed (load time, prompt and generation tokens/s) is measured by the `local_speed` example, not
+//! here: `cargo run --release -p toolplan-llm --features local --example local_speed`.
+#![cfg(feature = "local")]
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+use toolplan_llm::provider::local::{self, LocalModel, LocalOptions};
+use toolplan_llm::{
+    CallPolicy, ChatModel, ChatRequest, LlmError, Message, StopReason, ToolCall, ToolChoice,
+    ToolDefinition,
+};
+
+fn test_model_path() -> PathBuf {
+    let path = std::env::var_os("TOOLPLAN_TEST_MODEL")
+        .filter(|p| !p.is_empty())
+        .map_or_else(local::small_model_path, PathBuf::from);
+    assert!(
+        path.is_file(),
+        "the test model {} is missing: fetch it with `bash scripts/fetch-model.sh small` \
+         (from the repository root), or point TOOLPLAN_TEST_MODEL at a GGUF chat model",
+        path.display()
+    );
+    path
+}
+
+/// The model, loaded once for every test of this file.
+async fn model() -> &'static LocalModel {
+    static MODEL: OnceCell<LocalModel> = OnceCell::const_new();
+    MODEL
+        .get_or_init(|| async {
+            let options = LocalOptions {
+                context_size: 4096,
+                ..LocalOptions::default()
+            };
+            LocalModel::load(&test_model_path(), options).await.unwrap()
+        })
+        .await
+}
+
+fn weather_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: "get_weather".into(),
+        description: "Get the current weather of a city".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"location": {"type": "string", "description": "The city"}},
+            "required": ["location"],
+        }),
+    }
+}
+
+fn calculator_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: "calculator".into(),
+        description: "Evaluate an arithmetic expression such as 2*(3+4)".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"expression": {"type": "string"}},
+            "required": ["expression"],
+        }),
+    }
+}
+
+fn plan_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: "execute_tool_plan".into(),
+        description:
+            "Run several tool calls as one plan. Each step calls one tool; a string argument \
+                      \"$ref:ID\" or \"$ref:ID.field\" is replaced by the result of step ID."
+                .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "steps": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+                            "tool": {"enum": ["get_weather", "calculator"]},
+                            "arguments": {"type": "object"},
+                        },
+                        "required": ["id", "tool", "arguments"],
+                        "additionalProperties": false,
+                    },
+                },
+                "output_steps": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["steps"],
+            "additionalProperties": false,
+        }),
+    }
+}
+
+fn request(messages: Vec<Message>, tools: Vec<ToolDefinition>, max_tokens: u32) -> ChatRequest {
+    ChatRequest {
+        messages,
+        tools,
+        max_tokens: Some(max_tokens),
+        ..ChatRequest::default()
+    }
+}
+
+/// Every call names an offered tool and has arguments valid for its schema.
+fn assert_valid_calls(calls: &[ToolCall], tools: &[ToolDefinition]) {
+    assert!(!calls.is_empty());
+    for call in calls {
+        let tool = tools
+            .iter()
+            .find(|t| t.name == call.name)
+            .unwrap_or_else(|| panic!("{} is not an offered tool", call.name));
+        let validator = jsonschema::validator_for(&tool.parameters).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&call.arguments)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "arguments of {} do not match its schema: {errors:?} in {}",
+            call.name,
+            call.arguments
+        );
+        assert!(call.id.starts_with("call_"), "{}", call.id);
+    }
+}
+
+#[tokio::test]
+async fn a_plain_question_gets_a_text_answer() {
+    let model = model().await;
+    let response = model
+        .chat(
+            &request(
+                vec![Message::user(
+                    "What is the capital of France? Answer with one word.",
+                )],
+                vec![],
+                16,
+            ),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    println!("{:?}", response);
+    assert!(response.message.tool_calls.is_empty());
+    assert!(
+        response.message.content.contains("Paris"),
+        "{}",
+        response.message.content
+    );
+    assert!(matches!(
+        response.stop,
+        StopReason::EndTurn | StopReason::MaxTokens
+    ));
+    assert!(response.usage.input_tokens > 10, "{:?}", response.usage);
+    assert!(response.usage.output_tokens >= 1, "{:?}", response.usage);
+    assert!(model.name().starts_with("local:"));
+}
+
+#[tokio::test]
+async fn offered_tools_are_called_with_schema_valid_arguments() {
+    let model = model().await;
+    let tools = vec![weather_tool(), calculator_tool()];
+    let response = model
+        .chat(
+            &request(
+                vec![Message::user("What is the weather in Tokyo right now?")],
+                tools.clone(),
+                64,
+            ),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    println!("{:?}", response);
+    assert_eq!(response.stop, StopReason::ToolUse, "{response:?}");
+    assert_valid_calls(&response.message.tool_calls, &tools);
+    assert_eq!(response.message.tool_calls[0].name, "get_weather");
+    let location = response.message.tool_calls[0].arguments["location"]
+        .as_str()
+        .unwrap();
+    assert!(location.contains("Tokyo"), "{location}");
+}
+
+#[tokio::test]
+async fn required_tool_choice_forces_a_call() {
+    let model = model().await;
+    let tools = vec![weather_tool(), calculator_tool()];
+    let mut req = request(
+        vec![Message::user("How much is 17 times 23?")],
+        tools.clone(),
+        64,
+    );
+    req.tool_choice = ToolChoice::Required;
+    let response = model.chat(&req, &CancellationToken::new()).await.unwrap();
+    println!("{:?}", response);
+    assert_eq!(response.stop, StopReason::ToolUse);
+    assert_valid_calls(&response.message.tool_calls, &tools);
+}
+
+#[tokio::test]
+async fn a_plan_tool_gets_a_valid_plan() {
+    let model = model().await;
+    let tools = vec![plan_tool()];
+    let mut req = request(
+        vec![
+            Message::system(
+                "Answer with one execute_tool_plan call whose steps use the tools get_weather \
+                 ({\"location\": city}) and calculator ({\"expression\": text}).",
+            ),
+            Message::user("Get the weather in Paris and in Tokyo."),
+        ],
+        tools.clone(),
+        160,
+    );
+    req.tool_choice = ToolChoice::Required;
+    let response = model.chat(&req, &CancellationToken::new()).await.unwrap();
+    println!("{:?}", response);
+    assert_eq!(response.stop, StopReason::ToolUse, "{response:?}");
+    assert_valid_calls(&response.message.tool_calls, &tools);
+    let plan = &response.message.tool_calls[0].arguments;
+    let steps = plan["steps"].as_array().unwrap();
+    assert!(!steps.is_empty());
+    for step in steps {
+        let tool = step["tool"].as_str().unwrap();
+        assert!(["get_weather", "calculator"].contains(&tool), "{step}");
+    }
+}
+
+#[tokio::test]
+async fn tool_results_lead_to_an_answer_and_reuse_the_cached_prefix() {
+    let model = model().await;
+    let tools = vec![weather_tool(), calculator_tool()];
+    let call = ToolCall {
+        id: "call_a".into(),
+        name: "get_weather".into(),
+        arguments: json!({"location": "Tokyo"}),
+    };
+    let messages = vec![
+        Message::user("What is the weather in Tokyo right now?"),
+        Message::assistant("", vec![call.clone()]),
+        Message::tool_result(
+            &call,
+            r#"{"temp": 21, "condition": "sunny", "city": "Tokyo"}"#,
+            false,
+        ),
+    ];
+    let req = request(messages, tools, 64);
+    let cancel = CancellationToken::new();
+    let first = model.chat(&req, &cancel).await.unwrap();
+    println!("{:?}", first);
+    assert!(first.message.tool_calls.is_empty(), "{first:?}");
+    assert_eq!(first.stop, StopReason::EndTurn);
+    assert!(
+        first.message.content.contains("21"),
+        "{}",
+        first.message.content
+    );
+    // The same conversation again: the KV cache of the first call is reused (all but the last
+    // prompt token, unless another test's call came in between).
+    let again = model.chat(&req, &cancel).await.unwrap();
+    assert!(again.message.tool_calls.is_empty(), "{again:?}");
+    let stats = model.last_stats().unwrap();
+    println!("{stats:?}");
+    assert!(stats.cached_tokens > 0, "{stats:?}");
+    assert_eq!(stats.prompt_tokens, first.usage.input_tokens);
+}
+
+#[tokio::test]
+async fn cancellation_and_timeouts_are_honoured() {
+    let model = model().await;
+    let req = request(vec![Message::user("Count from 1 to 1000.")], vec![], 2000);
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    assert_eq!(model.chat(&req, &cancel).await, Err(LlmError::Cancelled));
+
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        canceller.cancel();
+    });
+    let started = Instant::now();
+    assert_eq!(model.chat(&req, &cancel).await, Err(LlmError::Cancelled));
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    let quick = LocalModel::load(
+        model.path(),
+        LocalOptions {
+            context_size: 4096,
+            policy: CallPolicy {
+                timeout: Duration::from_millis(200),
+                ..CallPolicy::default()
+            },
+            ..LocalOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        quick.chat(&req, &CancellationToken::new()).await,
+        Err(LlmError::Timeout(Duration::from_millis(200)))
+    );
+}
+
+#[tokio::test]
+async fn connect_loads_the_model_through_the_spec() {
+    let spec: toolplan_llm::ModelSpec = format!("local:{}", test_model_path().display())
+        .parse()
+        .unwrap();
+    let chat = toolplan_llm::connect(&spec, &toolplan_llm::ConnectOptions::default())
+        .await
+        .unwrap();
+    assert!(chat.name().ends_with(".gguf"), "{}", chat.name());
+}
+
+#[tokio::test]
+async fn without_the_prompt_cache_the_reply_depends_on_the_request_alone() {
+    let shared = model().await;
+    let cold = LocalModel::load(
+        shared.path(),
+        LocalOptions {
+            context_size: 4096,
+            reuse_prompt_cache: false,
+            ..LocalOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let req = request(
+        vec![Message::user("Name three colours of the rainbow.")],
+        vec![],
+        24,
+    );
+    let cancel = CancellationToken::new();
+    let first = cold.chat(&req, &cancel).await.unwrap();
+    let again = cold.chat(&req, &cancel).await.unwrap();
+    assert_eq!(first, again);
+    assert_eq!(cold.last_stats().unwrap().cached_tokens, 0);
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what building toolplan needs beyond the Rust toolchain: cmake and libclang (the in-process
+# llama.cpp model is compiled from source by the `llama-cpp-sys-2` crate) and a C++ compiler.
+# Idempotent: installs only what is missing. Needs root (or sudo) for apt-get on Debian/Ubuntu.
+#
+#   bash scripts/setup.sh
+set -euo pipefail
+
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v c++ >/dev/null 2>&1 || missing+=(g++)
+# bindgen needs libclang.so; Debian's libclang-dev provides it.
+if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ldconfig -p 2>/dev/null | grep -q libclang; then
+  missing+=(libclang-dev)
+fi
+command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: build dependencies present" >&2
+  exit 0
+fi
+echo "setup: installing ${missing[*]}" >&2
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "setup: error: need root to install ${missing[*]} (apt-get install -y ${missing[*]})" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+echo "setup: done" >&2

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test suite: installs what is missing, fetches the small local model (the end-to-end tests run a
+# real model), then runs every test of the workspace.
+#
+#   bash scripts/test.sh [extra cargo test arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/toolplan/target}"
+
+bash scripts/setup.sh
+bash scripts/fetch-model.sh small
+cargo test --workspace "$@"
