@@ -151,9 +151,10 @@ impl AgentBuilder {
                 parameters: t.schema().clone(),
             })
             .collect();
+        // The tools are offered one by one beside the planner, so its description need not list them.
         let planner = self
             .planning
-            .then(|| Arc::new(ExecuteToolPlan::new(Arc::clone(&engine))));
+            .then(|| Arc::new(ExecuteToolPlan::new(Arc::clone(&engine)).without_tool_list()));
         if let Some(p) = &planner {
             // First in the list: small models favour the tools they read first.
             definitions.insert(

@@ -358,3 +358,16 @@ async fn parallel_tool_calls_setting_reaches_the_model() {
     assert_eq!(requests[0].parallel_tool_calls, None);
     assert_eq!(requests[1].parallel_tool_calls, Some(false));
 }
+
+#[tokio::test]
+async fn the_planner_does_not_repeat_the_tool_list() {
+    let model = Arc::new(ScriptedModel::new([ScriptedModel::answer("ok")]));
+    agent(Arc::clone(&model), true).interact("x").await.unwrap();
+    let planner = &model.requests()[0].tools[0];
+    assert_eq!(planner.name, "execute_tool_plan");
+    assert!(
+        !planner.description.contains("get_weather"),
+        "{}",
+        planner.description
+    );
+}

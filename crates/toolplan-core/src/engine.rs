@@ -132,6 +132,13 @@ impl ExecuteToolPlan {
         }
     }
 
+    /// The description without the list of tools, for callers that offer the tools to the model
+    /// separately anyway (an agent): the model reads each tool once, and the prompt is shorter.
+    pub fn without_tool_list(mut self) -> Self {
+        self.description = PLAN_DESCRIPTION.to_owned();
+        self
+    }
+
     /// Sets how step arguments are described in the schema.
     pub fn with_arguments_style(mut self, style: ArgumentsStyle) -> Self {
         self.style = style;

@@ -366,3 +366,18 @@ async fn step_limits_apply_to_plans_given_to_the_tool() {
         }]
     );
 }
+
+#[test]
+fn the_tool_list_can_be_left_out_of_the_description() {
+    let full = meta_tool();
+    let short = meta_tool().without_tool_list();
+    assert!(full.description().contains("- get_weather:"));
+    assert!(!short.description().contains("get_weather"));
+    assert!(
+        short
+            .description()
+            .starts_with("Run several tool calls as one plan")
+    );
+    // The schema still limits steps to the engine's tools.
+    assert_eq!(full.parameters(), short.parameters());
+}
