@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Agent benchmark: the same multi-tool tasks answered with tool planning and without, side by side.
 
-Each task in bench/agent_tasks.json is asked through `toolplan ask --json` twice: with planning (the
-model may call execute_tool_plan) and with --no-plan (one model round-trip per tool call). The answer
+Each task in bench/agent_tasks.json is asked through `toolplan ask --json` in each mode: plan-only
+(only execute_tool_plan is offered, so every tool use is a plan), plan (the planner beside the
+individual tools) and no-plan (one model round-trip per tool call, several calls per turn allowed). The answer
 is checked against the task's regular expressions. Reported per task and in total: model calls, input
 tokens, output tokens, wall time of the interaction (model load excluded), success.
 
@@ -20,10 +21,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def run(binary, model, question, plan, timeout):
-    cmd = [binary, "ask", question, "--model", model, "--json", "--tools", "demo"]
-    if not plan:
-        cmd.append("--no-plan")
+MODE_FLAGS = {"plan-only": ["--plan-only"], "plan": [], "no-plan": ["--no-plan"]}
+
+
+def run(binary, model, question, mode, timeout):
+    cmd = [binary, "ask", question, "--model", model, "--json", "--tools", "demo"] + MODE_FLAGS[mode]
     started = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
@@ -49,6 +51,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results", "agent.txt"))
     ap.add_argument("--limit", type=int, default=0, help="only the first N tasks")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per question")
+    ap.add_argument("--modes", default="plan-only,no-plan",
+                    help="comma-separated: plan-only (only execute_tool_plan offered), plan (planner beside the tools), no-plan")
     args = ap.parse_args()
 
     tasks = json.load(open(args.tasks))
@@ -62,35 +66,43 @@ def main():
 
     emit(f"# agent benchmark: {len(tasks)} tasks, model {args.model}, tools demo")
     emit(f"# date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
-    emit(f"# command: python3 bench/agent_bench.py --model {args.model}" + (f" --limit {args.limit}" if args.limit else ""))
+    emit(f"# command: python3 bench/agent_bench.py --model {args.model} --modes {args.modes}" + (f" --limit {args.limit}" if args.limit else ""))
     emit()
-    emit(f"{'task':26} {'mode':7} {'ok':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'plans':>5} {'secs':>7}  answer")
-    totals = {m: {"calls": 0, "in": 0, "out": 0, "secs": 0.0, "ok": 0} for m in ("plan", "no-plan")}
+    emit(f"{'task':26} {'mode':9} {'ok':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'plans':>5} {'secs':>7}  answer")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for m in modes:
+        if m not in MODE_FLAGS:
+            ap.error(f"unknown mode {m!r}")
+    totals = {m: {"calls": 0, "in": 0, "out": 0, "secs": 0.0, "ok": 0} for m in modes}
     for task in tasks:
-        for mode in ("plan", "no-plan"):
-            r = run(args.bin, args.model, task["question"], mode == "plan", args.timeout)
+        for mode in modes:
+            r = run(args.bin, args.model, task["question"], mode, args.timeout)
             answer = r.get("answer", "")
             ok = "error" not in r and all(re.search(p, answer, re.IGNORECASE) for p in task["expect"])
             t = totals[mode]
             t["ok"] += ok
             if "error" in r:
-                emit(f"{task['id']:26} {mode:7} {'no':>3} {'-':>5} {'-':>7} {'-':>7} {'-':>5} {r['wall_s']:7.1f}  ERROR {r['error'][:80]}")
+                emit(f"{task['id']:26} {mode:9} {'no':>3} {'-':>5} {'-':>7} {'-':>7} {'-':>5} {r['wall_s']:7.1f}  ERROR {r['error'][:80]}")
                 continue
             t["calls"] += r["llm_calls"]
             t["in"] += r["input_tokens"]
             t["out"] += r["output_tokens"]
             t["secs"] += r["elapsed_ms"] / 1000
             shown = " ".join(answer.split())[:70]
-            emit(f"{task['id']:26} {mode:7} {'yes' if ok else 'no':>3} {r['llm_calls']:5} {r['input_tokens']:7} {r['output_tokens']:7} {r['plans']:5} {r['elapsed_ms']/1000:7.1f}  {shown}")
+            emit(f"{task['id']:26} {mode:9} {'yes' if ok else 'no':>3} {r['llm_calls']:5} {r['input_tokens']:7} {r['output_tokens']:7} {r['plans']:5} {r['elapsed_ms']/1000:7.1f}  {shown}")
     emit()
-    emit(f"{'mode':8} {'success':>9} {'model calls':>11} {'input tokens':>12} {'output tokens':>13} {'seconds':>8}")
+    emit(f"{'mode':10} {'success':>9} {'model calls':>11} {'input tokens':>12} {'output tokens':>13} {'seconds':>8}")
     for mode, t in totals.items():
-        emit(f"{mode:8} {t['ok']:>4}/{len(tasks):<4} {t['calls']:>11} {t['in']:>12} {t['out']:>13} {t['secs']:>8.1f}")
-    p, n = totals["plan"], totals["no-plan"]
-    if p["calls"] and p["in"]:
+        emit(f"{mode:10} {t['ok']:>4}/{len(tasks):<4} {t['calls']:>11} {t['in']:>12} {t['out']:>13} {t['secs']:>8.1f}")
+    n = totals.get("no-plan")
+    for mode in modes:
+        p = totals[mode]
+        if mode == "no-plan" or not n or not p["calls"] or not p["in"]:
+            continue
         emit()
-        emit(f"no-plan ÷ plan: model calls {n['calls'] / p['calls']:.2f}×, input tokens {n['in'] / p['in']:.2f}× "
-             f"(planning saves {100 * (1 - p['in'] / n['in']):.0f}% of input tokens), wall time {n['secs'] / max(p['secs'], 1e-9):.2f}×")
+        emit(f"no-plan ÷ {mode}: model calls {n['calls'] / p['calls']:.2f}×, input tokens {n['in'] / p['in']:.2f}× "
+             f"({mode} saves {100 * (1 - p['in'] / n['in']):.0f}% of input tokens), wall time {n['secs'] / max(p['secs'], 1e-9):.2f}×, "
+             f"success {p['ok']} vs {n['ok']} of {len(tasks)}")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -52,6 +52,7 @@ pub struct AgentBuilder {
     instructions: String,
     tools: Vec<Arc<dyn Tool>>,
     planning: bool,
+    plan_only: bool,
     parallel_tool_calls: Option<bool>,
     max_turns: usize,
     run_config: RunConfig,
@@ -94,6 +95,15 @@ impl AgentBuilder {
     /// Offers `execute_tool_plan` beside the individual tools (off by default).
     pub fn enable_tool_planning(mut self) -> Self {
         self.planning = true;
+        self
+    }
+
+    /// Offers only `execute_tool_plan` (its description lists every tool with its argument schema):
+    /// every tool use is then a plan, one step or many. For models that do not pick the planner on
+    /// their own when the tools are also offered one by one. Implies tool planning.
+    pub fn plan_only(mut self) -> Self {
+        self.planning = true;
+        self.plan_only = true;
         self
     }
 
@@ -151,10 +161,19 @@ impl AgentBuilder {
                 parameters: t.schema().clone(),
             })
             .collect();
-        // The tools are offered one by one beside the planner, so its description need not list them.
-        let planner = self
-            .planning
-            .then(|| Arc::new(ExecuteToolPlan::new(Arc::clone(&engine)).without_tool_list()));
+        if self.plan_only {
+            definitions.clear();
+        }
+        let plan_only = self.plan_only;
+        let planner = self.planning.then(|| {
+            let planner = ExecuteToolPlan::new(Arc::clone(&engine));
+            Arc::new(if plan_only {
+                planner.with_tool_schemas()
+            } else {
+                // The tools are offered one by one beside the planner: no need to list them again.
+                planner.without_tool_list()
+            })
+        });
         if let Some(p) = &planner {
             // First in the list: small models favour the tools they read first.
             definitions.insert(
@@ -207,6 +226,7 @@ impl Agent {
             instructions: String::new(),
             tools: Vec::new(),
             planning: false,
+            plan_only: false,
             parallel_tool_calls: None,
             max_turns: 10,
             run_config: RunConfig::default(),
@@ -315,7 +335,9 @@ impl Agent {
                         record.tool_errors += 1;
                     }
                 }
-            } else if !self.engine.tools().contains(&call.name) {
+            } else if !self.definitions.iter().any(|d| d.name == call.name) {
+                // Only the tools offered to the model may be called (in plan-only mode, the tools
+                // are reachable through plans alone).
                 results[i] = Some(self.unknown_tool(call));
                 record.tool_errors += 1;
             } else if !call.arguments.is_object() {

@@ -371,3 +371,50 @@ async fn the_planner_does_not_repeat_the_tool_list() {
         planner.description
     );
 }
+
+#[tokio::test]
+async fn plan_only_offers_just_the_planner_with_every_tool_schema() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", weather_plan())]),
+        ScriptedModel::answer(FINAL),
+    ]));
+    let agent = Agent::builder("t")
+        .model(Arc::clone(&model) as Arc<dyn toolplan_llm::ChatModel>)
+        .tools(demo::tools())
+        .plan_only()
+        .build()
+        .unwrap();
+    let out = agent
+        .interact("Compare the weather in Tokyo and London")
+        .await
+        .unwrap();
+    assert_eq!(out.record.plans, 1);
+    assert_eq!(out.record.llm_calls, 2);
+    let tools = &model.requests()[0].tools;
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].name, "execute_tool_plan");
+    assert!(
+        tools[0]
+            .description
+            .contains(r#"- get_weather {"type":"object","properties":{"location""#),
+        "{}",
+        tools[0].description
+    );
+    // A direct call of a tool that is only reachable through plans is an unknown tool.
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("get_weather", json!({"location": "Oslo"}))]),
+        ScriptedModel::answer("ok"),
+    ]));
+    let agent = Agent::builder("t")
+        .model(Arc::clone(&model) as Arc<dyn toolplan_llm::ChatModel>)
+        .tools(demo::tools())
+        .plan_only()
+        .build()
+        .unwrap();
+    let out = agent.interact("x").await.unwrap();
+    assert!(
+        tool_messages(&out.messages)[0]
+            .content
+            .starts_with("Error: unknown tool 'get_weather'. Available tools: execute_tool_plan")
+    );
+}

@@ -129,6 +129,9 @@ pub struct AskArgs {
     /// Do not offer execute_tool_plan: one model round-trip per tool call.
     #[arg(long)]
     pub no_plan: bool,
+    /// Offer only execute_tool_plan (listing every tool's arguments): every tool use is a plan.
+    #[arg(long, conflicts_with = "no_plan")]
+    pub plan_only: bool,
     /// Most model turns (default: the config file's, else 8).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<usize>,

@@ -132,6 +132,28 @@ impl ExecuteToolPlan {
         }
     }
 
+    /// The description with each tool's argument schema in the list, for callers that offer only the
+    /// planner (every tool use is then a plan, and the model learns the arguments from here).
+    pub fn with_tool_schemas(mut self) -> Self {
+        let mut description = PLAN_DESCRIPTION.to_owned();
+        description.push_str(
+            "\nTools a plan can call (name, JSON Schema of its arguments, what it does):",
+        );
+        for t in self.engine.tools().iter() {
+            if t.tool().name() == EXECUTE_TOOL_PLAN {
+                continue;
+            }
+            description.push_str(&format!(
+                "\n- {} {}: {}",
+                t.tool().name(),
+                t.schema(),
+                t.tool().description()
+            ));
+        }
+        self.description = description;
+        self
+    }
+
     /// The description without the list of tools, for callers that offer the tools to the model
     /// separately anyway (an agent): the model reads each tool once, and the prompt is shorter.
     pub fn without_tool_list(mut self) -> Self {

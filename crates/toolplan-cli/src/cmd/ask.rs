@@ -82,7 +82,7 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
     if let Some(n) = config.limits.max_steps {
         limits.max_steps = n;
     }
-    let agent = Agent::builder("toolplan")
+    let mut builder = Agent::builder("toolplan")
         .model(model)
         .instructions(
             config
@@ -94,8 +94,11 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
         .tool_planning(planning)
         .max_turns(args.max_turns.or(config.max_turns).unwrap_or(8))
         .run_config(run)
-        .limits(limits)
-        .build()?;
+        .limits(limits);
+    if args.plan_only {
+        builder = builder.plan_only();
+    }
+    let agent = builder.build()?;
 
     if let Some(s) = &spinner {
         s.set_message("thinking…");
