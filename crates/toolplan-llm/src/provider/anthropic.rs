@@ -23,9 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http;
 use crate::error::LlmError;
-use crate::message::{
-    ChatRequest, ChatResponse, Message, Role, StopReason, ToolCall, ToolChoice, Usage,
-};
+use crate::message::{ChatRequest, ChatResponse, Message, Role, ToolCall, ToolChoice, Usage};
 use crate::model::{CallPolicy, ChatModel};
 
 /// The Anthropic API.
@@ -278,14 +276,7 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
             WireBlock::Other => {}
         }
     }
-    let stop = match wire.stop_reason.as_deref() {
-        Some("end_turn" | "stop_sequence") => StopReason::EndTurn,
-        Some("tool_use") => StopReason::ToolUse,
-        Some("max_tokens") => StopReason::MaxTokens,
-        None if !tool_calls.is_empty() => StopReason::ToolUse,
-        None => StopReason::EndTurn,
-        Some(_) => StopReason::Other,
-    };
+    let stop = http::stop_reason(wire.stop_reason.as_deref(), !tool_calls.is_empty());
     let usage = wire.usage.map_or_else(Usage::default, |u| Usage {
         input_tokens: u.input_tokens.unwrap_or(0)
             + u.cache_creation_input_tokens.unwrap_or(0)
@@ -334,7 +325,7 @@ impl ChatModel for AnthropicModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolDefinition;
+    use crate::message::{StopReason, ToolDefinition};
 
     #[test]
     fn maps_a_conversation() {

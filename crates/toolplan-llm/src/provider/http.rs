@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::error::LlmError;
-use crate::message::ToolCall;
+use crate::message::{StopReason, ToolCall};
 
 /// How much of an error body is kept in an [`LlmError`].
 const MAX_ERROR_BODY: usize = 2000;
@@ -182,6 +182,19 @@ pub(crate) fn tool_call_id<'a>(
         _ => Err(LlmError::InvalidRequest(format!(
             "{provider}: message {index} is a tool result without the id of the tool call it answers"
         ))),
+    }
+}
+
+/// The stop reason of Anthropic Messages and Bedrock Converse, which name them alike
+/// (`end_turn`, `stop_sequence`, `tool_use`, `max_tokens`); without one, tool calls mean tool use.
+pub(crate) fn stop_reason(reason: Option<&str>, has_tool_calls: bool) -> StopReason {
+    match reason {
+        Some("end_turn" | "stop_sequence") => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        None if has_tool_calls => StopReason::ToolUse,
+        None => StopReason::EndTurn,
+        Some(_) => StopReason::Other,
     }
 }
 
