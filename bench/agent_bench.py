@@ -4,8 +4,12 @@
 Each task in bench/agent_tasks.json is asked through `toolplan ask --json` in each mode: plan-only
 (only execute_tool_plan is offered, so every tool use is a plan), plan (the planner beside the
 individual tools) and no-plan (one model round-trip per tool call, several calls per turn allowed). The answer
-is checked against the task's regular expressions. Reported per task and in total: model calls, input
-tokens, output tokens, wall time of the interaction (model load excluded), success.
+is checked against the task's regular expressions. Reported per task, per kind of task and in total:
+model calls, input tokens, output tokens, wall time of the interaction (model load excluded), success.
+
+Kinds: `chain` (a directory lookup whose result the next call needs: get_user -> get_weather, often
+-> calculator), `compute` (weather lookups, then a calculation on them), `parallel` (independent
+lookups answered from their results).
 
 Usage: python3 bench/agent_bench.py [--model local] [--bin PATH] [--tasks FILE] [--out FILE] [--limit N]
 """
@@ -73,27 +77,53 @@ def main():
     for m in modes:
         if m not in MODE_FLAGS:
             ap.error(f"unknown mode {m!r}")
-    totals = {m: {"calls": 0, "in": 0, "out": 0, "secs": 0.0, "ok": 0} for m in modes}
+    kinds = sorted({t.get("kind", "-") for t in tasks})
+
+    def zero():
+        return {"calls": 0, "in": 0, "out": 0, "secs": 0.0, "ok": 0, "n": 0,
+                "plan_calls": 0, "plan_secs": 0.0, "plan_out": 0}
+
+    totals = {m: zero() for m in modes}
+    by_kind = {(m, k): zero() for m in modes for k in kinds}
     for task in tasks:
         for mode in modes:
             r = run(args.bin, args.model, task["question"], mode, args.timeout)
             answer = r.get("answer", "")
             ok = "error" not in r and all(re.search(p, answer, re.IGNORECASE) for p in task["expect"])
-            t = totals[mode]
-            t["ok"] += ok
+            for t in (totals[mode], by_kind[(mode, task.get("kind", "-"))]):
+                t["ok"] += ok
+                t["n"] += 1
             if "error" in r:
                 emit(f"{task['id']:26} {mode:9} {'no':>3} {'-':>5} {'-':>7} {'-':>7} {'-':>5} {r['wall_s']:7.1f}  ERROR {r['error'][:80]}")
                 continue
-            t["calls"] += r["llm_calls"]
-            t["in"] += r["input_tokens"]
-            t["out"] += r["output_tokens"]
-            t["secs"] += r["elapsed_ms"] / 1000
+            for t in (totals[mode], by_kind[(mode, task.get("kind", "-"))]):
+                if r.get("planning_ms", 0) > 0:
+                    t["plan_calls"] += 1
+                    t["plan_secs"] += r["planning_ms"] / 1000
+                    t["plan_out"] += r.get("planning_output_tokens", 0)
+                t["calls"] += r["llm_calls"]
+                t["in"] += r["input_tokens"]
+                t["out"] += r["output_tokens"]
+                t["secs"] += r["elapsed_ms"] / 1000
             shown = " ".join(answer.split())[:70]
             emit(f"{task['id']:26} {mode:9} {'yes' if ok else 'no':>3} {r['llm_calls']:5} {r['input_tokens']:7} {r['output_tokens']:7} {r['plans']:5} {r['elapsed_ms']/1000:7.1f}  {shown}")
     emit()
     emit(f"{'mode':10} {'success':>9} {'model calls':>11} {'input tokens':>12} {'output tokens':>13} {'seconds':>8}")
     for mode, t in totals.items():
         emit(f"{mode:10} {t['ok']:>4}/{len(tasks):<4} {t['calls']:>11} {t['in']:>12} {t['out']:>13} {t['secs']:>8.1f}")
+    if len(kinds) > 1:
+        emit()
+        emit(f"{'kind':9} {'mode':10} {'success':>9} {'model calls':>11} {'input tokens':>12} {'output tokens':>13} {'seconds':>8}")
+        for k in kinds:
+            for mode in modes:
+                t = by_kind[(mode, k)]
+                emit(f"{k:9} {mode:10} {t['ok']:>4}/{t['n']:<4} {t['calls']:>11} {t['in']:>12} {t['out']:>13} {t['secs']:>8.1f}")
+    for mode, t in totals.items():
+        if t["plan_calls"]:
+            emit()
+            emit(f"{mode}: writing a plan took {t['plan_secs'] / t['plan_calls']:.1f} s on average "
+                 f"({t['plan_out'] / t['plan_calls']:.0f} output tokens; interactions with a plan: {t['plan_calls']}; "
+                 f"prompt reading included)")
     n = totals.get("no-plan")
     for mode in modes:
         p = totals[mode]

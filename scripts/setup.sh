@@ -9,8 +9,10 @@ set -euo pipefail
 missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
-# bindgen needs libclang.so; Debian's libclang-dev provides it.
-if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ldconfig -p 2>/dev/null | grep -q libclang; then
+# bindgen needs libclang.so itself (libclang-cpp, which some images ship, is not enough); Debian's
+# libclang-dev provides it.
+if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* >/dev/null 2>&1 \
+  && ! ldconfig -p 2>/dev/null | grep -qE 'libclang(-[0-9.]+)?\.so'; then
   missing+=(libclang-dev)
 fi
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)

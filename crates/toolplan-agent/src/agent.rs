@@ -12,6 +12,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolplan_core::plan::{self, DraftPlan, DraftStep};
+use toolplan_core::signature::strip_annotations;
 use toolplan_core::template::Template;
 use toolplan_core::{
     EXECUTE_TOOL_PLAN, Engine, ExecuteToolPlan, Limits, RunConfig, RunControl, StepStatus, Tool,
@@ -33,6 +34,18 @@ to look up two things and combine them, call execute_tool_plan with {\"steps\": 
 \"lookup\", \"arguments\": {\"query\": \"second thing\"}}, {\"id\": \"c\", \"tool\": \"combine\", \
 \"arguments\": {\"x\": \"$ref:a\", \"y\": \"$ref:b\"}}], \"output_steps\": [\"c\"]}. When the plan's \
 results come back, answer the user from them. Call a tool directly only when one call is enough.";
+
+/// What the system prompt adds in plan-only mode, where `execute_tool_plan` is the only tool and its
+/// description explains plans.
+pub const PLAN_ONLY_INSTRUCTIONS: &str = "\
+Use the tools through execute_tool_plan: one plan with every call the answer needs, then answer from \
+its results.";
+
+/// Follows the summary of a plan in which steps failed: the model may plan again (a replan costs one
+/// model call; answering from a broken plan costs the answer).
+pub const REPLAN_HINT: &str = "\nIf a failed step was planned wrong (a missing step, a wrong \
+reference or argument), call execute_tool_plan again with a corrected plan; otherwise answer from the \
+results you have.";
 
 /// The result of [`Agent::interact`].
 #[derive(Debug, Clone, PartialEq)]
@@ -98,9 +111,10 @@ impl AgentBuilder {
         self
     }
 
-    /// Offers only `execute_tool_plan` (its description lists every tool with its argument schema):
-    /// every tool use is then a plan, one step or many. For models that do not pick the planner on
-    /// their own when the tools are also offered one by one. Implies tool planning.
+    /// Offers only `execute_tool_plan` (its description lists every tool as a one-line signature):
+    /// every tool use is then a plan, one step or many, and one plan per turn unless
+    /// [`parallel_tool_calls`](Self::parallel_tool_calls) says otherwise. For models that do not pick
+    /// the planner on their own when the tools are also offered one by one. Implies tool planning.
     pub fn plan_only(mut self) -> Self {
         self.planning = true;
         self.plan_only = true;
@@ -159,6 +173,7 @@ impl AgentBuilder {
                 name: t.tool().name().to_owned(),
                 description: t.tool().description().to_owned(),
                 parameters: t.schema().clone(),
+                ..Default::default()
             })
             .collect();
         if self.plan_only {
@@ -168,7 +183,7 @@ impl AgentBuilder {
         let planner = self.planning.then(|| {
             let planner = ExecuteToolPlan::new(Arc::clone(&engine));
             Arc::new(if plan_only {
-                planner.with_tool_schemas()
+                planner.with_tool_signatures()
             } else {
                 // The tools are offered one by one beside the planner: no need to list them again.
                 planner.without_tool_list()
@@ -178,11 +193,18 @@ impl AgentBuilder {
             // First in the list: small models favour the tools they read first.
             definitions.insert(
                 0,
-                ToolDefinition {
-                    name: p.name().to_owned(),
-                    description: p.description().to_owned(),
-                    parameters: p.parameters(),
-                },
+                // Providers that constrain decoding hold every step to its tool's arguments.
+                ToolDefinition::new(
+                    p.name(),
+                    p.description(),
+                    if plan_only {
+                        // Its description explains every field already.
+                        strip_annotations(&p.parameters())
+                    } else {
+                        p.parameters()
+                    },
+                )
+                .with_strict_parameters(p.typed_parameters()),
             );
         }
         let mut system = self.instructions;
@@ -190,7 +212,12 @@ impl AgentBuilder {
             if !system.is_empty() {
                 system.push_str("\n\n");
             }
-            system.push_str(PLANNING_INSTRUCTIONS);
+            // Plan-only: the planner's description already explains plans with an example.
+            system.push_str(if self.plan_only {
+                PLAN_ONLY_INSTRUCTIONS
+            } else {
+                PLANNING_INSTRUCTIONS
+            });
         }
         Ok(Agent {
             name: self.name,
@@ -200,7 +227,9 @@ impl AgentBuilder {
             planner,
             definitions,
             max_turns: self.max_turns,
-            parallel_tool_calls: self.parallel_tool_calls,
+            // Plan-only: one plan per turn (a plan holds the parallel calls; plans of one turn could
+            // not refer to each other), unless the caller says otherwise.
+            parallel_tool_calls: self.parallel_tool_calls.or(self.plan_only.then_some(false)),
         })
     }
 }
@@ -284,10 +313,22 @@ impl Agent {
                 parallel_tool_calls: self.parallel_tool_calls,
                 ..ChatRequest::default()
             };
+            let asked = Instant::now();
             let response = self.model.chat(&request, cancel).await?;
+            let took = asked.elapsed();
             record.llm_calls += 1;
             record.input_tokens += response.usage.input_tokens;
             record.output_tokens += response.usage.output_tokens;
+            record.model_elapsed += took;
+            if response
+                .message
+                .tool_calls
+                .iter()
+                .any(|c| c.name == EXECUTE_TOOL_PLAN)
+            {
+                record.planning_elapsed += took;
+                record.planning_output_tokens += response.usage.output_tokens;
+            }
             let calls = response.message.tool_calls.clone();
             messages.push(response.message);
             if calls.is_empty() {
@@ -368,7 +409,11 @@ impl Agent {
                 Ok(run) => {
                     record.plan_steps += run.steps.len();
                     record.tool_errors += run.problems().count();
-                    Message::tool_result(&calls[*i], run.summary(), !run.all_ok())
+                    let mut summary = run.summary();
+                    if !run.all_ok() {
+                        summary.push_str(REPLAN_HINT);
+                    }
+                    Message::tool_result(&calls[*i], summary, !run.all_ok())
                 }
                 Err(invalid) => {
                     record.tool_errors += 1;

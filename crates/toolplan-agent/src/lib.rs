@@ -23,6 +23,8 @@ pub mod record;
 #[cfg(feature = "test-util")]
 pub mod scripted;
 
-pub use agent::{Agent, AgentBuilder, Interaction, PLANNING_INSTRUCTIONS};
+pub use agent::{
+    Agent, AgentBuilder, Interaction, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, REPLAN_HINT,
+};
 pub use error::AgentError;
 pub use record::Record;

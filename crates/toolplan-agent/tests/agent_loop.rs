@@ -89,6 +89,13 @@ async fn a_plan_costs_two_model_calls_and_returns_only_output_steps() {
     assert_eq!(out.record.plans, 1);
     assert_eq!(out.record.plan_steps, 3);
     assert_eq!(out.record.tool_errors, 0);
+    // Only the first call wrote a plan: its output tokens are the planning tokens.
+    assert_eq!(
+        out.record.planning_output_tokens,
+        weather_plan().to_string().len() as u64 / 4
+    );
+    assert!(out.record.planning_elapsed <= out.record.model_elapsed);
+    assert!(out.record.model_elapsed <= out.record.elapsed);
 
     let requests = model.requests();
     let first = &requests[0];
@@ -174,7 +181,54 @@ async fn fail_forward_errors_reach_the_model() {
             .contains("- s3 (skipped): Skipped because dependency 's1' failed")
     );
     assert!(result.content.contains("\"city\":\"Paris\""));
+    // The model is told it may plan again.
+    assert!(result.content.ends_with(toolplan_agent::REPLAN_HINT));
     assert_eq!(out.record.tool_errors, 2);
+}
+
+#[tokio::test]
+async fn a_plan_that_failed_can_be_planned_again() {
+    // A chain that skipped a lookup: the calculator gets a city, not a temperature.
+    let wrong = json!({"steps": [
+        {"id": "u", "tool": "get_user", "arguments": {"name": "Frank"}},
+        {"id": "f", "tool": "calculator", "arguments": {"expression": "$ref:u.city * 9 / 5 + 32"}}
+    ], "output_steps": ["f"]});
+    let fixed = json!({"steps": [
+        {"id": "u", "tool": "get_user", "arguments": {"name": "Frank"}},
+        {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}},
+        {"id": "f", "tool": "calculator", "arguments": {"expression": "$ref:w.temp * 9 / 5 + 32"}}
+    ], "output_steps": ["f"]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", wrong)]),
+        ScriptedModel::calls(&[("execute_tool_plan", fixed)]),
+        ScriptedModel::answer("75.2 °F"),
+    ]));
+    let out = agent(Arc::clone(&model), true)
+        .interact("Fahrenheit where Frank lives?")
+        .await
+        .unwrap();
+    let results = tool_messages(&out.messages);
+    assert!(results[0].is_error);
+    assert!(
+        results[0]
+            .content
+            .contains("cannot evaluate \"Sydney * 9 / 5 + 32\""),
+        "{}",
+        results[0].content
+    );
+    assert!(!results[1].is_error);
+    assert_eq!(
+        results[1].content,
+        "Plan executed successfully (3 steps).\nResults:\n- f: 75.2"
+    );
+    assert_eq!(
+        (
+            out.record.plans,
+            out.record.llm_calls,
+            out.record.plan_steps
+        ),
+        (2, 3, 5)
+    );
 }
 
 #[tokio::test]
@@ -233,7 +287,7 @@ async fn unknown_tools_and_bad_arguments_are_errors_the_model_sees() {
     assert_eq!(results.len(), 5);
     assert_eq!(
         results[0].content,
-        "Error: unknown tool 'get_wether'. Available tools: echo, concat, sleep, fail, get_weather, calculator, compare_data"
+        "Error: unknown tool 'get_wether'. Available tools: echo, concat, sleep, fail, get_weather, get_user, calculator, compare_data"
     );
     assert!(
         results[1].is_error && results[1].content.contains("/location"),
@@ -373,7 +427,7 @@ async fn the_planner_does_not_repeat_the_tool_list() {
 }
 
 #[tokio::test]
-async fn plan_only_offers_just_the_planner_with_every_tool_schema() {
+async fn plan_only_offers_just_the_planner_with_every_tool_signature() {
     let model = Arc::new(ScriptedModel::new([
         ScriptedModel::calls(&[("execute_tool_plan", weather_plan())]),
         ScriptedModel::answer(FINAL),
@@ -396,10 +450,41 @@ async fn plan_only_offers_just_the_planner_with_every_tool_schema() {
     assert!(
         tools[0]
             .description
-            .contains(r#"- get_weather {"type":"object","properties":{"location""#),
+            .contains("\n- get_weather(location: string): Current weather of a city"),
         "{}",
         tools[0].description
     );
+    assert!(
+        tools[0]
+            .description
+            .contains("\n- sleep(ms: integer, value?: any): "),
+        "{}",
+        tools[0].description
+    );
+    // The model is shown the plain plan schema; constrained decoding holds each step to its tool.
+    assert!(
+        tools[0].parameters["properties"]["steps"]["items"]["properties"]["tool"]["enum"]
+            .is_array()
+    );
+    let strict = tools[0].strict_parameters.as_ref().expect("typed steps");
+    let weather_step = &strict["properties"]["steps"]["items"]["anyOf"][4];
+    assert_eq!(
+        weather_step["properties"]["tool"],
+        json!({"const": "get_weather"})
+    );
+    assert_eq!(
+        weather_step["properties"]["arguments"]["required"],
+        json!(["location"])
+    );
+    // The short plan-only instructions, not the longer ones written for agents that offer both.
+    let system = &model.requests()[0].messages[0].content;
+    assert!(
+        system.ends_with(toolplan_agent::PLAN_ONLY_INSTRUCTIONS),
+        "{system}"
+    );
+    assert!(!system.contains(PLANNING_INSTRUCTIONS));
+    // One plan per turn.
+    assert_eq!(model.requests()[0].parallel_tool_calls, Some(false));
     // A direct call of a tool that is only reachable through plans is an unknown tool.
     let model = Arc::new(ScriptedModel::new([
         ScriptedModel::calls(&[("get_weather", json!({"location": "Oslo"}))]),

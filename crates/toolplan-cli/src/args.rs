@@ -31,7 +31,8 @@ pub enum Command {
 /// The built-in tool sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ToolSet {
-    /// Deterministic demo tools: echo, concat, sleep, fail, get_weather, calculator, compare_data.
+    /// Deterministic demo tools: echo, concat, sleep, fail, get_weather, get_user, calculator,
+    /// compare_data.
     Demo,
 }
 

@@ -277,6 +277,7 @@ fn tools_lists_names_descriptions_and_schemas() {
             "sleep",
             "fail",
             "get_weather",
+            "get_user",
             "calculator",
             "compare_data",
             "execute_tool_plan"
@@ -287,7 +288,7 @@ fn tools_lists_names_descriptions_and_schemas() {
         serde_json::json!(["location"])
     );
     assert!(
-        v[7]["description"]
+        v[8]["description"]
             .as_str()
             .unwrap()
             .contains("- get_weather:")

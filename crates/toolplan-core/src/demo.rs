@@ -8,6 +8,7 @@
 //! | `sleep` | `{ms, value}` | `value`, after `ms` milliseconds |
 //! | `fail` | `{message?}` | always an error |
 //! | `get_weather` | `{location}` | `{"temp", "condition", "city"}` from a fixed table |
+//! | `get_user` | `{name}` | `{"name", "city", "team"}` from a fixed directory (data a model cannot know) |
 //! | `calculator` | `{expression}` | the number |
 //! | `compare_data` | `{data_a, data_b}` | which fields are equal and how the others differ |
 
@@ -28,6 +29,7 @@ pub fn tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(Sleep),
         Arc::new(Fail),
         Arc::new(GetWeather),
+        Arc::new(GetUser),
         Arc::new(Calculator),
         Arc::new(CompareData),
     ]
@@ -188,6 +190,43 @@ impl Tool for GetWeather {
     }
 }
 
+/// `get_user`: a person of a small fixed directory. Where a person lives is nothing a model can know,
+/// so questions about it need the lookup first and the weather after it: a chain of dependent calls.
+pub struct GetUser;
+
+const USERS: &[(&str, &str, &str)] = &[
+    ("Alice", "Tokyo", "research"),
+    ("Bob", "London", "sales"),
+    ("Carol", "Paris", "design"),
+    ("Dave", "Oslo", "support"),
+    ("Erin", "Cairo", "engineering"),
+    ("Frank", "Sydney", "marketing"),
+    ("Grace", "Berlin", "engineering"),
+    ("Heidi", "New York", "finance"),
+];
+
+#[async_trait]
+impl Tool for GetUser {
+    fn name(&self) -> &str {
+        "get_user"
+    }
+    fn description(&self) -> &str {
+        "A person in the company directory: JSON {name, city (where they live), team}."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"name": {"type": "string", "description": "First name."}},
+               "required": ["name"], "additionalProperties": false})
+    }
+    async fn call(&self, args: Value, _ctx: ToolContext) -> ToolResult {
+        let name = args["name"].as_str().unwrap_or_default().trim();
+        USERS
+            .iter()
+            .find(|(n, ..)| n.eq_ignore_ascii_case(name))
+            .map(|(name, city, team)| json!({"name": name, "city": city, "team": team}))
+            .ok_or_else(|| ToolError::failed(format!("no user named '{name}' in the directory")))
+    }
+}
+
 /// `calculator`: evaluates an arithmetic expression.
 pub struct Calculator;
 
@@ -283,7 +322,7 @@ mod tests {
 
     #[tokio::test]
     async fn all_register() {
-        assert_eq!(registry().len(), 7);
+        assert_eq!(registry().len(), 8);
     }
 
     #[tokio::test]
@@ -339,6 +378,22 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.to_string().contains("Atlantis"));
+    }
+
+    #[tokio::test]
+    async fn user_directory() {
+        assert_eq!(
+            call("get_user", json!({"name": " erin "})).await.unwrap(),
+            json!({"name": "Erin", "city": "Cairo", "team": "engineering"})
+        );
+        let err = call("get_user", json!({"name": "Mallory"}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("Mallory"), "{err}");
+        // Every user lives in a city with weather data, so lookups chain into get_weather.
+        for (_, city, _) in USERS {
+            assert!(WEATHER.iter().any(|(c, ..)| c == city), "{city}");
+        }
     }
 
     #[tokio::test]

@@ -12,6 +12,7 @@ use crate::limits::Limits;
 use crate::plan::{EXECUTE_TOOL_PLAN, Plan};
 use crate::run::PlanRun;
 use crate::scheduler::{self, RunConfig, RunControl};
+use crate::signature::{tool_signature, typed_plan_schema};
 use crate::tool::{Tool, ToolContext, ToolRegistry, ToolResult};
 
 /// Validates and runs plans over one set of tools.
@@ -104,6 +105,24 @@ List in output_steps only the steps whose results you need (all are returned if 
 fails, the steps that depend on it are skipped and every failure is reported; the others still run. \
 A plan cannot call execute_tool_plan.";
 
+/// The plan format in few words, for descriptions that list the tools as signatures (small models,
+/// short prompts).
+const COMPACT_DESCRIPTION: &str = "\
+Runs tool calls as one plan. steps: [{id, tool, arguments}]. An argument value \"$ref:ID\" is the \
+result of step ID, \"$ref:ID.field\" one field of it; inside longer text it is inserted as text. \
+Steps run in parallel unless one refers to another. output_steps: the ids whose results you need. \
+A failed step skips the steps that depend on it.";
+
+/// A worked example of a chain, for descriptions meant for small models.
+const PLAN_EXAMPLE: &str = "\nExample, for the price in euros of the product of order A7: \
+{\"thought\": \"get_order gives the sku of order A7, get_product gives the price of that sku, calculator \
+converts the price.\", \
+\"steps\": [{\"id\": \"o\", \"tool\": \"get_order\", \"arguments\": {\"order_id\": \"A7\"}}, \
+{\"id\": \"p\", \"tool\": \"get_product\", \"arguments\": {\"sku\": \"$ref:o.sku\"}}, \
+{\"id\": \"e\", \"tool\": \"calculator\", \"arguments\": {\"expression\": \"$ref:p.price * 0.92\"}}], \
+\"output_steps\": [\"e\"]}. A field can only be referenced from a step whose tool returns it: \
+plan a step for every lookup the answer needs.";
+
 impl ExecuteToolPlan {
     /// The tool over an engine; its description lists the engine's tools.
     pub fn new(engine: Arc<Engine>) -> Self {
@@ -152,6 +171,36 @@ impl ExecuteToolPlan {
         }
         self.description = description;
         self
+    }
+
+    /// The description with each tool as a one-line signature (`name(arg: type): what it does`, see
+    /// [`tool_signature`]) and a worked example of a chain: the shortest description that still tells a
+    /// model every tool's arguments, for callers that offer only the planner. Pair it with
+    /// [`typed_parameters`](Self::typed_parameters) where decoding can be constrained.
+    pub fn with_tool_signatures(mut self) -> Self {
+        let mut description = COMPACT_DESCRIPTION.to_owned();
+        description.push_str(PLAN_EXAMPLE);
+        description.push_str("\nTools a plan can call:");
+        for t in self.engine.tools().iter() {
+            if t.tool().name() == EXECUTE_TOOL_PLAN {
+                continue;
+            }
+            description.push_str("\n- ");
+            description.push_str(&tool_signature(
+                t.tool().name(),
+                t.tool().description(),
+                t.schema(),
+            ));
+        }
+        self.description = description;
+        self
+    }
+
+    /// The plan's JSON Schema with every step typed by its tool ([`typed_plan_schema`]): each step's
+    /// arguments must be an object that matches its tool's schema, `"$ref:…"` allowed for any value.
+    /// Stricter than [`parameters`](Tool::parameters), for providers that constrain decoding.
+    pub fn typed_parameters(&self) -> Value {
+        typed_plan_schema(self.engine.tools())
     }
 
     /// The description without the list of tools, for callers that offer the tools to the model
@@ -215,6 +264,10 @@ pub fn plan_schema(style: ArgumentsStyle) -> Value {
     json!({
         "type": "object",
         "properties": {
+            "thought": {
+                "type": "string",
+                "description": "Optional, written first: what the answer needs and which tool gives each piece. Not executed."
+            },
             "steps": {
                 "type": "array",
                 "minItems": 1,

@@ -15,6 +15,8 @@
 //! * [`scheduler`] — the one scheduler: dependency-driven, concurrency limits, timeouts, deadline,
 //!   cancellation, fail-forward, observer events.
 //! * [`run`] — the [`PlanRun`] record, its JSON report and the summary an LLM reads.
+//! * [`signature`] — tools as a planning LLM sees them: one-line signatures, and the typed plan
+//!   schema that holds each step's arguments to its tool's schema (for constrained decoding).
 //! * [`engine`] — [`Engine`] (registry + limits + settings) and the [`ExecuteToolPlan`] tool.
 //! * [`demo`] — deterministic demo tools for examples and benchmarks.
 //! * [`error`] and [`limits`] — problems, tool errors and the limits that bound every plan.
@@ -50,6 +52,7 @@ pub mod plan;
 pub mod reference;
 pub mod run;
 pub mod scheduler;
+pub mod signature;
 pub mod template;
 pub mod tool;
 

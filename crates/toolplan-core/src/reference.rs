@@ -146,10 +146,28 @@ pub enum PathError {
         /// The first path segment.
         segment: String,
     },
+    /// The path reaches a text, number or boolean and goes on into it.
+    #[error(
+        "'{reference}': {} is {found}, so it has no field '{segment}'",
+        where_in(step, at)
+    )]
+    ScalarHasNoFields {
+        /// The reference as written.
+        reference: String,
+        /// The referenced step.
+        step: String,
+        /// The path up to the scalar (`city` in `$ref:u.city.temp`; empty for the whole output).
+        at: String,
+        /// The scalar, described (`the text "Cairo"`).
+        found: String,
+        /// The segment that cannot be followed.
+        segment: String,
+    },
 }
 
 /// Follows `reference.path` into `output`. A missing field or index gives `None` (inserted as `null`);
-/// a path on a text output is an error naming the step.
+/// a path on a text output, or one that goes on into a text, number or boolean inside the output
+/// (`$ref:u.city.temp` where `city` is `"Cairo"`), is an error naming the step.
 pub fn follow<'v>(
     reference: &Reference,
     output: &'v Value,
@@ -165,11 +183,20 @@ pub fn follow<'v>(
         });
     }
     let mut current = output;
-    for segment in &reference.path {
+    for (depth, segment) in reference.path.iter().enumerate() {
         let next = match current {
             Value::Object(map) => map.get(segment.as_str()),
             Value::Array(items) => array_index(items.len(), segment).and_then(|i| items.get(i)),
-            _ => None,
+            Value::Null => None,
+            scalar => {
+                return Err(PathError::ScalarHasNoFields {
+                    reference: reference.to_string(),
+                    step: reference.step.clone(),
+                    at: reference.path[..depth].join("."),
+                    found: describe_scalar(scalar),
+                    segment: segment.clone(),
+                });
+            }
         };
         match next {
             Some(v) => current = v,
@@ -177,6 +204,31 @@ pub fn follow<'v>(
         }
     }
     Ok(Some(current))
+}
+
+/// `'city' of step 'u'`, or `the output of step 'u'` for the whole output.
+fn where_in(step: &str, at: &str) -> String {
+    if at.is_empty() {
+        format!("the output of step '{step}'")
+    } else {
+        format!("'{at}' of step '{step}'")
+    }
+}
+
+/// `the text "Cairo"`, `the number 31`, `the boolean true` (long texts cut).
+fn describe_scalar(value: &Value) -> String {
+    match value {
+        Value::String(text) => {
+            let mut shown: String = text.chars().take(40).collect();
+            if shown.len() < text.len() {
+                shown.push('…');
+            }
+            format!("the text {shown:?}")
+        }
+        Value::Number(n) => format!("the number {n}"),
+        Value::Bool(b) => format!("the boolean {b}"),
+        other => other.to_string(),
+    }
 }
 
 fn array_index(len: usize, segment: &str) -> Option<usize> {
@@ -274,6 +326,26 @@ mod tests {
         assert_eq!(follow(&r("s", &["missing"]), &out).unwrap(), None);
         assert_eq!(follow(&r("s", &["n", "x"]), &out).unwrap(), None);
         assert_eq!(follow(&r("s", &["a", "b", "x"]), &out).unwrap(), None);
+    }
+
+    #[test]
+    fn a_path_into_a_scalar_field_names_where_it_stops() {
+        let output = json!({"name": "Erin", "city": "Cairo", "n": 3, "ok": true, "none": null});
+        let follow_path = |path: &[&str]| follow(&r("u", path), &output).map(|v| v.cloned());
+        assert_eq!(
+            follow_path(&["city", "temp"]).unwrap_err().to_string(),
+            "'$ref:u.city.temp': 'city' of step 'u' is the text \"Cairo\", so it has no field 'temp'"
+        );
+        assert!(
+            follow_path(&["n", "0"])
+                .unwrap_err()
+                .to_string()
+                .contains("'n' of step 'u' is the number 3")
+        );
+        assert!(follow_path(&["ok", "x"]).is_err());
+        // Into null or a missing field: null, as before.
+        assert_eq!(follow_path(&["none", "x"]), Ok(None));
+        assert_eq!(follow_path(&["temp", "x"]), Ok(None));
     }
 
     #[test]

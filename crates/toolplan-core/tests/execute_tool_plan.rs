@@ -53,6 +53,7 @@ fn schema() {
             "sleep",
             "fail",
             "get_weather",
+            "get_user",
             "calculator",
             "compare_data"
         ])
@@ -380,4 +381,47 @@ fn the_tool_list_can_be_left_out_of_the_description() {
     );
     // The schema still limits steps to the engine's tools.
     assert_eq!(full.parameters(), short.parameters());
+}
+
+#[test]
+fn signatures_describe_every_tool_in_a_line() {
+    let planner = meta_tool().with_tool_signatures();
+    let description = planner.description();
+    assert!(description.starts_with("Runs tool calls as one plan"));
+    assert!(description.contains(r#""$ref:o.sku""#), "{description}");
+    for line in [
+        "\n- get_weather(location: string): Current weather of a city",
+        "\n- get_user(name: string): A person in the company directory",
+        "\n- calculator(expression: string): Evaluates",
+        "\n- compare_data(data_a: any, data_b: any): Compares",
+        "\n- fail(message?: string): Always fails",
+    ] {
+        assert!(
+            description.contains(line),
+            "{line} missing from {description}"
+        );
+    }
+    assert!(!description.contains("execute_tool_plan("));
+    // Far shorter than the description with every JSON Schema.
+    let schemas = meta_tool().with_tool_schemas();
+    assert!(description.len() < schemas.description().len());
+}
+
+#[test]
+fn typed_parameters_type_each_step_by_its_tool() {
+    let planner = meta_tool();
+    let typed = planner.typed_parameters();
+    let steps = typed["properties"]["steps"]["items"]["anyOf"]
+        .as_array()
+        .expect("one branch per tool");
+    assert_eq!(steps.len(), demo::registry().len());
+    let validator = jsonschema::validator_for(&typed).expect("valid schema");
+    assert!(validator.is_valid(
+        &json!({"thought": "Where Erin lives, then its weather.", "steps": [
+        {"id": "u", "tool": "get_user", "arguments": {"name": "Erin"}},
+        {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}}],
+        "output_steps": ["w"]})
+    ));
+    assert!(!validator.is_valid(&json!({"thought": "t", "steps": [
+        {"id": "u", "tool": "get_user", "arguments": {"location": "Erin"}}]})));
 }

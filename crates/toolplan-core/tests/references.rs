@@ -183,12 +183,44 @@ async fn several_references_in_one_argument() {
 async fn missing_field_is_null() {
     assert_eq!(
         captured(
-            r#"{"temp": 18, "nested": {"a": 1}}"#,
-            json!({"m": "$ref:s1.nope", "deep": "$ref:s1.nested.b.c", "through_number": "$ref:s1.temp.x"})
+            r#"{"temp": 18, "nested": {"a": 1}, "none": null}"#,
+            json!({"m": "$ref:s1.nope", "deep": "$ref:s1.nested.b.c", "through_null": "$ref:s1.none.x"})
         )
         .await,
-        json!({"m": null, "deep": null, "through_number": null})
+        json!({"m": null, "deep": null, "through_null": null})
     );
+}
+
+#[tokio::test]
+async fn a_path_into_a_text_or_number_field_fails_the_step_saying_where() {
+    // A model that writes `$ref:u.city.temp` gets told that `city` is text, not a null to compute with.
+    let run = run(json!({
+        "steps": [
+            {"id": "u", "tool": "echo", "arguments": {"text": r#"{"name": "Erin", "city": "Cairo", "age": 31}"#}},
+            {"id": "t", "tool": "capture", "arguments": {"e": "$ref:u.city.temp - 1"}},
+            {"id": "n", "tool": "capture", "arguments": {"e": "$ref:u.age.years"}},
+            {"id": "ok", "tool": "capture", "arguments": {"e": "$ref:u.city"}}
+        ]
+    }))
+    .await;
+    let t = run.step("t").unwrap();
+    assert_eq!(t.status, StepStatus::Failed);
+    assert_eq!(
+        t.error.as_deref(),
+        Some(
+            "'$ref:u.city.temp': 'city' of step 'u' is the text \"Cairo\", so it has no field 'temp'"
+        )
+    );
+    let n = run.step("n").unwrap();
+    assert!(
+        n.error
+            .as_deref()
+            .unwrap()
+            .contains("'age' of step 'u' is the number 31, so it has no field 'years'"),
+        "{:?}",
+        n.error
+    );
+    assert_eq!(run.output("ok"), Some(&json!({"e": "Cairo"})));
 }
 
 #[tokio::test]

@@ -367,7 +367,7 @@ fn every_problem_is_reported_at_once() {
     let text = err.to_string();
     assert!(text.starts_with("invalid plan: 10 problems:\n- "), "{text}");
     for needle in [
-        "the plan has an unknown field \"comment\" (known: \"steps\", \"output_steps\")",
+        "the plan has an unknown field \"comment\" (known: \"steps\", \"output_steps\", \"thought\")",
         "Duplicate step ID: 'a' (steps #0 and #1)",
         "step 'd': arguments are not valid JSON: ",
         "step 'h' has an unknown field \"extra\" (known: \"id\", \"tool\", \"arguments\", \"depends_on\")",
@@ -608,7 +608,7 @@ fn unknown_fields_are_reported() {
             Problem::UnknownField {
                 what: "the plan".into(),
                 field: "output".into(),
-                known: "\"steps\", \"output_steps\""
+                known: "\"steps\", \"output_steps\", \"thought\""
             },
             Problem::UnknownField {
                 what: "step 's1'".into(),
@@ -624,7 +624,7 @@ fn unknown_fields_are_reported() {
     );
     assert_eq!(
         p[0].to_string(),
-        "the plan has an unknown field \"output\" (known: \"steps\", \"output_steps\")"
+        "the plan has an unknown field \"output\" (known: \"steps\", \"output_steps\", \"thought\")"
     );
 }
 
@@ -796,5 +796,24 @@ fn validation_needs_the_registry() {
             tool: "echo".into(),
             suggestion: None
         }]
+    );
+}
+
+#[test]
+fn a_thought_is_accepted_and_kept_out_of_execution() {
+    let plan = json!({"thought": "Look up Oslo.", "steps": [
+        {"id": "a", "tool": "get_weather", "arguments": {"location": "Oslo"}}]});
+    let compiled = engine().compile_value(plan).unwrap();
+    assert_eq!(compiled.steps().len(), 1);
+    assert!(
+        engine()
+            .compile_value(json!({"thought": null, "steps": [{"id": "a", "tool": "echo", "arguments": {"text": 1}}]}))
+            .is_ok()
+    );
+    assert_eq!(
+        messages(
+            json!({"thought": ["no"], "steps": [{"id": "a", "tool": "echo", "arguments": {"text": 1}}]})
+        ),
+        ["\"thought\" must be text, found an array"]
     );
 }

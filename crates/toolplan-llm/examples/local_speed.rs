@@ -33,6 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         description: "Current weather of a city: JSON {temp, condition, city}.".into(),
         parameters: json!({"type": "object", "properties": {"location": {"type": "string"}},
                            "required": ["location"], "additionalProperties": false}),
+        ..Default::default()
     };
     for (which, path) in [
         ("small", local::small_model_path()),

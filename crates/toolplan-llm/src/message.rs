@@ -93,14 +93,38 @@ impl Message {
 }
 
 /// A tool the model may call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolDefinition {
     /// The tool's name.
     pub name: String,
     /// What it does.
     pub description: String,
-    /// The JSON Schema of its arguments object.
+    /// The JSON Schema of its arguments object: what the model is shown, and what providers that
+    /// enforce a schema hold the arguments to when there is no [`strict_parameters`](Self::strict_parameters).
     pub parameters: Value,
+    /// A stricter schema of the arguments, enforced instead of `parameters` by providers that
+    /// constrain decoding (the local model's grammar) but never shown to the model: for example a plan
+    /// whose steps are each typed by their tool, described to the model in a few lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict_parameters: Option<Value>,
+}
+
+impl ToolDefinition {
+    /// A tool definition with no stricter schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            strict_parameters: None,
+        }
+    }
+
+    /// Sets the stricter schema that constrained decoding enforces.
+    pub fn with_strict_parameters(mut self, schema: Value) -> Self {
+        self.strict_parameters = Some(schema);
+        self
+    }
 }
 
 /// Whether the model may, must or must not call tools.

@@ -56,6 +56,7 @@ fn weather_tool() -> ToolDefinition {
             "properties": {"location": {"type": "string", "description": "The city"}},
             "required": ["location"],
         }),
+        ..Default::default()
     }
 }
 
@@ -68,6 +69,7 @@ fn calculator_tool() -> ToolDefinition {
             "properties": {"expression": {"type": "string"}},
             "required": ["expression"],
         }),
+        ..Default::default()
     }
 }
 
@@ -100,6 +102,7 @@ fn plan_tool() -> ToolDefinition {
             "required": ["steps"],
             "additionalProperties": false,
         }),
+        ..Default::default()
     }
 }
 

@@ -8,6 +8,8 @@
 //!
 //! `arguments` is a JSON string (as in the seed) or a JSON object; missing or `null` means `{}`.
 //! `depends_on` (a list of step ids) is an optional extension for ordering steps that pass no data.
+//! `thought` (text) is an optional extension too: the planner's reasoning, written before the steps
+//! (it helps small models plan), kept out of execution.
 //! The parser never stops at the first problem: it reports every one it can find.
 
 use serde_json::{Map, Value};
@@ -19,7 +21,7 @@ use crate::reference::is_valid_id;
 use crate::template::Template;
 use crate::tool::ToolRegistry;
 
-const PLAN_FIELDS: &str = "\"steps\", \"output_steps\"";
+const PLAN_FIELDS: &str = "\"steps\", \"output_steps\", \"thought\"";
 const STEP_FIELDS: &str = "\"id\", \"tool\", \"arguments\", \"depends_on\"";
 
 /// Parses and validates plan text against a registry.
@@ -68,7 +70,7 @@ pub fn parse_value(value: Value, limits: &Limits) -> (DraftPlan, Vec<Problem>) {
         return (draft, problems);
     };
     for key in top.keys() {
-        if key != "steps" && key != "output_steps" {
+        if !matches!(key.as_str(), "steps" | "output_steps" | "thought") {
             problems.push(Problem::UnknownField {
                 what: "the plan".into(),
                 field: key.clone(),
@@ -78,6 +80,14 @@ pub fn parse_value(value: Value, limits: &Limits) -> (DraftPlan, Vec<Problem>) {
     }
     // Kept aside until the steps parse: a plan whose steps are unusable does not also get every output
     // step reported unknown.
+    match top.remove("thought") {
+        None | Some(Value::Null | Value::String(_)) => {}
+        Some(other) => problems.push(Problem::WrongType {
+            what: "\"thought\"".into(),
+            expected: "text",
+            found: json_type(&other),
+        }),
+    }
     let mut output_steps = Vec::new();
     match top.remove("output_steps") {
         None | Some(Value::Null) => {}

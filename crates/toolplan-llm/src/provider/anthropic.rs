@@ -347,6 +347,7 @@ mod tests {
                 name: "f".into(),
                 description: "d".into(),
                 parameters: Value::Null,
+                ..Default::default()
             }],
             tool_choice: ToolChoice::Required,
             ..ChatRequest::default()
@@ -401,6 +402,7 @@ mod tests {
                 name: "f".into(),
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
+                ..Default::default()
             }],
             ..ChatRequest::default()
         };

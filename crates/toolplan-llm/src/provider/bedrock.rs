@@ -540,6 +540,7 @@ mod tests {
             name: "f".into(),
             description: "d".into(),
             parameters: json!({"type": "object"}),
+            ..Default::default()
         };
         let mut request = ChatRequest {
             messages: vec![Message::user("hi")],

@@ -376,8 +376,10 @@ fn apply_template(shared: &Shared, turns: &[prompt::Turn]) -> Result<String, Llm
     }
 }
 
-/// The GBNF grammar for the replies allowed in `mode`, from llama.cpp's JSON-Schema converter. A tool
-/// whose parameters schema llama.cpp cannot convert takes any JSON object as arguments instead.
+/// The GBNF grammar for the replies allowed in `mode`, from llama.cpp's JSON-Schema converter. A
+/// tool's [`strict_parameters`](ToolDefinition::strict_parameters) are enforced when it has them (and
+/// llama.cpp can convert them), its `parameters` otherwise; a tool whose schema llama.cpp cannot
+/// convert takes any JSON object as arguments instead.
 pub fn reply_grammar(
     tools: &[ToolDefinition],
     mode: ReplyMode,
@@ -391,14 +393,21 @@ pub fn reply_grammar_with(
     mode: ReplyMode,
     parallel: bool,
 ) -> Result<Option<String>, LlmError> {
+    let converts = |schema: &Value| {
+        schema.is_object() && llama_cpp_2::json_schema_to_grammar(&schema.to_string()).is_ok()
+    };
+    // Each tool's stricter schema when it has one that converts, else its parameters schema, else
+    // any object.
     let overrides: Vec<(usize, Value)> = tools
         .iter()
         .enumerate()
-        .filter(|(_, tool)| {
-            tool.parameters.is_object()
-                && llama_cpp_2::json_schema_to_grammar(&tool.parameters.to_string()).is_err()
+        .filter_map(|(i, tool)| match &tool.strict_parameters {
+            Some(strict) if converts(strict) => Some((i, strict.clone())),
+            _ if tool.parameters.is_object() && !converts(&tool.parameters) => {
+                Some((i, reply::any_object_schema()))
+            }
+            _ => None,
         })
-        .map(|(i, _)| (i, reply::any_object_schema()))
         .collect();
     let Some(mut schema) = reply::reply_schema(tools, mode, &overrides) else {
         return Ok(None);
@@ -817,6 +826,7 @@ mod tests {
             name: name.into(),
             description: String::new(),
             parameters,
+            ..Default::default()
         }
     }
 
@@ -885,5 +895,33 @@ mod tests {
             .expect("falls back")
             .expect("constrained");
         assert!(grammar.contains("odd"), "{grammar}");
+    }
+
+    #[test]
+    fn strict_parameters_are_enforced_instead_of_the_shown_schema() {
+        let shown = json!({"type": "object", "properties": {"steps": {"type": "array"}}});
+        let strict = json!({"type": "object", "properties": {"steps": {"type": "array", "items": {
+            "type": "object", "properties": {"tool": {"const": "only_this_tool"}}, "required": ["tool"]}}},
+            "required": ["steps"]});
+        let plain = reply_grammar(&[tool("plan", shown.clone())], ReplyMode::ToolsOnly)
+            .expect("converts")
+            .expect("constrained");
+        assert!(!plain.contains("only_this_tool"), "{plain}");
+        let typed = tool("plan", shown).with_strict_parameters(strict);
+        let grammar = reply_grammar(std::slice::from_ref(&typed), ReplyMode::ToolsOnly)
+            .expect("converts")
+            .expect("constrained");
+        assert!(grammar.contains("only_this_tool"), "{grammar}");
+        // A stricter schema llama.cpp cannot convert leaves the shown one in force.
+        let odd = typed.with_strict_parameters(
+            json!({"type": "object", "properties": {"a": {"$ref": "http://example.com/s"}}}),
+        );
+        let fallback = reply_grammar(&[odd], ReplyMode::ToolsOnly)
+            .expect("converts")
+            .expect("constrained");
+        assert!(
+            !fallback.contains("only_this_tool") && fallback.contains("steps"),
+            "{fallback}"
+        );
     }
 }

@@ -450,6 +450,7 @@ mod tests {
                 name: "f".into(),
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
+                ..Default::default()
             }],
             ..ChatRequest::default()
         };

@@ -162,6 +162,7 @@ pub fn weather_tool() -> ToolDefinition {
             "properties": {"location": {"type": "string", "description": "City name"}},
             "required": ["location"]
         }),
+        ..Default::default()
     }
 }
 

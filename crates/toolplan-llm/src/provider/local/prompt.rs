@@ -180,7 +180,17 @@ pub fn render(request: &ChatRequest, mode: ReplyMode) -> Vec<Turn> {
         let mut results = pending_results.join("\n");
         // Small models tend to repeat a call whose result they already have: remind them.
         if mode == ReplyMode::AnswerOrTools {
-            results.push_str(RESULTS_REMINDER);
+            let failed = request
+                .messages
+                .iter()
+                .rev()
+                .take_while(|m| m.role == Role::Tool)
+                .any(|m| m.is_error);
+            results.push_str(if failed {
+                FAILED_RESULTS_REMINDER
+            } else {
+                RESULTS_REMINDER
+            });
         }
         turns.push(Turn::new("user", results));
     }
@@ -192,6 +202,13 @@ pub const RESULTS_REMINDER: &str = "\nThese are the results of your tool calls. 
     question needs, reply with your final answer ({\"answer\": ...}); call a tool only for something still \
     missing, and do not repeat a call whose result you already have.";
 
+/// Follows the tool results that end the chat when one of them is an error and the model may answer:
+/// a failed call is worth a corrected call more often than an answer made up around it.
+pub const FAILED_RESULTS_REMINDER: &str = "\nThese are the results of your tool calls; some failed. \
+If an error shows that a call was wrong (a missing lookup, a wrong argument), call the tools again \
+with the mistake fixed. Reply with your final answer ({\"answer\": ...}) only when the results give \
+what the question needs.";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +219,7 @@ mod tests {
             name: "get_weather".into(),
             description: "Weather of a city".into(),
             parameters: json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
+            ..Default::default()
         }
     }
 
@@ -304,5 +322,38 @@ mod tests {
         // Without tools, the earlier answer is plain text again.
         let plain = render(&request, ReplyMode::Text);
         assert_eq!(plain[4].content, "Tokyo is 21.");
+    }
+
+    #[test]
+    fn results_that_end_the_chat_get_a_reminder_that_depends_on_failures() {
+        let call = ToolCall {
+            id: "call_0".into(),
+            name: "get_weather".into(),
+            arguments: json!({"location": "Erin"}),
+        };
+        let chat = |is_error: bool| ChatRequest {
+            messages: vec![
+                Message::user("Weather where Erin lives?"),
+                Message::assistant("", vec![call.clone()]),
+                Message::tool_result(&call, "no weather data for 'Erin'", is_error),
+            ],
+            tools: vec![weather()],
+            ..ChatRequest::default()
+        };
+        let failed = render(&chat(true), ReplyMode::AnswerOrTools);
+        let last = &failed.last().expect("turns").content;
+        assert!(last.ends_with(FAILED_RESULTS_REMINDER), "{last}");
+        let ok = render(&chat(false), ReplyMode::AnswerOrTools);
+        let last = &ok.last().expect("turns").content;
+        assert!(last.ends_with(RESULTS_REMINDER), "{last}");
+        // No reminder where the model must call a tool anyway.
+        let required = render(&chat(true), ReplyMode::ToolsOnly);
+        assert!(
+            required
+                .last()
+                .expect("turns")
+                .content
+                .ends_with("</tool_response>")
+        );
     }
 }

@@ -261,6 +261,7 @@ mod tests {
             name: name.to_owned(),
             description: format!("the {name} tool"),
             parameters,
+            ..Default::default()
         }
     }
 
