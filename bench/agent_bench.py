@@ -133,6 +133,10 @@ def main():
         emit(f"no-plan ÷ {mode}: model calls {n['calls'] / p['calls']:.2f}×, input tokens {n['in'] / p['in']:.2f}× "
              f"({mode} saves {100 * (1 - p['in'] / n['in']):.0f}% of input tokens), wall time {n['secs'] / max(p['secs'], 1e-9):.2f}×, "
              f"success {p['ok']} vs {n['ok']} of {len(tasks)}")
+        if p["ok"] and n["ok"]:
+            emit(f"per correct answer: model calls {n['calls'] / n['ok']:.2f} (no-plan) vs {p['calls'] / p['ok']:.2f} ({mode}), "
+                 f"input tokens {n['in'] / n['ok']:.0f} vs {p['in'] / p['ok']:.0f} "
+                 f"({mode} saves {100 * (1 - (p['in'] / p['ok']) / (n['in'] / n['ok'])):.0f}%)")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -272,7 +272,7 @@ impl Tool for CompareData {
         "compare_data"
     }
     fn description(&self) -> &str {
-        "Compares data_a with data_b: for objects, which fields are equal and how the others differ (with the numeric difference a - b); otherwise whether they are equal."
+        "Compares data_a with data_b: for objects, which fields are equal and how the others differ (with the numeric difference a - b); otherwise whether they are equal (and a - b for two numbers)."
     }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"data_a": {"description": "First value."}, "data_b": {"description": "Second value."}},
@@ -281,7 +281,13 @@ impl Tool for CompareData {
     async fn call(&self, args: Value, _ctx: ToolContext) -> ToolResult {
         let (a, b) = (&args["data_a"], &args["data_b"]);
         let (Value::Object(ma), Value::Object(mb)) = (a, b) else {
-            return Ok(json!({"equal": a == b, "a": a, "b": b}));
+            let mut out = json!({"equal": a == b, "a": a, "b": b});
+            if let (Some(x), Some(y)) = (a.as_f64(), b.as_f64())
+                && let Some(n) = number(x - y)
+            {
+                out["difference"] = n;
+            }
+            return Ok(out);
         };
         let mut same = Vec::new();
         let mut different = Map::new();
@@ -443,5 +449,16 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(out["equal"], json!(true));
+        let out = call("compare_data", json!({"data_a": 31, "data_b": 3}))
+            .await
+            .unwrap();
+        assert_eq!(
+            out,
+            json!({"equal": false, "a": 31, "b": 3, "difference": 28})
+        );
+        let out = call("compare_data", json!({"data_a": "x", "data_b": 3}))
+            .await
+            .unwrap();
+        assert_eq!(out, json!({"equal": false, "a": "x", "b": 3}));
     }
 }

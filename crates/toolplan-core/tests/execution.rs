@@ -108,7 +108,7 @@ async fn diamond_with_output_steps() {
     assert_eq!(run.waves, vec![vec![0], vec![1, 2], vec![3]]);
     assert_eq!(
         run.outputs_map(),
-        json!({"bottom": {"equal": false, "a": 25, "b": 48}})
+        json!({"bottom": {"equal": false, "a": 25, "b": 48, "difference": -23}})
             .as_object()
             .unwrap()
             .clone()
