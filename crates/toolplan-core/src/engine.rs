@@ -129,14 +129,12 @@ impl ExecuteToolPlan {
         let mut description = PLAN_DESCRIPTION.to_owned();
         let tool_names: Vec<String> = engine
             .tools()
-            .names()
-            .filter(|n| *n != EXECUTE_TOOL_PLAN)
-            .map(str::to_owned)
+            .plan_tools()
+            .map(|t| t.tool().name().to_owned())
             .collect();
         let tools: Vec<String> = engine
             .tools()
-            .iter()
-            .filter(|t| t.tool().name() != EXECUTE_TOOL_PLAN)
+            .plan_tools()
             .map(|t| format!("- {}: {}", t.tool().name(), t.tool().description()))
             .collect();
         if !tools.is_empty() {
@@ -158,10 +156,7 @@ impl ExecuteToolPlan {
         description.push_str(
             "\nTools a plan can call (name, JSON Schema of its arguments, what it does):",
         );
-        for t in self.engine.tools().iter() {
-            if t.tool().name() == EXECUTE_TOOL_PLAN {
-                continue;
-            }
+        for t in self.engine.tools().plan_tools() {
             description.push_str(&format!(
                 "\n- {} {}: {}",
                 t.tool().name(),
@@ -181,10 +176,7 @@ impl ExecuteToolPlan {
         let mut description = COMPACT_DESCRIPTION.to_owned();
         description.push_str(PLAN_EXAMPLE);
         description.push_str("\nTools a plan can call:");
-        for t in self.engine.tools().iter() {
-            if t.tool().name() == EXECUTE_TOOL_PLAN {
-                continue;
-            }
+        for t in self.engine.tools().plan_tools() {
             description.push_str("\n- ");
             description.push_str(&tool_signature(
                 t.tool().name(),

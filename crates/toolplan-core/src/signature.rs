@@ -10,7 +10,6 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::plan::EXECUTE_TOOL_PLAN;
 use crate::tool::ToolRegistry;
 
 /// The pattern of a whole-value reference (`$ref:step` or `$ref:step.path.0`), as a JSON Schema
@@ -147,8 +146,7 @@ pub fn strip_annotations(schema: &Value) -> Value {
 /// a JSON string, no `depends_on`), which is what makes it a good grammar for a model's plans.
 pub fn typed_plan_schema(tools: &ToolRegistry) -> Value {
     let steps: Vec<Value> = tools
-        .iter()
-        .filter(|t| t.tool().name() != EXECUTE_TOOL_PLAN)
+        .plan_tools()
         .map(|t| {
             json!({
                 "type": "object",

@@ -181,6 +181,13 @@ impl ToolRegistry {
         self.order.iter().filter_map(|n| self.tools.get(n))
     }
 
+    /// The tools a plan may call, in registration order: every tool but `execute_tool_plan` (no
+    /// recursive plans).
+    pub fn plan_tools(&self) -> impl Iterator<Item = &Arc<RegisteredTool>> {
+        self.iter()
+            .filter(|t| t.tool().name() != crate::plan::EXECUTE_TOOL_PLAN)
+    }
+
     /// Number of tools.
     pub fn len(&self) -> usize {
         self.order.len()
