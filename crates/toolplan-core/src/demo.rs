@@ -181,6 +181,12 @@ impl Tool for GetWeather {
             .find(|(city, ..)| city.eq_ignore_ascii_case(location))
             .map(|(city, temp, condition)| json!({"temp": temp, "condition": condition, "city": city}))
             .ok_or_else(|| {
+                // A person's name where a city belongs: say which tool knows where they live.
+                if let Some((name, ..)) = USERS.iter().find(|(n, ..)| n.eq_ignore_ascii_case(location)) {
+                    return ToolError::failed(format!(
+                        "'{name}' is a person, not a city: call get_user with name '{name}' to find the city where {name} lives, then get_weather with that city"
+                    ));
+                }
                 let known: Vec<&str> = WEATHER.iter().map(|w| w.0).collect();
                 ToolError::failed(format!(
                     "no weather data for '{location}' (known cities: {})",
@@ -384,6 +390,15 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.to_string().contains("Atlantis"));
+        // A person's name where a city belongs: the error names the tool that knows the city.
+        let err = call("get_weather", json!({"location": "alice"}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("'Alice' is a person") && err.contains("get_user"),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -169,6 +169,54 @@ pub enum Problem {
         /// The id as written.
         id: String,
     },
+    /// A query plan in which every node is a dependency of another node.
+    #[error("the query plan has no root: every node is a dependency of another node")]
+    NoRoot,
+    /// A query plan with more than one node that no other node depends on.
+    #[error(
+        "the query plan must have exactly one root (the node no other node depends on); found {}: {}",
+        .roots.len(), .roots.join(", ")
+    )]
+    SeveralRoots {
+        /// The ids of the roots.
+        roots: Vec<String>,
+    },
+    /// A query-plan node without dependencies and without a tool: nothing can answer it.
+    #[error(
+        "node {node} has neither dependencies nor a tool_name: a leaf must name the tool that answers it"
+    )]
+    LeafWithoutTool {
+        /// The node id.
+        node: String,
+    },
+    /// A query-plan leaf names a tool that is not registered.
+    #[error("node {node} names unknown tool '{tool}'{}", suggestion_text(.suggestion))]
+    UnknownNodeTool {
+        /// The node id.
+        node: String,
+        /// The tool as written.
+        tool: String,
+        /// A registered tool with a similar name.
+        suggestion: Option<String>,
+    },
+    /// A query-plan node depends on a node that is not in the plan.
+    #[error("node {node} depends on unknown node {target}")]
+    UnknownNode {
+        /// The node id.
+        node: String,
+        /// The missing dependency as written.
+        target: String,
+    },
+    /// A query-plan node names a tool that cannot take one text query.
+    #[error("node {node}: tool '{tool}' cannot take a query: {reason}")]
+    ToolTakesNoQuery {
+        /// The node id.
+        node: String,
+        /// The tool.
+        tool: String,
+        /// Why (the tool's parameters).
+        reason: String,
+    },
 }
 
 fn suggestion_text(s: &Option<String>) -> String {
@@ -191,6 +239,10 @@ impl Problem {
             | Problem::UnknownReference { step, .. }
             | Problem::UnknownDependency { step, .. }
             | Problem::SchemaViolation { step, .. } => Some(step),
+            Problem::LeafWithoutTool { node }
+            | Problem::UnknownNodeTool { node, .. }
+            | Problem::UnknownNode { node, .. }
+            | Problem::ToolTakesNoQuery { node, .. } => Some(node),
             Problem::DuplicateId { id, .. } => Some(id),
             _ => None,
         }

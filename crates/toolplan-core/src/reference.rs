@@ -28,6 +28,12 @@ pub struct Reference {
 }
 
 impl Reference {
+    /// A reference to the whole output of step `step` (`$ref:step`), for dialects that build
+    /// templates themselves rather than parse them from text.
+    pub fn whole(step: &str) -> Self {
+        Self::new(step, Vec::new())
+    }
+
     fn new(step: &str, path: Vec<String>) -> Self {
         Self {
             step: step.to_owned(),

@@ -101,6 +101,8 @@ pub struct StepFinished<'a> {
     pub status: StepStatus,
     /// Why it failed or was skipped.
     pub error: Option<&'a str>,
+    /// What it returned (`None` unless it succeeded).
+    pub output: Option<&'a Value>,
     /// When it started (`None` when skipped).
     pub started: Option<Duration>,
     /// When it ended, from the start of the run.
@@ -492,15 +494,17 @@ impl<'p> Driver<'p> {
             slot.state = State::Done;
             slot.status = status;
             slot.finished = at;
-            if status == StepStatus::Ok && (slot.is_output || slot.consumers > 0) {
-                slot.output = output;
-            }
+            let keep = status == StepStatus::Ok && (slot.is_output || slot.consumers > 0);
             slot.error = error;
             self.done += 1;
             if status == StepStatus::Skipped {
                 self.release_inputs(i);
             }
-            self.notify_finished(i);
+            // The observer sees the output even when no one keeps it.
+            self.notify_finished(i, output.as_ref());
+            if keep {
+                self.slots[i].output = output;
+            }
 
             let step = &self.plan.steps()[i];
             for &d in &step.dependents {
@@ -533,7 +537,7 @@ impl<'p> Driver<'p> {
         }
     }
 
-    fn notify_finished(&self, i: usize) {
+    fn notify_finished(&self, i: usize, output: Option<&Value>) {
         if let Some(o) = &self.observer {
             let step = &self.plan.steps()[i];
             let slot = &self.slots[i];
@@ -543,6 +547,7 @@ impl<'p> Driver<'p> {
                 tool: &step.tool,
                 status: slot.status,
                 error: slot.error.as_deref(),
+                output,
                 started: slot.started,
                 at: slot.finished,
                 done: self.done,
@@ -585,7 +590,7 @@ impl<'p> Driver<'p> {
             slot.error = Some(error);
             slot.finished = at;
             self.done += 1;
-            self.notify_finished(i);
+            self.notify_finished(i, None);
         }
         self.running = 0;
     }

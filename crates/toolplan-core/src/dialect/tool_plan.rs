@@ -109,35 +109,10 @@ pub fn parse_value(value: Value, limits: &Limits) -> (DraftPlan, Vec<Problem>) {
             found: json_type(&other),
         }),
     }
-    let steps = match top.remove("steps") {
-        None | Some(Value::Null) => {
-            problems.push(Problem::MissingField {
-                what: "the plan".into(),
-                field: "steps",
-            });
-            return (draft, problems);
-        }
-        Some(Value::Array(steps)) => steps,
-        Some(other) => {
-            problems.push(Problem::WrongType {
-                what: "\"steps\"".into(),
-                expected: "an array",
-                found: json_type(&other),
-            });
-            return (draft, problems);
-        }
+    let Some(steps) = super::take_items(&mut top, "steps", "the plan", limits, &mut problems)
+    else {
+        return (draft, problems);
     };
-    if steps.is_empty() {
-        problems.push(Problem::EmptyPlan);
-        return (draft, problems);
-    }
-    if steps.len() > limits.max_steps {
-        problems.push(Problem::TooManySteps {
-            count: steps.len(),
-            limit: limits.max_steps,
-        });
-        return (draft, problems);
-    }
     let mut first_position: std::collections::HashMap<String, usize> =
         std::collections::HashMap::with_capacity(steps.len());
     draft.steps.reserve(steps.len());

@@ -1,0 +1,695 @@
+//! The query-plan dialect (LlamaIndex's `QueryPlanTool`): a DAG of sub-questions.
+//!
+//! ```json
+//! {"nodes": [
+//!   {"id": 1, "query_str": "Revenue in March?", "tool_name": "march_report", "dependencies": []},
+//!   {"id": 2, "query_str": "Revenue in June?",  "tool_name": "june_report",  "dependencies": []},
+//!   {"id": 3, "query_str": "Compare revenue growth", "tool_name": null, "dependencies": [1, 2]}
+//! ]}
+//! ```
+//!
+//! Exactly one node is the **root**: the node no other node depends on; its answer is the plan's
+//! answer. A **leaf** (no dependencies) calls its tool with its `query_str`. A **branch** hands its
+//! children's answers to the synthesizer tool, whose name the caller gives (the synthesizer is an
+//! ordinary tool in the registry, usually LLM-backed); a branch that also names a registered tool calls
+//! that tool with its `query_str` once its children are done, as LlamaIndex does (there the synthesized
+//! answer is computed and then replaced by the tool's; here the synthesis whose answer would be thrown
+//! away is not run).
+//!
+//! Every node becomes one step of the plan IR with the node's id as step id, so the one scheduler
+//! runs query plans too: independent nodes in parallel, a child shared by several parents once, cycles
+//! rejected before anything runs, a failed child skipping its parents.
+//!
+//! A tool gets the query as its one text argument: the parameter named `input`, `query`, `query_str`
+//! or `question` if it has one, else its only required parameter, else its only parameter
+//! ([`query_argument`]).
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{InvalidPlan, Problem, json_type};
+use crate::limits::Limits;
+use crate::plan::{self, DraftPlan, DraftStep, EXECUTE_TOOL_PLAN, Plan};
+use crate::reference::{Reference, is_valid_id};
+use crate::template::Template;
+use crate::tool::ToolRegistry;
+
+/// Parameter names taken, in this order, as the one text argument of a tool called with a query.
+pub const QUERY_ARGUMENT_NAMES: &[&str] = &["input", "query", "query_str", "question"];
+
+/// The synthesizer's argument holding the branch's own question.
+pub const SYNTH_QUERY: &str = "query";
+/// The synthesizer's argument holding the children: `[{"query": …, "response": …}, …]`.
+pub const SYNTH_CONTEXT: &str = "context";
+
+const PLAN_FIELDS: &str = "\"nodes\"";
+const NODE_FIELDS: &str = "\"id\", \"query_str\", \"tool_name\", \"dependencies\"";
+
+/// One node as written, after parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryNode {
+    /// The node id (an integer id is kept as its decimal text).
+    pub id: String,
+    /// The question this node answers.
+    pub query: String,
+    /// The tool that answers it (leaves), or that a branch calls after its children.
+    pub tool: Option<String>,
+    /// The nodes whose answers this one needs, without repeats.
+    pub dependencies: Vec<String>,
+}
+
+/// A query plan compiled into the plan IR.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryPlan {
+    /// The runnable plan: one step per node, the root as its only output step.
+    pub plan: Plan,
+    /// The root node's id.
+    pub root: String,
+    /// The nodes, in source order.
+    pub nodes: Vec<QueryNode>,
+}
+
+impl QueryPlan {
+    /// The node with this id.
+    pub fn node(&self, id: &str) -> Option<&QueryNode> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+}
+
+/// Parses and validates query-plan text. Branches call the tool named `synthesizer`, which must be
+/// registered.
+pub fn compile(
+    text: &str,
+    tools: &ToolRegistry,
+    synthesizer: &str,
+    limits: &Limits,
+) -> Result<QueryPlan, InvalidPlan> {
+    if text.len() > limits.max_plan_bytes {
+        return Err(InvalidPlan {
+            problems: vec![Problem::PlanTooLarge {
+                size: text.len(),
+                limit: limits.max_plan_bytes,
+            }],
+        });
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => compile_value(v, tools, synthesizer, limits),
+        Err(e) => Err(InvalidPlan {
+            problems: vec![Problem::NotJson(e.to_string())],
+        }),
+    }
+}
+
+/// Parses and validates a query plan already in JSON form (see [`compile`]).
+pub fn compile_value(
+    value: Value,
+    tools: &ToolRegistry,
+    synthesizer: &str,
+    limits: &Limits,
+) -> Result<QueryPlan, InvalidPlan> {
+    let (nodes, mut problems) = parse_value(value, limits);
+    if nodes.is_empty() {
+        if problems.is_empty() {
+            problems.push(Problem::EmptyPlan);
+        }
+        return Err(InvalidPlan { problems });
+    }
+    let root = find_root(&nodes, &mut problems);
+    let draft = to_draft(&nodes, root.as_deref(), tools, synthesizer, &mut problems);
+    let plan = plan::validate(draft, problems, tools)?;
+    match root {
+        Some(root) => Ok(QueryPlan { plan, root, nodes }),
+        // `find_root` reported why; `validate` only returns Ok without problems.
+        None => Err(InvalidPlan {
+            problems: vec![Problem::NoRoot],
+        }),
+    }
+}
+
+/// Parses the nodes and reports every syntax problem (graph and tool checks come later).
+pub fn parse_value(value: Value, limits: &Limits) -> (Vec<QueryNode>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut nodes: Vec<QueryNode> = Vec::new();
+    let Value::Object(mut top) = value else {
+        problems.push(Problem::WrongType {
+            what: "the query plan".into(),
+            expected: "a JSON object with a \"nodes\" array",
+            found: json_type(&value),
+        });
+        return (nodes, problems);
+    };
+    for key in top.keys() {
+        if key != "nodes" {
+            problems.push(Problem::UnknownField {
+                what: "the query plan".into(),
+                field: key.clone(),
+                known: PLAN_FIELDS,
+            });
+        }
+    }
+    let Some(raw) = super::take_items(&mut top, "nodes", "the query plan", limits, &mut problems)
+    else {
+        return (nodes, problems);
+    };
+    let mut first: HashMap<String, usize> = HashMap::with_capacity(raw.len());
+    for (position, raw) in raw.into_iter().enumerate() {
+        let Some(node) = parse_node(position, raw, limits, &mut problems) else {
+            continue;
+        };
+        if let Some(&earlier) = first.get(&node.id) {
+            problems.push(Problem::DuplicateId {
+                id: node.id,
+                first: earlier,
+                second: position,
+            });
+            continue;
+        }
+        first.insert(node.id.clone(), position);
+        nodes.push(node);
+    }
+    (nodes, problems)
+}
+
+/// A node id: an integer (LlamaIndex's type) or a string of id characters.
+fn node_id(value: &Value, limits: &Limits) -> Option<String> {
+    let id = match value {
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+        Value::String(s) => s.clone(),
+        _ => return None,
+    };
+    (is_valid_id(&id) && id.len() <= limits.max_id_len).then_some(id)
+}
+
+fn parse_node(
+    position: usize,
+    raw: Value,
+    limits: &Limits,
+    problems: &mut Vec<Problem>,
+) -> Option<QueryNode> {
+    let what = || format!("node #{position}");
+    let Value::Object(mut fields) = raw else {
+        problems.push(Problem::WrongType {
+            what: what(),
+            expected: "an object with \"id\", \"query_str\", \"tool_name\" and \"dependencies\"",
+            found: json_type(&raw),
+        });
+        return None;
+    };
+    for key in fields.keys() {
+        if !matches!(
+            key.as_str(),
+            "id" | "query_str" | "tool_name" | "dependencies"
+        ) {
+            problems.push(Problem::UnknownField {
+                what: what(),
+                field: key.clone(),
+                known: NODE_FIELDS,
+            });
+        }
+    }
+    let id = match fields.remove("id") {
+        None | Some(Value::Null) => {
+            problems.push(Problem::MissingField {
+                what: what(),
+                field: "id",
+            });
+            None
+        }
+        Some(v) => match node_id(&v, limits) {
+            Some(id) => Some(id),
+            None => {
+                problems.push(Problem::InvalidId {
+                    index: position,
+                    id: v.to_string(),
+                    max_len: limits.max_id_len,
+                });
+                None
+            }
+        },
+    };
+    let query = match fields.remove("query_str") {
+        Some(Value::String(q)) => Some(q),
+        None | Some(Value::Null) => {
+            problems.push(Problem::MissingField {
+                what: what(),
+                field: "query_str",
+            });
+            None
+        }
+        Some(other) => {
+            problems.push(Problem::WrongType {
+                what: format!("\"query_str\" of node #{position}"),
+                expected: "text",
+                found: json_type(&other),
+            });
+            None
+        }
+    };
+    let tool = match fields.remove("tool_name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) if t.trim().is_empty() => None,
+        Some(Value::String(t)) => Some(t),
+        Some(other) => {
+            problems.push(Problem::WrongType {
+                what: format!("\"tool_name\" of node #{position}"),
+                expected: "a tool name or null",
+                found: json_type(&other),
+            });
+            None
+        }
+    };
+    let mut dependencies = Vec::new();
+    match fields.remove("dependencies") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(deps)) => {
+            for (i, dep) in deps.iter().enumerate() {
+                match node_id(dep, limits) {
+                    Some(d) if !dependencies.contains(&d) => dependencies.push(d),
+                    Some(_) => {}
+                    None => problems.push(Problem::WrongType {
+                        what: format!("\"dependencies\"[{i}] of node #{position}"),
+                        expected: "a node id",
+                        found: json_type(dep),
+                    }),
+                }
+            }
+        }
+        Some(other) => problems.push(Problem::WrongType {
+            what: format!("\"dependencies\" of node #{position}"),
+            expected: "an array of node ids",
+            found: json_type(&other),
+        }),
+    }
+    Some(QueryNode {
+        id: id?,
+        query: query?,
+        tool,
+        dependencies,
+    })
+}
+
+/// The one node no other node depends on; reports none or several.
+fn find_root(nodes: &[QueryNode], problems: &mut Vec<Problem>) -> Option<String> {
+    let needed: HashSet<&str> = nodes
+        .iter()
+        .flat_map(|n| n.dependencies.iter().map(String::as_str))
+        .collect();
+    let roots: Vec<&QueryNode> = nodes
+        .iter()
+        .filter(|n| !needed.contains(n.id.as_str()))
+        .collect();
+    match roots.as_slice() {
+        [root] => Some(root.id.clone()),
+        [] => {
+            problems.push(Problem::NoRoot);
+            None
+        }
+        many => {
+            problems.push(Problem::SeveralRoots {
+                roots: many.iter().map(|n| n.id.clone()).collect(),
+            });
+            None
+        }
+    }
+}
+
+/// The parameter of a tool's schema that takes the query (see the module documentation).
+pub fn query_argument(schema: &Value) -> Result<String, String> {
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| "it declares no parameters".to_owned())?;
+    if let Some(name) = QUERY_ARGUMENT_NAMES
+        .iter()
+        .find(|n| properties.contains_key(**n))
+    {
+        return Ok((*name).to_owned());
+    }
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match (required.as_slice(), properties.len()) {
+        ([only], _) => Ok((*only).to_owned()),
+        ([], 1) => Ok(properties.keys().next().cloned().unwrap_or_default()),
+        _ => {
+            let names: Vec<&str> = properties.keys().map(String::as_str).collect();
+            Err(format!(
+                "it takes several parameters ({}); a query-plan node passes one text, to a parameter named {} or to a tool's only parameter",
+                names.join(", "),
+                QUERY_ARGUMENT_NAMES.join("/")
+            ))
+        }
+    }
+}
+
+/// The arguments of a tool call that asks `query`, or the problem.
+fn tool_call(
+    node: &QueryNode,
+    tool: &str,
+    tools: &ToolRegistry,
+    problems: &mut Vec<Problem>,
+) -> Option<Template> {
+    let registered = tools.get(tool)?;
+    match query_argument(registered.schema()) {
+        Ok(name) => {
+            let mut args = Map::new();
+            args.insert(name, Value::String(node.query.clone()));
+            Some(Template::Literal(Value::Object(args)))
+        }
+        Err(reason) => {
+            problems.push(Problem::ToolTakesNoQuery {
+                node: node.id.clone(),
+                tool: tool.to_owned(),
+                reason,
+            });
+            None
+        }
+    }
+}
+
+/// The synthesizer's arguments for a branch: its query and each child's query and answer. Built as a
+/// template directly (not parsed from text), so a `$ref:` written inside a question stays text.
+fn synthesis(node: &QueryNode, by_id: &HashMap<&str, &QueryNode>) -> Template {
+    let children = node
+        .dependencies
+        .iter()
+        .map(|child| {
+            let query = by_id.get(child.as_str()).map(|c| c.query.clone());
+            Template::Object(vec![
+                (
+                    SYNTH_QUERY.to_owned(),
+                    Template::Literal(json!(query.unwrap_or_default())),
+                ),
+                (
+                    "response".to_owned(),
+                    Template::Ref(Reference::whole(child)),
+                ),
+            ])
+        })
+        .collect();
+    Template::Object(vec![
+        (
+            SYNTH_QUERY.to_owned(),
+            Template::Literal(Value::String(node.query.clone())),
+        ),
+        (SYNTH_CONTEXT.to_owned(), Template::Array(children)),
+    ])
+}
+
+fn to_draft(
+    nodes: &[QueryNode],
+    root: Option<&str>,
+    tools: &ToolRegistry,
+    synthesizer: &str,
+    problems: &mut Vec<Problem>,
+) -> DraftPlan {
+    let by_id: HashMap<&str, &QueryNode> = nodes.iter().map(|n| (n.id.as_str(), n)).collect();
+    let mut steps = Vec::with_capacity(nodes.len());
+    for (position, node) in nodes.iter().enumerate() {
+        let mut dependencies = Vec::with_capacity(node.dependencies.len());
+        for dep in &node.dependencies {
+            if by_id.contains_key(dep.as_str()) {
+                dependencies.push(dep.clone());
+            } else {
+                problems.push(Problem::UnknownNode {
+                    node: node.id.clone(),
+                    target: dep.clone(),
+                });
+            }
+        }
+        let usable = |t: &&String| {
+            t.as_str() != EXECUTE_TOOL_PLAN && t.as_str() != synthesizer && tools.contains(t)
+        };
+        let (tool, arguments, depends_on) = if node.dependencies.is_empty() {
+            match node.tool.as_ref() {
+                None => {
+                    problems.push(Problem::LeafWithoutTool {
+                        node: node.id.clone(),
+                    });
+                    (None, None, Vec::new())
+                }
+                Some(t) if !usable(&t) => {
+                    problems.push(Problem::UnknownNodeTool {
+                        node: node.id.clone(),
+                        tool: t.clone(),
+                        suggestion: tools
+                            .closest_name(t)
+                            .filter(|s| *s != synthesizer && *s != EXECUTE_TOOL_PLAN)
+                            .map(str::to_owned),
+                    });
+                    (None, None, Vec::new())
+                }
+                Some(t) => {
+                    let args = tool_call(node, t, tools, problems);
+                    (Some(t.clone()), args, Vec::new())
+                }
+            }
+        } else if let Some(t) = node.tool.as_ref().filter(usable) {
+            // A branch naming a tool: the tool answers once the children are done.
+            let args = tool_call(node, t, tools, problems);
+            (Some(t.clone()), args, dependencies)
+        } else {
+            let known: Vec<String> = dependencies;
+            let mut branch = node.clone();
+            branch.dependencies = known;
+            (
+                Some(synthesizer.to_owned()),
+                Some(synthesis(&branch, &by_id)),
+                Vec::new(),
+            )
+        };
+        steps.push(DraftStep {
+            position,
+            id: node.id.clone(),
+            tool,
+            arguments,
+            depends_on,
+        });
+    }
+    DraftPlan {
+        steps,
+        output_steps: root.map(|r| vec![r.to_owned()]).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::tool::{Tool, ToolContext, ToolResult};
+
+    /// Stands in for the LLM synthesizer: compile checks only need its name registered.
+    struct Synth;
+
+    #[async_trait]
+    impl Tool for Synth {
+        fn name(&self) -> &str {
+            "synthesize"
+        }
+        fn description(&self) -> &str {
+            "test synthesizer"
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object"})
+        }
+        async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
+            Ok(arguments)
+        }
+    }
+
+    fn tools() -> ToolRegistry {
+        let mut r = crate::demo::registry();
+        r.register(Arc::new(Synth)).expect("registers");
+        r
+    }
+
+    fn compile(plan: Value) -> Result<QueryPlan, InvalidPlan> {
+        compile_value(plan, &tools(), "synthesize", &Limits::default())
+    }
+
+    fn problems(plan: Value) -> Vec<String> {
+        match compile(plan) {
+            Ok(_) => panic!("plan should be invalid"),
+            Err(e) => e.problems.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    fn leaf(id: u64, tool: &str) -> Value {
+        json!({"id": id, "query_str": format!("q{id}"), "tool_name": tool, "dependencies": []})
+    }
+
+    #[test]
+    fn fan_in_compiles_to_steps_with_the_root_as_output() {
+        let qp = compile(json!({"nodes": [
+            leaf(1, "get_weather"), leaf(2, "get_weather"),
+            {"id": 3, "query_str": "compare", "tool_name": null, "dependencies": [1, 2]}
+        ]}))
+        .expect("valid");
+        assert_eq!(qp.root, "3");
+        let plan = &qp.plan;
+        assert_eq!(plan.len(), 3);
+        assert_eq!(plan.outputs(), &[2]);
+        assert_eq!(plan.steps()[0].tool, "get_weather");
+        // A leaf passes its query to the tool's only parameter.
+        assert_eq!(
+            plan.steps()[0].arguments.as_literal(),
+            Some(&json!({"location": "q1"}))
+        );
+        assert_eq!(plan.steps()[2].tool, "synthesize");
+        assert_eq!(plan.steps()[2].deps, vec![0, 1]);
+        assert_eq!(plan.waves().len(), 2);
+    }
+
+    #[test]
+    fn a_single_leaf_is_its_own_root() {
+        let qp = compile(json!({"nodes": [leaf(7, "echo")]})).expect("valid");
+        assert_eq!(qp.root, "7");
+        assert_eq!(
+            qp.plan.steps()[0].arguments.as_literal(),
+            Some(&json!({"text": "q7"}))
+        );
+    }
+
+    #[test]
+    fn llamaindex_error_cases_name_the_node() {
+        assert_eq!(
+            problems(json!({"nodes": []})),
+            ["the plan is empty: it has no steps"]
+        );
+        let p = problems(json!({"nodes": [
+            leaf(1, "get_weather"),
+            {"id": 2, "query_str": "x", "dependencies": [1, 9]}
+        ]}));
+        assert_eq!(p, ["node 2 depends on unknown node 9"]);
+        let p = problems(json!({"nodes": [leaf(1, "get_wether")]}));
+        assert_eq!(
+            p,
+            ["node 1 names unknown tool 'get_wether' (did you mean 'get_weather'?)"]
+        );
+    }
+
+    #[test]
+    fn leaves_need_a_tool_and_plans_one_root() {
+        let p = problems(json!({"nodes": [{"id": 1, "query_str": "alone"}]}));
+        assert_eq!(
+            p,
+            [
+                "node 1 has neither dependencies nor a tool_name: a leaf must name the tool that answers it"
+            ]
+        );
+        let p = problems(json!({"nodes": [leaf(1, "echo"), leaf(2, "echo")]}));
+        assert_eq!(
+            p,
+            [
+                "the query plan must have exactly one root (the node no other node depends on); found 2: 1, 2"
+            ]
+        );
+    }
+
+    #[test]
+    fn cycles_are_rejected_before_anything_runs() {
+        let p = problems(json!({"nodes": [
+            {"id": 1, "query_str": "a", "dependencies": [2]},
+            {"id": 2, "query_str": "b", "dependencies": [1]}
+        ]}));
+        assert_eq!(
+            p[0],
+            "the query plan has no root: every node is a dependency of another node"
+        );
+        assert!(p[1].contains("Cycle") && p[1].contains("1 -> 2"), "{p:?}");
+        // A cycle below a root.
+        let p = problems(json!({"nodes": [
+            {"id": 1, "query_str": "root", "dependencies": [2]},
+            {"id": 2, "query_str": "b", "dependencies": [3]},
+            {"id": 3, "query_str": "c", "dependencies": [2]}
+        ]}));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("Cycle"), "{p:?}");
+    }
+
+    #[test]
+    fn duplicate_ids_and_bad_fields_are_all_reported() {
+        let p = problems(json!({"nodes": [
+            leaf(1, "echo"), leaf(1, "echo"),
+            {"id": 2.5, "query_str": 3, "extra": true}
+        ], "more": 1}));
+        assert!(
+            p.iter().any(|m| m.contains("unknown field \"more\"")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter().any(|m| m.contains("Duplicate step ID: '1'")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter().any(|m| m.contains("unknown field \"extra\"")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter()
+                .any(|m| m.contains("\"query_str\" of node #2 must be text")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn a_branch_naming_a_tool_calls_it_after_its_children() {
+        let qp = compile(json!({"nodes": [
+            leaf(1, "get_weather"),
+            {"id": 2, "query_str": "final", "tool_name": "echo", "dependencies": [1]}
+        ]}))
+        .expect("valid");
+        let root = &qp.plan.steps()[1];
+        assert_eq!(root.tool, "echo");
+        assert_eq!(root.deps, vec![0]);
+        assert_eq!(root.arguments.as_literal(), Some(&json!({"text": "final"})));
+        // A branch naming an unknown tool synthesizes, as in LlamaIndex.
+        let qp = compile(json!({"nodes": [
+            leaf(1, "get_weather"),
+            {"id": 2, "query_str": "final", "tool_name": "nope", "dependencies": [1]}
+        ]}))
+        .expect("valid");
+        assert_eq!(qp.plan.steps()[1].tool, "synthesize");
+    }
+
+    #[test]
+    fn references_written_in_questions_stay_text() {
+        let qp = compile(json!({"nodes": [
+            {"id": "a", "query_str": "$ref:b", "tool_name": "echo"},
+            {"id": "b", "query_str": "why $ref:a?", "dependencies": ["a"]}
+        ]}))
+        .expect("valid");
+        let steps = qp.plan.steps();
+        assert_eq!(
+            steps[0].arguments.as_literal(),
+            Some(&json!({"text": "$ref:b"}))
+        );
+        assert_eq!(steps[1].deps, vec![0]);
+    }
+
+    #[test]
+    fn tools_with_several_parameters_need_a_query_parameter() {
+        assert_eq!(
+            query_argument(&json!({"properties": {"a": {}, "query": {}}})),
+            Ok("query".into())
+        );
+        assert_eq!(
+            query_argument(&json!({"properties": {"a": {}, "b": {}}, "required": ["b"]})),
+            Ok("b".into())
+        );
+        let p = problems(json!({"nodes": [leaf(1, "compare_data")]}));
+        assert!(
+            p[0].starts_with("node 1: tool 'compare_data' cannot take a query: it takes several parameters (data_a, data_b)"),
+            "{p:?}"
+        );
+        let p = problems(json!({"nodes": [leaf(1, "synthesize")]}));
+        assert!(p[0].contains("unknown tool 'synthesize'"), "{p:?}");
+    }
+}

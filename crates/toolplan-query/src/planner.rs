@@ -1,0 +1,164 @@
+//! [`QueryPlanner`]: the user's tools and a synthesizer in one registry; query plans compiled by the
+//! core dialect and run by the core scheduler.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolplan_core::dialect::query_plan::{self, QueryPlan};
+use toolplan_core::{
+    Engine, InvalidPlan, Limits, PlanRun, RunConfig, RunControl, RunOutcome, StepStatus, Tool,
+    ToolRegistry,
+};
+
+use crate::error::QueryError;
+use crate::synthesize::{LlmUsage, SYNTHESIZE, SynthesizeTool, Synthesizer};
+
+/// Compiles and runs query plans over a set of tools.
+pub struct QueryPlanner {
+    engine: Engine,
+    synthesizer: Arc<Synthesizer>,
+}
+
+impl std::fmt::Debug for QueryPlanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryPlanner")
+            .field("tools", &self.engine.tools().names().collect::<Vec<_>>())
+            .field("synthesizer", &self.synthesizer)
+            .finish()
+    }
+}
+
+impl QueryPlanner {
+    /// A planner over `tools`, whose branches use `synthesizer`. Fails when two tools share a name or
+    /// a tool is named [`SYNTHESIZE`].
+    pub fn new(
+        tools: impl IntoIterator<Item = Arc<dyn Tool>>,
+        synthesizer: Synthesizer,
+    ) -> Result<Self, QueryError> {
+        let synthesizer = Arc::new(synthesizer);
+        let mut registry = ToolRegistry::new();
+        registry.register_all(tools)?;
+        registry.register(Arc::new(SynthesizeTool::new(Arc::clone(&synthesizer))))?;
+        Ok(Self {
+            engine: Engine::new(Arc::new(registry)),
+            synthesizer,
+        })
+    }
+
+    /// Concurrency, timeouts and deadline of runs.
+    pub fn with_config(mut self, config: RunConfig) -> Self {
+        self.engine = self.engine.with_config(config);
+        self
+    }
+
+    /// Size limits of plans.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.engine = self.engine.with_limits(limits);
+        self
+    }
+
+    /// The tools a node may name (the synthesizer left out), in registration order.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.engine
+            .tools()
+            .plan_tools()
+            .filter(|t| t.tool().name() != SYNTHESIZE)
+            .map(|t| t.tool())
+    }
+
+    /// The synthesizer (its mode and LLM usage).
+    pub fn synthesizer(&self) -> &Synthesizer {
+        &self.synthesizer
+    }
+
+    /// Parses and validates query-plan text.
+    pub fn compile(&self, text: &str) -> Result<QueryPlan, InvalidPlan> {
+        query_plan::compile(text, self.engine.tools(), SYNTHESIZE, self.engine.limits())
+    }
+
+    /// Parses and validates a query plan in JSON form.
+    pub fn compile_value(&self, plan: Value) -> Result<QueryPlan, InvalidPlan> {
+        query_plan::compile_value(plan, self.engine.tools(), SYNTHESIZE, self.engine.limits())
+    }
+
+    /// Runs a compiled plan. The run's LLM usage is what the synthesizer used during it (exact when
+    /// runs of one planner do not overlap).
+    pub async fn run(&self, plan: &QueryPlan, control: RunControl) -> QueryRun {
+        let before = self.synthesizer.usage();
+        let run = self.engine.run(&plan.plan, control).await;
+        let after = self.synthesizer.usage();
+        QueryRun {
+            root: plan.root.clone(),
+            run,
+            llm: LlmUsage {
+                calls: after.calls - before.calls,
+                input_tokens: after.input_tokens - before.input_tokens,
+                output_tokens: after.output_tokens - before.output_tokens,
+            },
+        }
+    }
+}
+
+/// A finished query-plan run.
+#[derive(Debug, Clone)]
+pub struct QueryRun {
+    /// The root node's id.
+    pub root: String,
+    /// The run of the compiled plan: every node's status, timing and error.
+    pub run: PlanRun,
+    /// What the synthesizer's model used during the run.
+    pub llm: LlmUsage,
+}
+
+impl QueryRun {
+    /// The root's answer, or why there is none: the first node that failed (by finish time), or why
+    /// the run stopped.
+    pub fn answer(&self) -> Result<&Value, QueryError> {
+        if let Some(value) = self.run.output(&self.root) {
+            return Ok(value);
+        }
+        let first_failure = self
+            .run
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Failed)
+            .min_by_key(|s| s.finished);
+        if self.run.outcome != RunOutcome::Completed {
+            let reason = match self.run.outcome {
+                RunOutcome::Cancelled => "the run was cancelled".to_owned(),
+                _ => "the deadline passed".to_owned(),
+            };
+            return Err(QueryError::Stopped {
+                root: self.root.clone(),
+                reason,
+            });
+        }
+        match first_failure {
+            Some(step) => Err(QueryError::NodeFailed {
+                node: step.id.clone(),
+                error: step.error.clone().unwrap_or_default(),
+            }),
+            None => Err(QueryError::NodeFailed {
+                node: self.root.clone(),
+                error: "no answer".into(),
+            }),
+        }
+    }
+
+    /// The root's answer as text (JSON answers as compact JSON).
+    pub fn answer_text(&self) -> Result<String, QueryError> {
+        self.answer().map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+
+    /// Tool calls made (synthesis steps not counted).
+    pub fn tool_calls(&self) -> usize {
+        self.run
+            .steps
+            .iter()
+            .filter(|s| s.tool != SYNTHESIZE && s.started.is_some())
+            .count()
+    }
+}

@@ -1,0 +1,196 @@
+//! [`QueryPlanTool`]: query planning offered to an agent (or any caller of tools) as one tool.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use toolplan_core::scheduler::{Observer, StepFinished};
+use toolplan_core::{RunControl, StepStatus, Tool, ToolContext, ToolError, ToolResult};
+
+use crate::planner::QueryPlanner;
+
+/// The tool's default name.
+pub const DEFAULT_NAME: &str = "query_plan_tool";
+
+/// The default start of the tool's description; the available tools follow it.
+pub const DEFAULT_DESCRIPTION_PREFIX: &str = "\
+This tool answers a question through a query plan: a graph of sub-questions that you write. Each node \
+has an id and a question (query_str). A leaf node names the tool that answers its question \
+(tool_name) and has no dependencies. A branch node lists the nodes it depends on (dependencies); its \
+answer is written from their answers. Exactly one node, the root, is not a dependency of any other \
+node: its answer is the tool's result, so make the root's question the whole question. Nodes that do \
+not depend on each other are answered at the same time. The tools a leaf can name:";
+
+const QUERY_STR_DESC: &str = "The question this node answers. For a leaf, the input of its tool; \
+for a branch, what to answer from its dependencies' answers.";
+const TOOL_NAME_DESC: &str = "The tool that answers this node's question (leaves). Leave it null on \
+a branch, which is answered from its dependencies.";
+const DEPENDENCIES_DESC: &str = "The ids of the nodes whose answers this node needs. Empty for a \
+leaf, which names a tool instead.";
+
+/// Query planning as a tool: its arguments are a query plan, its result the root's answer.
+pub struct QueryPlanTool {
+    planner: Arc<QueryPlanner>,
+    name: String,
+    prefix: String,
+    custom_description: Option<String>,
+    description: String,
+    verbose: bool,
+}
+
+impl QueryPlanTool {
+    /// The tool over a planner, with the default name and description prefix.
+    pub fn new(planner: Arc<QueryPlanner>) -> Self {
+        let mut tool = Self {
+            planner,
+            name: DEFAULT_NAME.to_owned(),
+            prefix: DEFAULT_DESCRIPTION_PREFIX.to_owned(),
+            custom_description: None,
+            description: String::new(),
+            verbose: false,
+        };
+        tool.describe();
+        tool
+    }
+
+    /// Sets the tool's name.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets the start of the description (the tool list still follows it).
+    pub fn with_description_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self.describe();
+        self
+    }
+
+    /// Replaces the whole description (no tool list is added).
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.custom_description = Some(description.into());
+        self.describe();
+        self
+    }
+
+    /// Prints each node's question and answer on standard error as it completes.
+    pub fn verbose(mut self, on: bool) -> Self {
+        self.verbose = on;
+        self
+    }
+
+    /// The planner the tool runs plans on.
+    pub fn planner(&self) -> &Arc<QueryPlanner> {
+        &self.planner
+    }
+
+    fn describe(&mut self) {
+        self.description = match &self.custom_description {
+            Some(d) => d.clone(),
+            None => {
+                let mut d = self.prefix.clone();
+                for tool in self.planner.tools() {
+                    d.push_str(&format!(
+                        "\n\nTool Name: {}\nTool Description: {}",
+                        tool.name(),
+                        tool.description()
+                    ));
+                }
+                d
+            }
+        };
+    }
+}
+
+/// The JSON Schema of a query plan, with the field descriptions a model reads.
+pub fn query_plan_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "nodes": {
+                "type": "array",
+                "description": "The nodes of the query plan.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "integer", "description": "Unique id of the node."},
+                        "query_str": {"type": "string", "description": QUERY_STR_DESC},
+                        "tool_name": {"type": ["string", "null"], "description": TOOL_NAME_DESC},
+                        "dependencies": {"type": "array", "items": {"type": "integer"}, "description": DEPENDENCIES_DESC}
+                    },
+                    "required": ["id", "query_str", "tool_name", "dependencies"]
+                }
+            }
+        },
+        "required": ["nodes"]
+    })
+}
+
+/// Prints each node's question and answer as it completes.
+struct Printer {
+    questions: Vec<(String, String)>,
+}
+
+impl Observer for Printer {
+    fn step_finished(&self, event: &StepFinished<'_>) {
+        let question = self
+            .questions
+            .iter()
+            .find(|(id, _)| id == event.id)
+            .map(|(_, q)| q.as_str())
+            .unwrap_or_default();
+        let outcome = match (event.status, event.output) {
+            (StepStatus::Ok, Some(Value::String(s))) => s.clone(),
+            (StepStatus::Ok, Some(v)) => v.to_string(),
+            (_, _) => format!(
+                "{}: {}",
+                event.status.as_str(),
+                event.error.unwrap_or_default()
+            ),
+        };
+        eprintln!(
+            "\u{2192} node {} ({}): {question}\n  {outcome}",
+            event.id, event.tool
+        );
+    }
+}
+
+#[async_trait]
+impl Tool for QueryPlanTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        query_plan_schema()
+    }
+
+    async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {
+        let plan = self
+            .planner
+            .compile_value(arguments)
+            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        let observer: Option<Arc<dyn Observer>> = self.verbose.then(|| {
+            Arc::new(Printer {
+                questions: plan
+                    .nodes
+                    .iter()
+                    .map(|n| (n.id.clone(), n.query.clone()))
+                    .collect(),
+            }) as Arc<dyn Observer>
+        });
+        let control = RunControl {
+            cancel: ctx.cancel.clone(),
+            observer,
+        };
+        let run = self.planner.run(&plan, control).await;
+        match run.answer() {
+            Ok(v) => Ok(v.clone()),
+            Err(e) => Err(ToolError::failed(e.to_string())),
+        }
+    }
+}
