@@ -26,6 +26,9 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Ask an agent a question: the model calls the tools, through one plan when planning is on.
     Ask(AskArgs),
+    /// Run a query plan (LlamaIndex's QueryPlanTool format): leaves ask tools, branches are
+    /// answered from their children by the synthesizer; prints the root's answer.
+    QueryPlan(QueryPlanArgs),
 }
 
 /// The built-in tool sets.
@@ -34,6 +37,8 @@ pub enum ToolSet {
     /// Deterministic demo tools: echo, concat, sleep, fail, get_weather, get_user, calculator,
     /// compare_data.
     Demo,
+    /// No built-in tools (for use with --docs).
+    None,
 }
 
 /// Which tools plans run against.
@@ -133,6 +138,14 @@ pub struct AskArgs {
     /// Offer only execute_tool_plan (listing every tool's arguments): every tool use is a plan.
     #[arg(long, conflicts_with = "no_plan")]
     pub plan_only: bool,
+    /// The planner offered to the model: tool-plan (execute_tool_plan beside the tools) or
+    /// query-plan (query_plan_tool only: a DAG of sub-questions, branches answered by the model).
+    #[arg(long, value_enum, default_value = "tool-plan", conflicts_with_all = ["no_plan", "plan_only"])]
+    pub planner: PlannerArg,
+    /// Also offer one document tool per .md/.txt file of this folder (answers with the file's
+    /// best-matching passages).
+    #[arg(long, value_name = "DIR")]
+    pub docs: Option<PathBuf>,
     /// Most model turns (default: the config file's, else 8).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<usize>,
@@ -144,6 +157,67 @@ pub struct AskArgs {
     #[arg(long)]
     pub json: bool,
     /// Print the conversation (tool calls and results) on standard error.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+/// The planner `toolplan ask` offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlannerArg {
+    /// execute_tool_plan: steps with `$ref` data flow.
+    ToolPlan,
+    /// query_plan_tool: a DAG of sub-questions with LLM synthesis.
+    QueryPlan,
+}
+
+/// How a query plan's branches combine their children's answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SynthesizerArg {
+    /// Every child in one prompt; over the context budget, later chunks refine the answer.
+    Compact,
+    /// Chunks answered in parallel, then combined, level by level.
+    #[value(name = "tree_summarize", alias = "tree-summarize")]
+    TreeSummarize,
+    /// The children's answers joined as `Query: …\nResponse: …`; no model.
+    Concat,
+}
+
+/// `toolplan query-plan`.
+#[derive(Debug, Args)]
+pub struct QueryPlanArgs {
+    #[command(flatten)]
+    pub input: PlanInput,
+    /// The tool set leaves may call.
+    #[arg(long = "tools", value_enum, default_value = "demo")]
+    pub tools: ToolSet,
+    /// Also one document tool per .md/.txt file of this folder, named after the file.
+    #[arg(long, value_name = "DIR")]
+    pub docs: Option<PathBuf>,
+    /// How branches combine their children's answers (compact and tree_summarize use the model).
+    #[arg(long, value_enum, default_value = "compact")]
+    pub synthesizer: SynthesizerArg,
+    /// The synthesizer's model: local, local:PATH.gguf, openai:MODEL, anthropic:MODEL or
+    /// bedrock:MODEL_ID. Default: the config file's, else local. Not loaded for concat.
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Endpoint for openai/anthropic models.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Characters of child answers per synthesis prompt; more are refined in (compact) or
+    /// summarized level by level (tree_summarize).
+    #[arg(long, value_name = "CHARS", default_value_t = toolplan_query::synthesize::DEFAULT_CONTEXT_BUDGET)]
+    pub context_budget: usize,
+    /// Longest one tool call or synthesis may take (e.g. 30s, 2m); `none` for no limit.
+    #[arg(long, value_name = "DUR", default_value = "5m", value_parser = parse_optional_duration)]
+    pub step_timeout: OptionalDuration,
+    /// The configuration file (default: ./toolplan.toml if it exists).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print one JSON object: answer (or error), root, nodes, tool_calls, llm_calls, input_tokens,
+    /// output_tokens, elapsed_ms, synthesizer.
+    #[arg(long)]
+    pub json: bool,
+    /// Print each node's question and answer on standard error as it completes.
     #[arg(long, short)]
     pub verbose: bool,
 }

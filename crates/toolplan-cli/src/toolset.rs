@@ -10,6 +10,7 @@ use crate::args::ToolSet;
 pub fn registry(set: ToolSet) -> ToolRegistry {
     match set {
         ToolSet::Demo => demo::registry(),
+        ToolSet::None => ToolRegistry::new(),
     }
 }
 
@@ -17,7 +18,13 @@ pub fn registry(set: ToolSet) -> ToolRegistry {
 pub fn tools(set: ToolSet) -> Vec<Arc<dyn Tool>> {
     match set {
         ToolSet::Demo => demo::tools(),
+        ToolSet::None => Vec::new(),
     }
+}
+
+/// One document tool per .md/.txt file of a folder.
+pub fn documents(dir: &std::path::Path) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
+    Ok(toolplan_query::documents::load_dir(dir)?)
 }
 
 /// An engine over a tool set.

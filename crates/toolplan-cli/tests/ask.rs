@@ -2,58 +2,11 @@
 //! responses (a test double: the real providers' wire formats are tested in toolplan-llm).
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
-use std::thread;
+mod common;
 
 use assert_cmd::Command;
+use common::{completion, serve};
 use serde_json::{Value, json};
-
-/// Serves the replies in order, one per request, and records the request bodies.
-fn serve(replies: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
-    thread::spawn(move || {
-        for (reply, stream) in replies.into_iter().zip(listener.incoming()) {
-            let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if line == "\r\n" || line.is_empty() {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            log.lock()
-                .unwrap()
-                .push(serde_json::from_slice(&body).unwrap());
-            let text = reply.to_string();
-            write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
-                text.len()
-            )
-            .unwrap();
-        }
-    });
-    (url, seen)
-}
-
-fn completion(message: Value, prompt: u64, completion: u64) -> Value {
-    json!({"id": "x", "object": "chat.completion", "model": "test",
-           "choices": [{"index": 0, "message": message,
-                        "finish_reason": if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" }}],
-           "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}})
-}
 
 #[test]
 fn ask_runs_a_plan_in_two_model_calls() {

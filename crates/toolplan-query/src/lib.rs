@@ -16,6 +16,8 @@
 //!   as an ordinary tool, [`SYNTHESIZE`], that branch steps call.
 //! * [`planner`] — [`QueryPlanner`]: the user's tools plus the synthesizer in one registry, compile and
 //!   run, the root's answer or the failure that stopped it, LLM usage.
+//! * [`documents`] — [`DocumentTool`]: one tool per text file, answering with its best passages
+//!   (what leaves ask in the examples).
 //! * [`tool`] — [`QueryPlanTool`]: query planning offered to an agent as one tool, with LlamaIndex's
 //!   dynamic description (a prefix, then every tool's name and description), the plan's JSON Schema,
 //!   and a verbose mode that prints each node's query and answer as it completes.
@@ -41,11 +43,13 @@
 //! # });
 //! ```
 
+pub mod documents;
 pub mod error;
 pub mod planner;
 pub mod synthesize;
 pub mod tool;
 
+pub use documents::{DocumentError, DocumentTool};
 pub use error::QueryError;
 pub use planner::{QueryPlanner, QueryRun};
 pub use synthesize::{Child, LlmUsage, SYNTHESIZE, SynthesisMode, Synthesizer};

@@ -19,7 +19,12 @@ has an id and a question (query_str). A leaf node names the tool that answers it
 (tool_name) and has no dependencies. A branch node lists the nodes it depends on (dependencies); its \
 answer is written from their answers. Exactly one node, the root, is not a dependency of any other \
 node: its answer is the tool's result, so make the root's question the whole question. Nodes that do \
-not depend on each other are answered at the same time. The tools a leaf can name:";
+not depend on each other are answered at the same time. Write the leaves first and the root last, \
+with every other node among its dependencies; use as few nodes as the question needs. For \
+example, to compare two things that two tools know: {\"nodes\": [{\"id\": 1, \"query_str\": \"What is the \
+first thing?\", \"tool_name\": \"tool_a\", \"dependencies\": []}, {\"id\": 2, \"query_str\": \"What is the second \
+thing?\", \"tool_name\": \"tool_b\", \"dependencies\": []}, {\"id\": 3, \"query_str\": \"How do the first and \
+second thing compare?\", \"tool_name\": null, \"dependencies\": [1, 2]}]}. The tools a leaf can name:";
 
 const QUERY_STR_DESC: &str = "The question this node answers. For a leaf, the input of its tool; \
 for a branch, what to answer from its dependencies' answers.";
@@ -102,6 +107,15 @@ impl QueryPlanTool {
     }
 }
 
+/// The JSON Schema of a query plan over these tools: `tool_name` is one of them, or null.
+pub fn query_plan_schema_for(tools: &[&str]) -> Value {
+    let mut schema = query_plan_schema();
+    let mut names: Vec<Value> = tools.iter().map(|t| json!(t)).collect();
+    names.push(Value::Null);
+    schema["properties"]["nodes"]["items"]["properties"]["tool_name"]["enum"] = Value::Array(names);
+    schema
+}
+
 /// The JSON Schema of a query plan, with the field descriptions a model reads.
 pub fn query_plan_schema() -> Value {
     json!({
@@ -166,7 +180,8 @@ impl Tool for QueryPlanTool {
     }
 
     fn parameters(&self) -> Value {
-        query_plan_schema()
+        let names: Vec<&str> = self.planner.tools().map(|t| t.name()).collect();
+        query_plan_schema_for(&names)
     }
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {

@@ -347,6 +347,10 @@ async fn the_tool_lists_every_tool_and_its_schema_describes_the_fields() {
     for field in ["id", "query_str", "tool_name", "dependencies"] {
         assert!(node[field]["description"].is_string(), "{field}");
     }
+    // Leaves can name the planner's tools (not the synthesizer), or null on branches.
+    let names = node["tool_name"]["enum"].as_array().expect("enum");
+    assert!(names.contains(&json!("get_weather")) && names.contains(&Value::Null));
+    assert!(!names.contains(&json!("synthesize")));
     let named = QueryPlanTool::new(Arc::clone(&p))
         .with_name("plan_questions")
         .with_description_prefix("Plans questions.");

@@ -6,13 +6,17 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
+use std::sync::Arc;
 use toolplan_agent::{Agent, AgentError};
 use toolplan_core::{Limits, RunConfig};
-use toolplan_llm::{CallPolicy, ConnectOptions, Message, ModelSpec, Role};
+
+use indicatif::ProgressBar;
+use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, Message, ModelSpec, Role};
+use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
 
 use crate::Outcome;
-use crate::args::{AskArgs, ToolSet};
+use crate::args::{AskArgs, PlannerArg, ToolSet};
+use crate::cmd::cancel_on_interrupt;
 use crate::config::Config;
 use crate::toolset;
 
@@ -28,73 +32,55 @@ fn duration(text: &str, what: &str) -> anyhow::Result<Duration> {
 /// Runs the subcommand.
 pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
     let (config, _) = Config::load(args.config.as_deref())?;
-    let spec_text = args
-        .model
-        .clone()
-        .or(config.model.clone())
-        .unwrap_or_else(|| "local".into());
-    let spec: ModelSpec = spec_text.parse()?;
+    let (spec, model, spinner) = connect_model(
+        args.model.as_deref(),
+        args.base_url.as_deref(),
+        &config,
+        !args.json,
+    )
+    .await?;
     let tool_set = match (&args.tools, config.tools.as_deref()) {
         (Some(t), _) => *t,
         (None, None | Some("demo")) => ToolSet::Demo,
+        (None, Some("none")) => ToolSet::None,
         (None, Some(other)) => {
-            anyhow::bail!("unknown tool set '{other}' in the config (known: demo)")
+            anyhow::bail!("unknown tool set '{other}' in the config (known: demo, none)")
         }
     };
-    let planning = !args.no_plan && config.planning.unwrap_or(true);
+    let mut tools = toolset::tools(tool_set);
+    if let Some(dir) = &args.docs {
+        tools.extend(toolset::documents(dir)?);
+    }
+    let query_planner = args.planner == PlannerArg::QueryPlan;
+    let planning = !query_planner && !args.no_plan && config.planning.unwrap_or(true);
 
-    let mut policy = CallPolicy::default();
-    if let Some(t) = &config.limits.model_timeout {
-        policy.timeout = duration(t, "limits.model_timeout")?;
-    }
-    let options = ConnectOptions {
-        base_url: args.base_url.clone().or(config.base_url.clone()),
-        policy,
-    };
-    let spinner = (!args.json && std::io::stderr().is_terminal()).then(|| {
-        let s = indicatif::ProgressBar::new_spinner();
-        s.set_message(format!("connecting to {spec}…"));
-        s.enable_steady_tick(Duration::from_millis(100));
-        s
-    });
-    let model = toolplan_llm::connect(&spec, &options).await;
-    let model = match model {
-        Ok(m) => m,
-        Err(e) => {
-            if let Some(s) = &spinner {
-                s.finish_and_clear();
-            }
-            return Err(e.into());
-        }
-    };
-
-    let mut run = RunConfig::default();
-    if let Some(n) = config.limits.concurrency {
-        run.concurrency = n.max(1);
-    }
-    if let Some(t) = &config.limits.step_timeout {
-        run.step_timeout = Some(duration(t, "limits.step_timeout")?);
-    }
-    if let Some(t) = &config.limits.deadline {
-        run.deadline = Some(duration(t, "limits.deadline")?);
-    }
+    let run_config = run_config(&config)?;
     let mut limits = Limits::default();
     if let Some(n) = config.limits.max_steps {
         limits.max_steps = n;
     }
     let mut builder = Agent::builder("toolplan")
-        .model(model)
+        .model(Arc::clone(&model))
         .instructions(
             config
                 .instructions
                 .clone()
                 .unwrap_or_else(|| DEFAULT_INSTRUCTIONS.into()),
         )
-        .tools(toolset::tools(tool_set))
         .tool_planning(planning)
         .max_turns(args.max_turns.or(config.max_turns).unwrap_or(8))
-        .run_config(run)
+        .run_config(run_config.clone())
         .limits(limits);
+    if query_planner {
+        // The agent gets query planning as its one tool; branches are written by the same model.
+        let planner = QueryPlanner::new(tools, Synthesizer::compact(Arc::clone(&model)))?
+            .with_config(run_config.clone());
+        builder = builder.tool(Arc::new(
+            QueryPlanTool::new(Arc::new(planner)).verbose(args.verbose),
+        ));
+    } else {
+        builder = builder.tools(tools);
+    }
     if args.plan_only {
         builder = builder.plan_only();
     }
@@ -103,13 +89,7 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
     if let Some(s) = &spinner {
         s.set_message("thinking…");
     }
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
+    let cancel = cancel_on_interrupt();
     let result = agent.interact_with(&args.question, &cancel).await;
     if let Some(s) = &spinner {
         s.finish_and_clear();
@@ -158,6 +138,60 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
         );
     }
     Ok(Outcome::Ok)
+}
+
+/// The run configuration `toolplan.toml` sets.
+pub fn run_config(config: &Config) -> anyhow::Result<RunConfig> {
+    let mut run = RunConfig::default();
+    if let Some(n) = config.limits.concurrency {
+        run.concurrency = n.max(1);
+    }
+    if let Some(t) = &config.limits.step_timeout {
+        run.step_timeout = Some(duration(t, "limits.step_timeout")?);
+    }
+    if let Some(t) = &config.limits.deadline {
+        run.deadline = Some(duration(t, "limits.deadline")?);
+    }
+    Ok(run)
+}
+
+/// Connects the model the command line or the configuration names (default: the local model). On
+/// a terminal (and with `spinner`), a spinner shows while it loads; it is returned to go on showing
+/// progress.
+pub async fn connect_model(
+    model: Option<&str>,
+    base_url: Option<&str>,
+    config: &Config,
+    spinner: bool,
+) -> anyhow::Result<(ModelSpec, Arc<dyn ChatModel>, Option<ProgressBar>)> {
+    let spec_text = model
+        .map(str::to_owned)
+        .or(config.model.clone())
+        .unwrap_or_else(|| "local".into());
+    let spec: ModelSpec = spec_text.parse()?;
+    let mut policy = CallPolicy::default();
+    if let Some(t) = &config.limits.model_timeout {
+        policy.timeout = duration(t, "limits.model_timeout")?;
+    }
+    let options = ConnectOptions {
+        base_url: base_url.map(str::to_owned).or(config.base_url.clone()),
+        policy,
+    };
+    let spinner = (spinner && std::io::stderr().is_terminal()).then(|| {
+        let s = ProgressBar::new_spinner();
+        s.set_message(format!("connecting to {spec}…"));
+        s.enable_steady_tick(Duration::from_millis(100));
+        s
+    });
+    match toolplan_llm::connect(&spec, &options).await {
+        Ok(m) => Ok((spec, m, spinner)),
+        Err(e) => {
+            if let Some(s) = &spinner {
+                s.finish_and_clear();
+            }
+            Err(e.into())
+        }
+    }
 }
 
 fn plural(n: usize) -> &'static str {

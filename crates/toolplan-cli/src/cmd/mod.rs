@@ -1,6 +1,7 @@
 //! One file per subcommand; each parses nothing itself (that is [`crate::args`]) and prints its result.
 
 pub mod ask;
+pub mod query_plan;
 pub mod run;
 pub mod tools;
 pub mod validate;
@@ -9,6 +10,7 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::Context;
+use tokio_util::sync::CancellationToken;
 use toolplan_core::{InvalidPlan, Limits};
 
 use crate::args::PlanInput;
@@ -24,6 +26,19 @@ pub fn read_plan(path: &Path) -> anyhow::Result<String> {
     }
     std::fs::read_to_string(path)
         .with_context(|| format!("cannot read plan file '{}'", path.display()))
+}
+
+/// A cancellation token that Ctrl-C cancels: running steps then fail, the rest are skipped, and the
+/// command still reports what happened.
+pub fn cancel_on_interrupt() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    cancel
 }
 
 /// The limits the command line sets.

@@ -3,12 +3,11 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
 use toolplan_core::{Observer, RunConfig, RunControl, Schedule};
 
 use crate::Outcome;
 use crate::args::{RunArgs, ScheduleArg};
-use crate::cmd::{limits, print_problems, read_plan};
+use crate::cmd::{cancel_on_interrupt, limits, print_problems, read_plan};
 use crate::progress::Progress;
 use crate::{render, toolset};
 
@@ -41,13 +40,7 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<Outcome> {
     };
 
     // Ctrl-C cancels the plan: running steps fail, the rest are skipped, and the report still prints.
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
+    let cancel = cancel_on_interrupt();
     let progress = (!args.quiet && std::io::stderr().is_terminal())
         .then(|| Arc::new(Progress::new(plan.len())));
     let control = RunControl {

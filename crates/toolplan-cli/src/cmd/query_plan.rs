@@ -1,0 +1,185 @@
+//! `toolplan query-plan`: run a query plan (LlamaIndex's format) and print the root's answer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+use toolplan_core::scheduler::StepFinished;
+use toolplan_core::{Observer, RunConfig, RunControl, StepStatus};
+use toolplan_query::{QueryPlanner, SynthesisMode, Synthesizer};
+
+use crate::Outcome;
+use crate::args::{QueryPlanArgs, SynthesizerArg};
+use crate::cmd::ask::{connect_model, run_config};
+use crate::cmd::{cancel_on_interrupt, limits, print_problems, read_plan};
+use crate::config::Config;
+use crate::toolset;
+
+/// Keeps every node's answer (the run itself keeps only the root's) and, when verbose, prints each
+/// node as it completes.
+struct Nodes {
+    queries: HashMap<String, String>,
+    answers: Mutex<HashMap<String, Value>>,
+    verbose: bool,
+}
+
+impl Observer for Nodes {
+    fn step_finished(&self, event: &StepFinished<'_>) {
+        if let Some(output) = event.output
+            && let Ok(mut answers) = self.answers.lock()
+        {
+            answers.insert(event.id.to_owned(), output.clone());
+        }
+        if self.verbose {
+            let query = self.queries.get(event.id).map_or("", String::as_str);
+            let outcome = match (event.status, event.output) {
+                (StepStatus::Ok, Some(Value::String(s))) => s.clone(),
+                (StepStatus::Ok, Some(v)) => v.to_string(),
+                _ => format!(
+                    "{}: {}",
+                    event.status.as_str(),
+                    event.error.unwrap_or_default()
+                ),
+            };
+            eprintln!(
+                "→ node {} ({}, {:.1}s): {query}\n  {}",
+                event.id,
+                event.tool,
+                event.at.as_secs_f64(),
+                outcome.replace('\n', "\n  ")
+            );
+        }
+    }
+}
+
+/// Runs the subcommand.
+pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
+    let (config, _) = Config::load(args.config.as_deref())?;
+    let text = read_plan(&args.input.plan)?;
+    let mut tools = toolset::tools(args.tools);
+    if let Some(dir) = &args.docs {
+        tools.extend(toolset::documents(dir)?);
+    }
+    let mode = match args.synthesizer {
+        SynthesizerArg::Compact => SynthesisMode::Compact,
+        SynthesizerArg::TreeSummarize => SynthesisMode::TreeSummarize,
+        SynthesizerArg::Concat => SynthesisMode::Concat,
+    };
+    let run = RunConfig {
+        step_timeout: args.step_timeout.0,
+        ..run_config(&config)?
+    };
+
+    // Check the plan before loading a model: a plan with mistakes fails fast.
+    let checker =
+        QueryPlanner::new(tools.clone(), Synthesizer::concat())?.with_limits(limits(&args.input));
+    if let Err(invalid) = checker.compile(&text) {
+        print_problems(&args.input.plan, &invalid);
+        return Ok(Outcome::InvalidPlan);
+    }
+    let (model_name, synthesizer) = if mode == SynthesisMode::Concat {
+        (Value::Null, Synthesizer::concat())
+    } else {
+        let (spec, model, spinner) = connect_model(
+            args.model.as_deref(),
+            args.base_url.as_deref(),
+            &config,
+            !args.json,
+        )
+        .await?;
+        if let Some(s) = spinner {
+            s.finish_and_clear();
+        }
+        (json!(spec.to_string()), Synthesizer::new(mode, Some(model)))
+    };
+    let planner = QueryPlanner::new(tools, synthesizer.with_context_budget(args.context_budget))?
+        .with_limits(limits(&args.input))
+        .with_config(run);
+    let plan = match planner.compile(&text) {
+        Ok(plan) => plan,
+        Err(invalid) => {
+            print_problems(&args.input.plan, &invalid);
+            return Ok(Outcome::InvalidPlan);
+        }
+    };
+
+    let cancel = cancel_on_interrupt();
+    let nodes = Arc::new(Nodes {
+        queries: plan
+            .nodes
+            .iter()
+            .map(|n| (n.id.clone(), n.query.clone()))
+            .collect(),
+        answers: Mutex::new(HashMap::new()),
+        verbose: args.verbose,
+    });
+    let control = RunControl {
+        cancel,
+        observer: Some(Arc::clone(&nodes) as Arc<dyn Observer>),
+    };
+    let result = planner.run(&plan, control).await;
+    let answer = result.answer_text();
+
+    if args.json {
+        let answers = nodes.answers.lock().map(|a| a.clone()).unwrap_or_default();
+        let mut per_node = Map::new();
+        for record in &result.run.steps {
+            let query = plan.node(&record.id).map(|n| n.query.clone());
+            let mut node = json!({
+                "query": query,
+                "tool": record.tool,
+                "status": record.status.as_str(),
+                "started_ms": record.started.map(|d| d.as_secs_f64() * 1000.0),
+                "finished_ms": record.finished.as_secs_f64() * 1000.0,
+            });
+            if let Some(obj) = node.as_object_mut() {
+                if let Some(a) = answers.get(&record.id) {
+                    obj.insert("answer".into(), a.clone());
+                }
+                if let Some(e) = &record.error {
+                    obj.insert("error".into(), json!(e));
+                }
+            }
+            per_node.insert(record.id.clone(), node);
+        }
+        let mut out = json!({
+            "root": result.root,
+            "nodes": per_node,
+            "waves": result.run.to_json()["waves"],
+            "tool_calls": result.tool_calls(),
+            "llm_calls": result.llm.calls,
+            "input_tokens": result.llm.input_tokens,
+            "output_tokens": result.llm.output_tokens,
+            "elapsed_ms": result.run.elapsed.as_secs_f64() * 1000.0,
+            "synthesizer": mode.as_str(),
+            "model": model_name,
+        });
+        if let Some(obj) = out.as_object_mut() {
+            match &answer {
+                Ok(a) => obj.insert("answer".into(), json!(a)),
+                Err(e) => obj.insert("error".into(), json!(e.to_string())),
+            };
+        }
+        println!("{out}");
+        return Ok(Outcome::Ok);
+    }
+    let answer = answer?;
+    println!("{}", answer.trim());
+    eprintln!(
+        "({} node{}, {} tool call{}, {} model call{}, {} input / {} output tokens, {:.1}s)",
+        plan.nodes.len(),
+        plural(plan.nodes.len()),
+        result.tool_calls(),
+        plural(result.tool_calls()),
+        result.llm.calls,
+        plural(result.llm.calls as usize),
+        result.llm.input_tokens,
+        result.llm.output_tokens,
+        result.run.elapsed.as_secs_f64()
+    );
+    Ok(Outcome::Ok)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
