@@ -72,3 +72,37 @@ fn a_missing_local_model_names_the_command_that_fetches_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/model.gguf"), "{err}");
 }
+
+#[test]
+fn query_plan_branches_are_synthesized_by_the_local_model() {
+    let model = format!("local:{}", small_model());
+    let root =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/query-plan");
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args(["query-plan"])
+        .arg(root.join("plan.json"))
+        .arg("--docs")
+        .arg(root.join("reports"))
+        .args(["--tools", "none", "--model", &model, "--json"])
+        .current_dir(std::env::temp_dir())
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let answer = v["answer"].as_str().unwrap_or_default();
+    assert!(!answer.trim().is_empty(), "{v}");
+    assert_eq!(v["tool_calls"], 3, "{v}");
+    assert_eq!(v["llm_calls"], 1, "{v}");
+    assert!(v["input_tokens"].as_u64().unwrap() > 200, "{v}");
+    // The three quarters' growth figures are in the reports the leaves read.
+    assert!(
+        ["18%", "14%", "7%"].iter().any(|f| answer.contains(f)),
+        "{answer}"
+    );
+}

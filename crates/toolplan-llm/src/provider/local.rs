@@ -735,31 +735,39 @@ impl ChatModel for LocalModel {
             input_tokens: generated.stats.prompt_tokens,
             output_tokens: generated.stats.generated_tokens,
         };
-        let (message, stop) =
-            match reply::parse_reply(&generated.text, mode, &request.tools, || {
-                self.next_call_id()
-            }) {
-                Ok(Reply::Answer(text)) => {
-                    let stop = if generated.hit_limit && mode == ReplyMode::Text {
-                        StopReason::MaxTokens
-                    } else {
-                        StopReason::EndTurn
-                    };
-                    (Message::assistant(text, Vec::new()), stop)
-                }
-                Ok(Reply::ToolCalls(calls)) => (Message::assistant("", calls), StopReason::ToolUse),
-                // Cut off by the token limit: the reply is returned as it is.
-                Err(_) if generated.hit_limit => (
-                    Message::assistant(generated.text.trim(), Vec::new()),
-                    StopReason::MaxTokens,
-                ),
-                Err(e) => {
-                    return Err(LlmError::Decode {
-                        provider: self.name.clone(),
-                        message: e,
-                    });
-                }
-            };
+        let (message, stop) = match reply::parse_reply(
+            &generated.text,
+            mode,
+            &request.tools,
+            || self.next_call_id(),
+        ) {
+            Ok(Reply::Answer(text)) => {
+                let stop = if generated.hit_limit && mode == ReplyMode::Text {
+                    StopReason::MaxTokens
+                } else {
+                    StopReason::EndTurn
+                };
+                (Message::assistant(text, Vec::new()), stop)
+            }
+            Ok(Reply::ToolCalls(calls)) => (Message::assistant("", calls), StopReason::ToolUse),
+            // Cut off by the token limit: a JSON reply that never closed is nothing to act on
+            // (handing it back as an answer would pass a fragment of a tool call off as one).
+            Err(_) if generated.hit_limit => {
+                return Err(LlmError::Decode {
+                    provider: self.name.clone(),
+                    message: format!(
+                        "the reply was cut off at the token limit ({} tokens) before its JSON was complete",
+                        generated.stats.generated_tokens
+                    ),
+                });
+            }
+            Err(e) => {
+                return Err(LlmError::Decode {
+                    provider: self.name.clone(),
+                    message: e,
+                });
+            }
+        };
         Ok(ChatResponse {
             message,
             usage,
