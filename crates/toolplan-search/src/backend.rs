@@ -1,0 +1,103 @@
+//! The search-backend trait: what the query-DSL planner, the agentic-search tools and the CLI need
+//! from a search engine. [`crate::embedded`] implements it on an on-disk tantivy index;
+//! [`crate::opensearch`] on a real OpenSearch cluster over its REST API.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::error::SearchError;
+
+/// An index and its size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexInfo {
+    /// The index name.
+    pub name: String,
+    /// Documents in it.
+    pub docs: u64,
+}
+
+/// What a bulk load did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BulkSummary {
+    /// Documents added or replaced.
+    pub indexed: u64,
+    /// Documents deleted.
+    pub deleted: u64,
+    /// Actions that failed, with the reason (the rest still applied, as in OpenSearch).
+    pub errors: Vec<String>,
+}
+
+/// A search engine that speaks OpenSearch: mappings, `_bulk` bodies, query DSL in, OpenSearch-shaped
+/// responses out. Dropping a returned future abandons the call (HTTP requests are aborted; embedded
+/// work in progress finishes in the background without effect on the caller).
+#[async_trait]
+pub trait SearchBackend: Send + Sync {
+    /// `embedded` or `opensearch`, for messages.
+    fn kind(&self) -> &'static str;
+
+    /// The indices, by name.
+    async fn list_indices(&self) -> Result<Vec<IndexInfo>, SearchError>;
+
+    /// Creates an index from an OpenSearch mapping (`{"mappings": {"properties": …}}` or
+    /// `{"properties": …}`).
+    async fn create_index(&self, name: &str, mapping: &Value) -> Result<(), SearchError>;
+
+    /// Deletes an index and its documents.
+    async fn delete_index(&self, name: &str) -> Result<(), SearchError>;
+
+    /// Loads a `_bulk` NDJSON body; actions without `_index` go to `index`.
+    async fn bulk(&self, index: Option<&str>, ndjson: &str) -> Result<BulkSummary, SearchError>;
+
+    /// The index's mapping as OpenSearch returns it: `{"properties": …}`.
+    async fn get_mapping(&self, name: &str) -> Result<Value, SearchError>;
+
+    /// One document of the index (its `_source`), if it has any.
+    async fn sample_document(&self, name: &str) -> Result<Option<Value>, SearchError>;
+
+    /// Runs a search request body (query DSL) and returns the OpenSearch-shaped response:
+    /// `took`, `timed_out`, `hits.total`, `hits.max_score`, `hits.hits[]` (`_index`, `_id`, `_score`,
+    /// `_source`) and `aggregations`.
+    async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError>;
+}
+
+/// Checks an index name against OpenSearch's rules.
+pub fn check_index_name(name: &str) -> Result<(), SearchError> {
+    let bad = |reason| SearchError::InvalidIndexName {
+        name: name.to_owned(),
+        reason,
+    };
+    if name.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    if name.len() > 255 {
+        return Err(bad("it is longer than 255 bytes"));
+    }
+    if name != name.to_lowercase() {
+        return Err(bad("it must be lower case"));
+    }
+    if name.starts_with(['-', '_', '+']) || name == "." || name == ".." {
+        return Err(bad("it must not start with -, _ or + nor be . or .."));
+    }
+    if name.chars().any(|c| {
+        matches!(
+            c,
+            '\\' | '/' | '*' | '?' | '"' | '<' | '>' | '|' | ' ' | ',' | '#' | ':'
+        ) || c.is_control()
+    }) {
+        return Err(bad("it must not contain \\ / * ? \" < > | space , # :"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_names_follow_opensearch_rules() {
+        assert!(check_index_name("iris-index").is_ok());
+        for bad in ["", "Iris", "_x", "a/b", "a b", "..", "a:b"] {
+            assert!(check_index_name(bad).is_err(), "{bad}");
+        }
+    }
+}

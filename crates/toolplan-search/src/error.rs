@@ -1,0 +1,86 @@
+//! Errors of the search layer.
+
+use std::path::PathBuf;
+
+/// What went wrong in a search backend or the query-DSL planner.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// The index does not exist.
+    #[error("no such index '{0}'")]
+    NoSuchIndex(String),
+    /// An index of that name exists already.
+    #[error("index '{0}' exists already")]
+    IndexExists(String),
+    /// The index name breaks OpenSearch's rules.
+    #[error("invalid index name '{name}': {reason}")]
+    InvalidIndexName {
+        /// The name as given.
+        name: String,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// The mapping cannot be used.
+    #[error("invalid mapping: {0}")]
+    InvalidMapping(String),
+    /// A `_bulk` body line is malformed.
+    #[error("bulk line {line}: {message}")]
+    Bulk {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The query DSL is malformed, or asks for something this backend does not do. `path` is where in
+    /// the request body (`query.bool.must[0].nested`).
+    #[error("{path}: {message}")]
+    Dsl {
+        /// Where in the request body.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A clause the embedded backend does not support (nested, neural, knn, script …).
+    #[error("{path}: the {clause} clause is not supported by the embedded backend")]
+    Unsupported {
+        /// Where in the request body.
+        path: String,
+        /// The clause.
+        clause: String,
+    },
+    /// The embedded index failed.
+    #[error("embedded index: {0}")]
+    Index(String),
+    /// A file or folder could not be read or written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The OpenSearch cluster answered with an error.
+    #[error("OpenSearch answered HTTP {status}: {body}")]
+    Http {
+        /// HTTP status.
+        status: u16,
+        /// The response body (cut to a readable length).
+        body: String,
+    },
+    /// The OpenSearch cluster could not be reached.
+    #[error("OpenSearch request failed: {0}")]
+    Transport(String),
+    /// A backend answer that is not what OpenSearch sends.
+    #[error("unexpected response: {0}")]
+    Decode(String),
+}
+
+impl SearchError {
+    /// A DSL error at `path`.
+    pub fn dsl(path: impl Into<String>, message: impl Into<String>) -> Self {
+        SearchError::Dsl {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
