@@ -8,14 +8,20 @@
 //!
 //! * [`mapping`] — OpenSearch mappings flattened into the fields a query can name.
 //! * [`bulk`] — the `_bulk` NDJSON body.
+//! * [`datemath`] — dates and date math (`now-30d/d`) as OpenSearch reads them.
 //! * [`backend`] — the [`SearchBackend`] trait and index-name rules.
+//! * [`embedded`] — [`EmbeddedBackend`]: tantivy indices on disk, OpenSearch DSL translated to
+//!   tantivy queries and aggregations; unsupported clauses are errors naming where they are.
 //! * [`error`] — [`SearchError`]: every failure names what and where (`query.bool.must[0].nested`).
 
 pub mod backend;
 pub mod bulk;
+pub mod datemath;
+pub mod embedded;
 pub mod error;
 pub mod mapping;
 
 pub use backend::{BulkSummary, IndexInfo, SearchBackend};
+pub use embedded::EmbeddedBackend;
 pub use error::SearchError;
 pub use mapping::{FieldKind, FieldSpec, Mapping};

@@ -1,0 +1,344 @@
+//! The embedded backend: one tantivy index per OpenSearch index, on disk under a data directory.
+//!
+//! Layout: `<data dir>/<index>/mapping.json` (the mapping as given) and `<data dir>/<index>/tantivy/`
+//! (the index). Each open index keeps one writer (one thread, so document order is stable) and a
+//! reader that is reloaded after every commit, so a search sees every document loaded before it.
+//! Blocking index work runs on tokio's blocking pool.
+
+mod aggs;
+mod query;
+mod schema;
+mod search;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use async_trait::async_trait;
+use chrono::Utc;
+use serde_json::Value;
+use tantivy::collector::TopDocs;
+use tantivy::query::AllQuery;
+use tantivy::schema::Value as _;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+pub use query::UNSUPPORTED;
+pub use schema::IndexSchema;
+pub use search::MAX_RESULT_WINDOW;
+
+use crate::backend::{BulkSummary, IndexInfo, SearchBackend, check_index_name};
+use crate::bulk::{self, BulkOp};
+use crate::error::SearchError;
+use crate::mapping::Mapping;
+
+const MAPPING_FILE: &str = "mapping.json";
+const INDEX_DIR: &str = "tantivy";
+const WRITER_MEMORY: usize = 50_000_000;
+
+struct OpenIndex {
+    schema: IndexSchema,
+    index: Index,
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+}
+
+/// The embedded, on-disk search backend.
+pub struct EmbeddedBackend {
+    dir: PathBuf,
+    open: RwLock<HashMap<String, Arc<OpenIndex>>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for EmbeddedBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedBackend")
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SearchError + '_ {
+    move |source| SearchError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn tv(e: tantivy::TantivyError) -> SearchError {
+    SearchError::Index(e.to_string())
+}
+
+impl EmbeddedBackend {
+    /// A backend over the indices in `dir` (created when missing).
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, SearchError> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        Ok(Self {
+            dir,
+            open: RwLock::new(HashMap::new()),
+            next_id: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn index_dir(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn exists(&self, name: &str) -> bool {
+        self.index_dir(name).join(MAPPING_FILE).is_file()
+    }
+
+    /// The open index `name`, opening it from disk the first time.
+    fn get(&self, name: &str) -> Result<Arc<OpenIndex>, SearchError> {
+        if let Some(ix) = self
+            .open
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+        {
+            return Ok(Arc::clone(ix));
+        }
+        check_index_name(name)?;
+        if !self.exists(name) {
+            return Err(SearchError::NoSuchIndex(name.to_owned()));
+        }
+        let mut open = self.open.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(ix) = open.get(name) {
+            return Ok(Arc::clone(ix));
+        }
+        let dir = self.index_dir(name);
+        let mapping_path = dir.join(MAPPING_FILE);
+        let text = std::fs::read_to_string(&mapping_path).map_err(io(&mapping_path))?;
+        let mapping_json: Value = serde_json::from_str(&text)
+            .map_err(|e| SearchError::InvalidMapping(format!("{}: {e}", mapping_path.display())))?;
+        let schema = IndexSchema::build(Mapping::parse(&mapping_json)?);
+        let index = Index::open_in_dir(dir.join(INDEX_DIR)).map_err(tv)?;
+        let ix = Arc::new(Self::wrap(schema, index)?);
+        open.insert(name.to_owned(), Arc::clone(&ix));
+        Ok(ix)
+    }
+
+    fn wrap(schema: IndexSchema, index: Index) -> Result<OpenIndex, SearchError> {
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(tv)?;
+        let writer = index
+            .writer_with_num_threads(1, WRITER_MEMORY)
+            .map_err(tv)?;
+        Ok(OpenIndex {
+            schema,
+            index,
+            reader,
+            writer: Mutex::new(writer),
+        })
+    }
+
+    fn create_blocking(&self, name: &str, mapping: &Value) -> Result<(), SearchError> {
+        check_index_name(name)?;
+        let parsed = Mapping::parse(mapping)?;
+        let mut open = self.open.write().unwrap_or_else(PoisonError::into_inner);
+        if self.exists(name) || open.contains_key(name) {
+            return Err(SearchError::IndexExists(name.to_owned()));
+        }
+        let dir = self.index_dir(name);
+        let tantivy_dir = dir.join(INDEX_DIR);
+        std::fs::create_dir_all(&tantivy_dir).map_err(io(&tantivy_dir))?;
+        let schema = IndexSchema::build(parsed);
+        let built = Index::create_in_dir(&tantivy_dir, schema.schema.clone())
+            .map_err(tv)
+            .and_then(|index| Self::wrap(schema, index));
+        let ix = match built {
+            Ok(ix) => ix,
+            Err(e) => {
+                // Nothing half-made is left behind.
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        // The mapping file is written last: its presence is what makes the index exist.
+        let mapping_path = dir.join(MAPPING_FILE);
+        let text = serde_json::to_string_pretty(&ix.schema.mapping.to_json()).unwrap_or_default();
+        if let Err(e) = std::fs::write(&mapping_path, text) {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(io(&mapping_path)(e));
+        }
+        open.insert(name.to_owned(), Arc::new(ix));
+        Ok(())
+    }
+
+    fn bulk_blocking(
+        &self,
+        default: Option<&str>,
+        ndjson: &str,
+    ) -> Result<BulkSummary, SearchError> {
+        let actions = bulk::parse(ndjson)?;
+        let mut summary = BulkSummary::default();
+        // Grouped by index, in order; each index commits once.
+        let mut touched: Vec<Arc<OpenIndex>> = Vec::new();
+        for action in actions {
+            let Some(name) = action.index.as_deref().or(default) else {
+                summary.errors.push(format!(
+                    "line {}: no _index, and no index was named",
+                    action.line
+                ));
+                continue;
+            };
+            let ix = match self.get(name) {
+                Ok(ix) => ix,
+                Err(e) => {
+                    summary.errors.push(format!("line {}: {e}", action.line));
+                    continue;
+                }
+            };
+            let writer = ix.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            let id = action.id.clone().unwrap_or_else(|| self.generate_id());
+            let id_term = Term::from_field_text(ix.schema.id, &id);
+            match action.op {
+                BulkOp::Delete => {
+                    writer.delete_term(id_term);
+                    summary.deleted += 1;
+                }
+                BulkOp::Index(doc) | BulkOp::Create(doc) => match ix.schema.document(&id, &doc) {
+                    Ok(d) => {
+                        writer.delete_term(id_term);
+                        writer.add_document(d).map_err(tv)?;
+                        summary.indexed += 1;
+                    }
+                    Err(e) => summary.errors.push(format!("line {}: {e}", action.line)),
+                },
+            }
+            drop(writer);
+            if !touched.iter().any(|t| Arc::ptr_eq(t, &ix)) {
+                touched.push(ix);
+            }
+        }
+        for ix in touched {
+            ix.writer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .commit()
+                .map_err(tv)?;
+            ix.reader.reload().map_err(tv)?;
+        }
+        Ok(summary)
+    }
+
+    fn generate_id(&self) -> String {
+        let n = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let t = Utc::now().timestamp_nanos_opt().unwrap_or_default();
+        format!("{t:x}{n:04x}")
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, SearchError> + Send + 'static,
+) -> Result<T, SearchError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| SearchError::Index(format!("index task failed: {e}")))?
+}
+
+#[async_trait]
+impl SearchBackend for Arc<EmbeddedBackend> {
+    fn kind(&self) -> &'static str {
+        "embedded"
+    }
+
+    async fn list_indices(&self) -> Result<Vec<IndexInfo>, SearchError> {
+        let me = Arc::clone(self);
+        blocking(move || {
+            let mut names: Vec<String> = std::fs::read_dir(&me.dir)
+                .map_err(io(&me.dir))?
+                .filter_map(Result::ok)
+                .filter(|e| e.path().join(MAPPING_FILE).is_file())
+                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                .collect();
+            names.sort();
+            names
+                .into_iter()
+                .map(|name| {
+                    let ix = me.get(&name)?;
+                    let docs = ix.reader.searcher().num_docs();
+                    Ok(IndexInfo { name, docs })
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn create_index(&self, name: &str, mapping: &Value) -> Result<(), SearchError> {
+        let (me, name, mapping) = (Arc::clone(self), name.to_owned(), mapping.clone());
+        blocking(move || me.create_blocking(&name, &mapping)).await
+    }
+
+    async fn delete_index(&self, name: &str) -> Result<(), SearchError> {
+        let (me, name) = (Arc::clone(self), name.to_owned());
+        blocking(move || {
+            check_index_name(&name)?;
+            if !me.exists(&name) {
+                return Err(SearchError::NoSuchIndex(name));
+            }
+            // Close it first: the writer holds a lock file inside the directory.
+            me.open
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&name);
+            let dir = me.index_dir(&name);
+            std::fs::remove_dir_all(&dir).map_err(io(&dir))
+        })
+        .await
+    }
+
+    async fn bulk(&self, index: Option<&str>, ndjson: &str) -> Result<BulkSummary, SearchError> {
+        let (me, index, body) = (
+            Arc::clone(self),
+            index.map(str::to_owned),
+            ndjson.to_owned(),
+        );
+        blocking(move || me.bulk_blocking(index.as_deref(), &body)).await
+    }
+
+    async fn get_mapping(&self, name: &str) -> Result<Value, SearchError> {
+        let (me, name) = (Arc::clone(self), name.to_owned());
+        blocking(move || Ok(me.get(&name)?.schema.mapping.to_json())).await
+    }
+
+    async fn sample_document(&self, name: &str) -> Result<Option<Value>, SearchError> {
+        let (me, name) = (Arc::clone(self), name.to_owned());
+        blocking(move || {
+            let ix = me.get(&name)?;
+            let searcher = ix.reader.searcher();
+            let top = searcher
+                .search(&AllQuery, &TopDocs::with_limit(1).order_by_score())
+                .map_err(tv)?;
+            let Some((_, address)) = top.first() else {
+                return Ok(None);
+            };
+            let doc: TantivyDocument = searcher.doc(*address).map_err(tv)?;
+            Ok(doc
+                .get_first(ix.schema.source)
+                .and_then(|v| v.as_bytes())
+                .and_then(|b| serde_json::from_slice(b).ok()))
+        })
+        .await
+    }
+
+    async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
+        let (me, name, body) = (Arc::clone(self), name.to_owned(), body.clone());
+        blocking(move || {
+            let ix = me.get(&name)?;
+            let searcher = ix.reader.searcher();
+            search::run(&name, &ix.index, &ix.schema, &searcher, &body, Utc::now())
+        })
+        .await
+    }
+}

@@ -1,0 +1,230 @@
+//! From an OpenSearch mapping to a tantivy schema, and from a JSON document to a tantivy document.
+//!
+//! Every mapped field gets a tantivy field named `f<N>` (mapping paths may hold characters tantivy
+//! field names may not): text → tokenized with positions; keyword → raw, fast; numbers, dates
+//! (millisecond precision) and booleans → indexed and fast. Three more fields: `_id` (raw, fast),
+//! `_source` (the document's bytes, stored) and `_field_names` (every mapped path the document has a
+//! value for, which `exists` queries read, as OpenSearch's own `_field_names` does).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+use tantivy::schema::{
+    DateOptions, DateTimePrecision, FAST, Field, INDEXED, STORED, STRING, Schema, TEXT,
+};
+use tantivy::{DateTime, TantivyDocument};
+
+use crate::datemath;
+use crate::mapping::{FieldKind, FieldSpec, Mapping, value_at};
+
+/// The id field.
+pub const ID: &str = "_id";
+/// The stored original document.
+pub const SOURCE: &str = "_source";
+/// The paths a document has values for.
+pub const FIELD_NAMES: &str = "_field_names";
+
+/// A mapped field and its tantivy field.
+#[derive(Debug, Clone)]
+pub struct Indexed {
+    /// The mapping's field.
+    pub spec: FieldSpec,
+    /// The tantivy field.
+    pub field: Field,
+    /// Its tantivy name (`f3`), for aggregations, sorting and `exists`.
+    pub name: String,
+}
+
+/// The schema of one index and how mapping paths reach its fields.
+#[derive(Debug, Clone)]
+pub struct IndexSchema {
+    /// The tantivy schema.
+    pub schema: Schema,
+    /// The mapping.
+    pub mapping: Mapping,
+    /// Mapped fields by path (unsupported types are left out).
+    pub fields: HashMap<String, Indexed>,
+    /// `_id`.
+    pub id: Field,
+    /// `_source`.
+    pub source: Field,
+    /// `_field_names`.
+    pub field_names: Field,
+}
+
+impl IndexSchema {
+    /// The schema for a mapping.
+    pub fn build(mapping: Mapping) -> IndexSchema {
+        let mut b = Schema::builder();
+        let id = b.add_text_field(ID, STRING | FAST | STORED);
+        let source = b.add_bytes_field(SOURCE, STORED);
+        let field_names = b.add_text_field(FIELD_NAMES, STRING);
+        let mut fields = HashMap::new();
+        for (i, spec) in mapping.fields().iter().enumerate() {
+            let name = format!("f{i}");
+            let field = match spec.kind {
+                FieldKind::Text => b.add_text_field(&name, TEXT),
+                FieldKind::Keyword => b.add_text_field(&name, STRING | FAST),
+                FieldKind::Integer => b.add_i64_field(&name, INDEXED | FAST),
+                FieldKind::Float => b.add_f64_field(&name, INDEXED | FAST),
+                FieldKind::Date => b.add_date_field(
+                    &name,
+                    DateOptions::from(INDEXED | FAST)
+                        .set_precision(DateTimePrecision::Milliseconds),
+                ),
+                FieldKind::Boolean => b.add_bool_field(&name, INDEXED | FAST),
+                FieldKind::Unsupported(_) => continue,
+            };
+            fields.insert(
+                spec.path.clone(),
+                Indexed {
+                    spec: spec.clone(),
+                    field,
+                    name,
+                },
+            );
+        }
+        IndexSchema {
+            schema: b.build(),
+            mapping,
+            fields,
+            id,
+            source,
+            field_names,
+        }
+    }
+
+    /// `" (use 'x.keyword')"` when the text field at `path` has an exact sub-field, for messages
+    /// about text fields where a keyword is needed.
+    pub fn keyword_hint(&self, path: &str) -> String {
+        self.mapping
+            .keyword_subfield(path)
+            .map(|k| format!(" (use '{}')", k.path))
+            .unwrap_or_default()
+    }
+
+    /// The tantivy document for `doc` with id `id`, or why a value does not fit its field (as
+    /// OpenSearch's mapper_parsing_exception).
+    pub fn document(&self, id: &str, doc: &Map<String, Value>) -> Result<TantivyDocument, String> {
+        let mut out = TantivyDocument::new();
+        out.add_text(self.id, id);
+        let source = Value::Object(doc.clone());
+        out.add_bytes(
+            self.source,
+            serde_json::to_vec(&source).unwrap_or_default().as_slice(),
+        );
+        for indexed in self.fields.values() {
+            let spec = &indexed.spec;
+            let Some(value) = value_at(&source, &spec.source_path) else {
+                continue;
+            };
+            let values: Vec<&Value> = match value {
+                Value::Array(items) => items.iter().collect(),
+                Value::Null => Vec::new(),
+                v => vec![v],
+            };
+            let mut any = false;
+            for v in values {
+                if v.is_null() {
+                    continue;
+                }
+                if add_value(&mut out, indexed, v)? {
+                    any = true;
+                }
+            }
+            if any {
+                out.add_text(self.field_names, &spec.path);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Adds one value; false when it is skipped (a keyword over `ignore_above`).
+fn add_value(doc: &mut TantivyDocument, f: &Indexed, v: &Value) -> Result<bool, String> {
+    let bad = |what: &str| {
+        format!(
+            "failed to parse field [{}] of type [{}]: {what} {v}",
+            f.spec.path,
+            f.spec.kind.name()
+        )
+    };
+    match f.spec.kind {
+        FieldKind::Text => doc.add_text(f.field, scalar_text(v).ok_or_else(|| bad("not text:"))?),
+        FieldKind::Keyword => {
+            let text = scalar_text(v).ok_or_else(|| bad("not a keyword:"))?;
+            if f.spec
+                .ignore_above
+                .is_some_and(|n| text.chars().count() > n)
+            {
+                return Ok(false);
+            }
+            doc.add_text(f.field, text);
+        }
+        FieldKind::Integer => doc.add_i64(
+            f.field,
+            integer(v).ok_or_else(|| bad("not a whole number:"))?,
+        ),
+        FieldKind::Float => doc.add_f64(f.field, float(v).ok_or_else(|| bad("not a number:"))?),
+        FieldKind::Date => {
+            let d = datemath::date_from_json(v).ok_or_else(|| bad("not a date:"))?;
+            doc.add_date(
+                f.field,
+                DateTime::from_timestamp_millis(d.timestamp_millis()),
+            );
+        }
+        FieldKind::Boolean => {
+            doc.add_bool(f.field, boolean(v).ok_or_else(|| bad("not a boolean:"))?)
+        }
+        FieldKind::Unsupported(_) => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Text of a scalar (numbers and booleans as written).
+pub fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// A whole number from a number or numeric text (`"42"`, `42.0`).
+pub fn integer(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+                .map(|f| f as i64)
+        }),
+        Value::String(s) => s.trim().parse::<i64>().ok().or_else(|| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+                .map(|f| f as i64)
+        }),
+        _ => None,
+    }
+}
+
+/// A number from a number or numeric text.
+pub fn float(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
+        _ => None,
+    }
+}
+
+/// A boolean from a boolean or `"true"` / `"false"`.
+pub fn boolean(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) if s == "true" => Some(true),
+        Value::String(s) if s == "false" => Some(false),
+        _ => None,
+    }
+}

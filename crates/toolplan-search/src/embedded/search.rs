@@ -1,0 +1,460 @@
+//! A search request body run on one embedded index: query, paging, sorting, `_source` filtering,
+//! total hits and aggregations, answered in OpenSearch's response shape.
+
+use std::time::Instant;
+
+use chrono::{DateTime as ChronoDate, Utc};
+use serde_json::{Map, Value, json};
+use tantivy::collector::sort_key::SortByErasedType;
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::{AllQuery, Query};
+use tantivy::schema::{OwnedValue, Value as _};
+use tantivy::{DocAddress, Index, Order, Searcher, TantivyDocument};
+
+use super::query::Ctx;
+use super::schema::IndexSchema;
+use crate::error::SearchError;
+use crate::mapping::FieldKind;
+
+/// Most `from + size` a request may ask for (OpenSearch's `index.max_result_window`).
+pub const MAX_RESULT_WINDOW: usize = 10_000;
+
+const KNOWN_KEYS: &[&str] = &[
+    "query",
+    "size",
+    "from",
+    "sort",
+    "_source",
+    "track_total_hits",
+    "aggs",
+    "aggregations",
+    "timeout",
+    "track_scores",
+    "min_score",
+    "explain",
+    "version",
+    "seq_no_primary_term",
+];
+const UNSUPPORTED_KEYS: &[&str] = &[
+    "highlight",
+    "suggest",
+    "collapse",
+    "knn",
+    "script_fields",
+    "rescore",
+    "search_after",
+    "pit",
+    "post_filter",
+    "stored_fields",
+    "docvalue_fields",
+    "fields",
+    "indices_boost",
+    "ext",
+    "profile",
+    "runtime_mappings",
+];
+
+/// One sort key.
+enum SortKey {
+    Score,
+    Field { name: String, order: Order },
+}
+
+/// Runs `body` on the index and returns the OpenSearch-shaped response.
+pub fn run(
+    index_name: &str,
+    index: &Index,
+    schema: &IndexSchema,
+    searcher: &Searcher,
+    body: &Value,
+    now: ChronoDate<Utc>,
+) -> Result<Value, SearchError> {
+    let started = Instant::now();
+    let empty = Map::new();
+    let obj = match body {
+        Value::Object(o) => o,
+        Value::Null => &empty,
+        _ => {
+            return Err(SearchError::dsl(
+                "body",
+                "a search body must be a JSON object",
+            ));
+        }
+    };
+    for key in obj.keys() {
+        if UNSUPPORTED_KEYS.contains(&key.as_str()) {
+            return Err(SearchError::Unsupported {
+                path: key.clone(),
+                clause: key.clone(),
+            });
+        }
+        if !KNOWN_KEYS.contains(&key.as_str()) {
+            return Err(SearchError::dsl(
+                key,
+                format!("unknown key [{key}] in the search body"),
+            ));
+        }
+    }
+    let size = count(obj.get("size"), "size", 10)?;
+    let from = count(obj.get("from"), "from", 0)?;
+    if size + from > MAX_RESULT_WINDOW {
+        return Err(SearchError::dsl(
+            "size",
+            format!(
+                "from + size must be at most {MAX_RESULT_WINDOW} (the result window), found {}",
+                size + from
+            ),
+        ));
+    }
+    let ctx = Ctx { index, schema, now };
+    let query: Box<dyn Query> = match obj.get("query") {
+        None | Some(Value::Null) => Box::new(AllQuery),
+        Some(q) => ctx.query(q, "query")?,
+    };
+    let sort = sort_keys(obj.get("sort"), schema)?;
+    let tantivy_err = |e: tantivy::TantivyError| SearchError::Index(e.to_string());
+
+    let total = searcher.search(&query, &Count).map_err(tantivy_err)?;
+    let hits: Vec<(Option<f32>, Vec<Value>, DocAddress)> = if size == 0 {
+        Vec::new()
+    } else {
+        let top = TopDocs::with_limit(size).and_offset(from);
+        let fields: Vec<(String, Order)> = sort
+            .iter()
+            .filter_map(|k| match k {
+                SortKey::Field { name, order } => Some((name.clone(), *order)),
+                SortKey::Score => None,
+            })
+            .collect();
+        let v = |o: OwnedValue| owned_to_json(&o);
+        match (fields.as_slice(), sort.len()) {
+            ([], _) => searcher
+                .search(&query, &top.order_by_score())
+                .map_err(tantivy_err)?
+                .into_iter()
+                .map(|(s, a)| (Some(s), Vec::new(), a))
+                .collect(),
+            ([(a, oa)], 1) => searcher
+                .search(&query, &top.order_by((SortByErasedType::for_field(a), *oa)))
+                .map_err(tantivy_err)?
+                .into_iter()
+                .map(|(k, d)| (None, vec![v(k)], d))
+                .collect(),
+            ([(a, oa), (b, ob)], 2) => searcher
+                .search(
+                    &query,
+                    &top.order_by((
+                        (SortByErasedType::for_field(a), *oa),
+                        (SortByErasedType::for_field(b), *ob),
+                    )),
+                )
+                .map_err(tantivy_err)?
+                .into_iter()
+                .map(|((x, y), d)| (None, vec![v(x), v(y)], d))
+                .collect(),
+            ([(a, oa), (b, ob), (c, oc)], 3) => searcher
+                .search(
+                    &query,
+                    &top.order_by((
+                        (SortByErasedType::for_field(a), *oa),
+                        (SortByErasedType::for_field(b), *ob),
+                        (SortByErasedType::for_field(c), *oc),
+                    )),
+                )
+                .map_err(tantivy_err)?
+                .into_iter()
+                .map(|((x, y, z), d)| (None, vec![v(x), v(y), v(z)], d))
+                .collect(),
+            _ => {
+                return Err(SearchError::Unsupported {
+                    path: "sort".into(),
+                    clause: "sort by more than 3 fields, or by _score after a field,".into(),
+                });
+            }
+        }
+    };
+
+    let source_filter = SourceFilter::parse(obj.get("_source"))?;
+    let mut out_hits = Vec::with_capacity(hits.len());
+    let mut max_score: Option<f32> = None;
+    for (score, sort_values, address) in hits {
+        let doc: TantivyDocument = searcher.doc(address).map_err(tantivy_err)?;
+        let id = doc
+            .get_first(schema.id)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let source: Value = doc
+            .get_first(schema.source)
+            .and_then(|v| v.as_bytes())
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or(Value::Null);
+        if let Some(s) = score {
+            max_score = Some(max_score.map_or(s, |m| m.max(s)));
+        }
+        let mut hit = json!({"_index": index_name, "_id": id, "_score": score});
+        if let Some(h) = hit.as_object_mut() {
+            if let Some(src) = source_filter.apply(&source) {
+                h.insert("_source".into(), src);
+            }
+            if !sort_values.is_empty() {
+                h.insert("sort".into(), Value::Array(sort_values));
+            }
+        }
+        out_hits.push(hit);
+    }
+
+    let mut hits_obj = Map::new();
+    match obj.get("track_total_hits") {
+        Some(Value::Bool(false)) => {}
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|limit| (total as u64) > limit) => {
+            hits_obj.insert("total".into(), json!({"value": n, "relation": "gte"}));
+        }
+        _ => {
+            hits_obj.insert("total".into(), json!({"value": total, "relation": "eq"}));
+        }
+    }
+    hits_obj.insert("max_score".into(), json!(max_score));
+    hits_obj.insert("hits".into(), Value::Array(out_hits));
+    let mut response = json!({
+        "took": 0,
+        "timed_out": false,
+        "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+        "hits": Value::Object(hits_obj),
+    });
+    let aggs = obj.get("aggs").or_else(|| obj.get("aggregations"));
+    if let Some(aggs) = aggs {
+        let key = if obj.contains_key("aggs") {
+            "aggs"
+        } else {
+            "aggregations"
+        };
+        let result = super::aggs::run(schema, searcher, &query, aggs, key)?;
+        if let Some(r) = response.as_object_mut() {
+            r.insert("aggregations".into(), result);
+        }
+    }
+    if let Some(r) = response.as_object_mut() {
+        r.insert("took".into(), json!(started.elapsed().as_millis() as u64));
+    }
+    Ok(response)
+}
+
+fn count(v: Option<&Value>, name: &str, default: usize) -> Result<usize, SearchError> {
+    match v {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Number(n)) if n.as_u64().is_some() => {
+            Ok(n.as_u64().unwrap_or_default() as usize)
+        }
+        Some(other) => Err(SearchError::dsl(
+            name,
+            format!("{name} must be a whole number of at least 0, found {other}"),
+        )),
+    }
+}
+
+fn sort_keys(v: Option<&Value>, schema: &IndexSchema) -> Result<Vec<SortKey>, SearchError> {
+    let items: Vec<Value> = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a.clone(),
+        Some(other) => vec![other.clone()],
+    };
+    let mut keys = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let path = format!("sort[{i}]");
+        let (field, order) = match item {
+            Value::String(f) => (f.clone(), None),
+            Value::Object(o) if o.len() == 1 => {
+                let (f, spec) = o
+                    .iter()
+                    .next()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .unwrap_or_default();
+                let order = match &spec {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Object(so) => so.get("order").and_then(Value::as_str).map(str::to_owned),
+                    _ => None,
+                };
+                (f, order)
+            }
+            _ => {
+                return Err(SearchError::dsl(
+                    path,
+                    "a sort key is a field name or {\"<field>\": {\"order\": …}}",
+                ));
+            }
+        };
+        let order = match order.as_deref() {
+            None => None,
+            Some(o) if o.eq_ignore_ascii_case("asc") => Some(Order::Asc),
+            Some(o) if o.eq_ignore_ascii_case("desc") => Some(Order::Desc),
+            Some(o) => return Err(SearchError::dsl(path, format!("unknown sort order '{o}'"))),
+        };
+        if field == "_score" {
+            keys.push(SortKey::Score);
+            continue;
+        }
+        let Some(indexed) = schema.fields.get(&field) else {
+            return Err(SearchError::dsl(
+                path,
+                format!("no mapping found for [{field}] in order to sort on"),
+            ));
+        };
+        if indexed.spec.kind == FieldKind::Text {
+            let hint = schema.keyword_hint(&field);
+            return Err(SearchError::dsl(
+                path,
+                format!("text field '{field}' cannot be sorted on; sort on a keyword field{hint}"),
+            ));
+        }
+        keys.push(SortKey::Field {
+            name: indexed.name.clone(),
+            order: order.unwrap_or(Order::Asc),
+        });
+    }
+    if matches!(keys.as_slice(), [SortKey::Score]) {
+        keys.clear();
+    }
+    Ok(keys)
+}
+
+fn owned_to_json(v: &OwnedValue) -> Value {
+    match v {
+        OwnedValue::Null => Value::Null,
+        OwnedValue::Str(s) => json!(s),
+        OwnedValue::U64(n) => json!(n),
+        OwnedValue::I64(n) => json!(n),
+        OwnedValue::F64(n) => json!(n),
+        OwnedValue::Bool(b) => json!(b),
+        OwnedValue::Date(d) => json!(d.into_timestamp_millis()),
+        other => serde_json::to_value(other).unwrap_or(Value::Null),
+    }
+}
+
+/// `_source`: `true`/`false`, a field pattern, a list of them, or `{"includes", "excludes"}`.
+struct SourceFilter {
+    enabled: bool,
+    includes: Vec<String>,
+    excludes: Vec<String>,
+}
+
+impl SourceFilter {
+    fn parse(v: Option<&Value>) -> Result<SourceFilter, SearchError> {
+        let list = |v: Option<&Value>| -> Vec<String> {
+            match v {
+                Some(Value::String(s)) => vec![s.clone()],
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+                _ => Vec::new(),
+            }
+        };
+        Ok(match v {
+            None | Some(Value::Null) | Some(Value::Bool(true)) => SourceFilter {
+                enabled: true,
+                includes: vec![],
+                excludes: vec![],
+            },
+            Some(Value::Bool(false)) => SourceFilter {
+                enabled: false,
+                includes: vec![],
+                excludes: vec![],
+            },
+            Some(s @ (Value::String(_) | Value::Array(_))) => SourceFilter {
+                enabled: true,
+                includes: list(Some(s)),
+                excludes: vec![],
+            },
+            Some(Value::Object(o)) => SourceFilter {
+                enabled: true,
+                includes: list(o.get("includes").or_else(|| o.get("include"))),
+                excludes: list(o.get("excludes").or_else(|| o.get("exclude"))),
+            },
+            Some(other) => {
+                return Err(SearchError::dsl(
+                    "_source",
+                    format!(
+                        "_source must be a boolean, a pattern, a list or an object, found {other}"
+                    ),
+                ));
+            }
+        })
+    }
+
+    fn apply(&self, source: &Value) -> Option<Value> {
+        if !self.enabled {
+            return None;
+        }
+        if self.includes.is_empty() && self.excludes.is_empty() {
+            return Some(source.clone());
+        }
+        Some(filter_object(source, "", &self.includes, &self.excludes))
+    }
+}
+
+fn pattern_match(pattern: &str, path: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == path || path.starts_with(&format!("{pattern}.")),
+        Some((head, tail)) => {
+            path.starts_with(head) && path.len() >= head.len() + tail.len() && path.ends_with(tail)
+        }
+    }
+}
+
+fn filter_object(v: &Value, prefix: &str, includes: &[String], excludes: &[String]) -> Value {
+    let Value::Object(obj) = v else {
+        return v.clone();
+    };
+    let mut out = Map::new();
+    for (k, child) in obj {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        if excludes.iter().any(|p| pattern_match(p, &path)) {
+            continue;
+        }
+        let included = includes.is_empty() || includes.iter().any(|p| pattern_match(p, &path));
+        if included {
+            out.insert(
+                k.clone(),
+                if excludes.is_empty() {
+                    child.clone()
+                } else {
+                    filter_object(child, &path, &[], excludes)
+                },
+            );
+        } else if child.is_object()
+            && includes
+                .iter()
+                .any(|p| p.starts_with(&format!("{path}.")) || p.contains('*'))
+        {
+            let inner = filter_object(child, &path, includes, excludes);
+            if inner.as_object().is_some_and(|o| !o.is_empty()) {
+                out.insert(k.clone(), inner);
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_filtering() {
+        let doc = json!({"a": 1, "b": {"c": 2, "d": 3}, "e": 4});
+        let f = SourceFilter::parse(Some(&json!(["a", "b.c"]))).expect("parses");
+        assert_eq!(f.apply(&doc), Some(json!({"a": 1, "b": {"c": 2}})));
+        let f = SourceFilter::parse(Some(&json!({"excludes": ["b.d", "e"]}))).expect("parses");
+        assert_eq!(f.apply(&doc), Some(json!({"a": 1, "b": {"c": 2}})));
+        let f = SourceFilter::parse(Some(&json!(false))).expect("parses");
+        assert_eq!(f.apply(&doc), None);
+        let f = SourceFilter::parse(Some(&json!("b*"))).expect("parses");
+        assert_eq!(f.apply(&doc), Some(json!({"b": {"c": 2, "d": 3}})));
+    }
+}

@@ -1,0 +1,182 @@
+//! The seed's iris walk-through on the embedded backend: the mapping and the 150 flowers of
+//! `../shared/data`, loaded through `_bulk`, counted the ways a generated DSL would count them.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolplan_search::{EmbeddedBackend, SearchBackend};
+
+fn shared(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(file)
+}
+
+async fn iris() -> (tempfile::TempDir, Arc<EmbeddedBackend>) {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(EmbeddedBackend::open(dir.path()).unwrap());
+    let mapping: Value =
+        serde_json::from_str(&std::fs::read_to_string(shared("iris-mapping.json")).unwrap())
+            .unwrap();
+    backend.create_index("iris-index", &mapping).await.unwrap();
+    let body = std::fs::read_to_string(shared("iris.ndjson")).unwrap();
+    let summary = backend.bulk(None, &body).await.unwrap();
+    assert_eq!(summary.indexed, 150, "{:?}", summary.errors);
+    assert!(summary.errors.is_empty());
+    (dir, backend)
+}
+
+fn total(response: &Value) -> u64 {
+    response["hits"]["total"]["value"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn fifty_setosa_however_the_dsl_counts_them() {
+    let (_dir, backend) = iris().await;
+    let term = backend
+        .search(
+            "iris-index",
+            &json!({"size": 0, "query": {"term": {"species.keyword": "setosa"}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(total(&term), 50);
+    assert_eq!(term["hits"]["hits"], json!([]));
+    let matched = backend
+        .search(
+            "iris-index",
+            &json!({"query": {"match": {"species": "Setosa"}}, "size": 3}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(total(&matched), 50);
+    assert_eq!(matched["hits"]["hits"].as_array().unwrap().len(), 3);
+    assert_eq!(matched["hits"]["hits"][0]["_source"]["species"], "setosa");
+    let aggs = backend
+        .search(
+            "iris-index",
+            &json!({"size": 0, "aggs": {"by_species": {"terms": {"field": "species.keyword"}}}}),
+        )
+        .await
+        .unwrap();
+    let buckets = aggs["aggregations"]["by_species"]["buckets"]
+        .as_array()
+        .unwrap();
+    assert_eq!(buckets.len(), 3);
+    assert!(buckets.iter().all(|b| b["doc_count"] == 50), "{buckets:?}");
+    let count = backend
+        .search("iris-index", &json!({"size": 0, "query": {"match": {"species": "setosa"}},
+                                      "aggs": {"n": {"value_count": {"field": "petal_length_in_cm"}}}}))
+        .await
+        .unwrap();
+    assert_eq!(count["aggregations"]["n"]["value"], 50.0);
+}
+
+#[tokio::test]
+async fn ranges_sorting_metrics_and_sources() {
+    let (_dir, backend) = iris().await;
+    let r = backend
+        .search(
+            "iris-index",
+            &json!({
+                "query": {"bool": {"filter": [{"range": {"petal_length_in_cm": {"gte": 6}}}]}},
+                "sort": [{"petal_length_in_cm": {"order": "desc"}}],
+                "size": 2,
+                "_source": ["petal_length_in_cm", "species"]
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(total(&r), 11);
+    let hits = r["hits"]["hits"].as_array().unwrap();
+    assert_eq!(
+        hits[0]["_source"],
+        json!({"petal_length_in_cm": 6.9, "species": "virginica"})
+    );
+    assert_eq!(hits[0]["sort"], json!([6.9]));
+    assert_eq!(hits[0]["_score"], Value::Null);
+    let stats = backend
+        .search(
+            "iris-index",
+            &json!({"size": 0, "query": {"term": {"species.keyword": "versicolor"}},
+                                      "aggs": {"s": {"stats": {"field": "sepal_length_in_cm"}}}}),
+        )
+        .await
+        .unwrap();
+    let s = &stats["aggregations"]["s"];
+    assert_eq!(s["count"], 50);
+    assert!((s["avg"].as_f64().unwrap() - 5.936).abs() < 1e-6, "{s}");
+    let mapping = backend.get_mapping("iris-index").await.unwrap();
+    assert_eq!(
+        mapping["properties"]["species"]["fields"]["keyword"]["type"],
+        "keyword"
+    );
+    let sample = backend
+        .sample_document("iris-index")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(sample.get("species").is_some());
+    let listed = backend.list_indices().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].docs, 150);
+}
+
+#[tokio::test]
+async fn unsupported_and_wrong_requests_say_where() {
+    let (_dir, backend) = iris().await;
+    let err = backend
+        .search("iris-index", &json!({"query": {"bool": {"must": [{"match_all": {}}, {"nested": {"path": "x", "query": {"match_all": {}}}}]}}}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "query.bool.must[1].nested: the nested clause is not supported by the embedded backend"
+    );
+    let err = backend
+        .search("iris-index", &json!({"size": "ten"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("size: size must be a whole number"),
+        "{err}"
+    );
+    let err = backend
+        .search(
+            "iris-index",
+            &json!({"size": 0, "aggs": {"t": {"terms": {"field": "species"}}}}),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("use 'species.keyword'"), "{err}");
+    let err = backend.search("nope", &json!({})).await.unwrap_err();
+    assert_eq!(err.to_string(), "no such index 'nope'");
+    // A field the mapping does not have matches nothing, as in OpenSearch.
+    let r = backend
+        .search("iris-index", &json!({"query": {"term": {"colour": "red"}}}))
+        .await
+        .unwrap();
+    assert_eq!(total(&r), 0);
+}
+
+#[tokio::test]
+async fn the_index_persists_and_can_be_deleted() {
+    let (dir, backend) = iris().await;
+    drop(backend);
+    let reopened = Arc::new(EmbeddedBackend::open(dir.path()).unwrap());
+    let r = reopened
+        .search("iris-index", &json!({"size": 0}))
+        .await
+        .unwrap();
+    assert_eq!(total(&r), 150);
+    let err = reopened
+        .create_index("iris-index", &json!({"properties": {}}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "index 'iris-index' exists already");
+    reopened.delete_index("iris-index").await.unwrap();
+    assert!(reopened.list_indices().await.unwrap().is_empty());
+}
