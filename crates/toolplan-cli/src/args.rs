@@ -29,6 +29,11 @@ pub enum Command {
     /// Run a query plan (LlamaIndex's QueryPlanTool format): leaves ask tools, branches are
     /// answered from their children by the synthesizer; prints the root's answer.
     QueryPlan(QueryPlanArgs),
+    /// Manage the indices of the embedded search backend: create from a mapping, bulk load, list,
+    /// delete.
+    Index(IndexArgs),
+    /// Run an OpenSearch query DSL body on an index and print the OpenSearch-shaped response.
+    Search(SearchArgs),
 }
 
 /// The built-in tool sets.
@@ -220,6 +225,70 @@ pub struct QueryPlanArgs {
     /// Print each node's question and answer on standard error as it completes.
     #[arg(long, short)]
     pub verbose: bool,
+}
+
+/// Where the search backend keeps its data.
+#[derive(Debug, Args)]
+pub struct BackendArgs {
+    /// The embedded backend's data directory (default: $TOOLPLAN_DATA_DIR, else
+    /// $XDG_DATA_HOME/toolplan/indices, else ~/.local/share/toolplan/indices).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// `toolplan index`.
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    #[command(subcommand)]
+    pub action: IndexAction,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// What `toolplan index` does.
+#[derive(Debug, Subcommand)]
+pub enum IndexAction {
+    /// Create an index from an OpenSearch mapping ({"mappings": {"properties": …}} or
+    /// {"properties": …}).
+    Create {
+        /// The index name (lower case, no spaces or / \\ * ? " < > | , # :).
+        name: String,
+        /// The mapping file (JSON).
+        #[arg(long, value_name = "FILE")]
+        mapping: PathBuf,
+    },
+    /// Load an OpenSearch _bulk NDJSON file (index / create / delete actions); `-` reads stdin.
+    Bulk {
+        /// The NDJSON file.
+        #[arg(value_name = "FILE.ndjson")]
+        file: PathBuf,
+        /// The index for actions without an _index.
+        #[arg(long, value_name = "NAME")]
+        index: Option<String>,
+    },
+    /// List the indices and their document counts.
+    List {
+        /// Print a JSON array of {"index", "docs"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete an index and its documents.
+    Delete {
+        /// The index name.
+        name: String,
+    },
+}
+
+/// `toolplan search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The index.
+    pub index: String,
+    /// The search body: JSON text, or @FILE to read it from a file (default: match_all).
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub dsl: Option<String>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
 }
 
 /// When steps may start.

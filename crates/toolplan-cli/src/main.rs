@@ -3,7 +3,7 @@
 //! The binary is thin: argument parsing ([`args`]), one file per subcommand under [`cmd`], the tool
 //! sets a plan can run against ([`toolset`]), `toolplan.toml` ([`config`]), and terminal output
 //! ([`render`], [`progress`]). Plan logic lives in `toolplan-core`, models in `toolplan-llm`, the agent
-//! loop in `toolplan-agent`, query plans in `toolplan-query`.
+//! loop in `toolplan-agent`, query plans in `toolplan-query`, search in `toolplan-search`.
 //!
 //! Exit codes: 0 when the command did its job (a plan that ran is a success even if some steps
 //! failed), 2 when the plan is invalid or the command line is wrong, 1 for any other error.
@@ -38,6 +38,8 @@ async fn main() -> ExitCode {
         Command::Tools(a) => cmd::tools::execute(a),
         Command::Ask(a) => cmd::ask::execute(a).await,
         Command::QueryPlan(a) => cmd::query_plan::execute(a).await,
+        Command::Index(a) => cmd::index::execute(a).await,
+        Command::Search(a) => cmd::search::execute(a).await,
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

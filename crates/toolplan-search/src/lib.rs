@@ -8,6 +8,7 @@
 //!
 //! * [`mapping`] — OpenSearch mappings flattened into the fields a query can name.
 //! * [`bulk`] — the `_bulk` NDJSON body.
+//! * [`check`] — a search body checked against a mapping: unknown fields, `term` on analysed text.
 //! * [`datemath`] — dates and date math (`now-30d/d`) as OpenSearch reads them.
 //! * [`backend`] — the [`SearchBackend`] trait and index-name rules.
 //! * [`embedded`] — [`EmbeddedBackend`]: tantivy indices on disk, OpenSearch DSL translated to
@@ -16,6 +17,7 @@
 
 pub mod backend;
 pub mod bulk;
+pub mod check;
 pub mod datemath;
 pub mod embedded;
 pub mod error;

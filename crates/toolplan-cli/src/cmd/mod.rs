@@ -1,8 +1,10 @@
 //! One file per subcommand; each parses nothing itself (that is [`crate::args`]) and prints its result.
 
 pub mod ask;
+pub mod index;
 pub mod query_plan;
 pub mod run;
+pub mod search;
 pub mod tools;
 pub mod validate;
 

@@ -1,0 +1,34 @@
+//! `toolplan search`: run a query DSL body on an index and print the OpenSearch-shaped response.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+use toolplan_search::{Mapping, SearchBackend, check};
+
+use crate::Outcome;
+use crate::args::SearchArgs;
+use crate::cmd::index::{backend, read_input};
+
+/// Runs the subcommand.
+pub async fn execute(args: SearchArgs) -> anyhow::Result<Outcome> {
+    let backend = backend(&args.backend)?;
+    let body: Value = match args.dsl.as_deref() {
+        None => json!({"query": {"match_all": {}}}),
+        Some(text) => {
+            let text = match text.strip_prefix('@') {
+                Some(file) => read_input(Path::new(file), "DSL")?,
+                None => text.to_owned(),
+            };
+            serde_json::from_str(&text).context("the DSL is not valid JSON")?
+        }
+    };
+    // Valid DSL runs as OpenSearch would run it; what is probably a mistake is said on stderr.
+    let mapping = Mapping::parse(&backend.get_mapping(&args.index).await?)?;
+    for finding in check::check(&mapping, &body) {
+        eprintln!("warning: {finding}");
+    }
+    let response = backend.search(&args.index, &body).await?;
+    println!("{}", serde_json::to_string_pretty(&response)?);
+    Ok(Outcome::Ok)
+}

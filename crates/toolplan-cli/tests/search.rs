@@ -1,0 +1,166 @@
+//! `toolplan index` and `toolplan search` end to end on the embedded backend, with the seed's iris
+//! data in a temporary data directory.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn shared(file: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(file)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn toolplan(data: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("toolplan")
+        .unwrap()
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .env_remove("TOOLPLAN_DATA_DIR")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn create_load_list_search_delete() {
+    let data = tempfile::tempdir().unwrap();
+    let out = toolplan(
+        data.path(),
+        &[
+            "index",
+            "create",
+            "iris-index",
+            "--mapping",
+            &shared("iris-mapping.json"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = toolplan(data.path(), &["index", "bulk", &shared("iris.ndjson")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("indexed 150, deleted 0, 0 failed"));
+    let out = toolplan(data.path(), &["index", "list", "--json"]);
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        list,
+        serde_json::json!([{"index": "iris-index", "docs": 150}])
+    );
+
+    let out = toolplan(
+        data.path(),
+        &[
+            "search",
+            "iris-index",
+            "--dsl",
+            r#"{"size": 0, "query": {"term": {"species.keyword": "setosa"}}}"#,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["hits"]["total"]["value"], 50);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Valid DSL on a field the mapping lacks runs (no hits) and warns.
+    let dsl = data.path().join("q.json");
+    std::fs::write(&dsl, r#"{"query": {"match": {"colour": "red"}}}"#).unwrap();
+    let out = toolplan(
+        data.path(),
+        &[
+            "search",
+            "iris-index",
+            "--dsl",
+            &format!("@{}", dsl.display()),
+        ],
+    );
+    assert!(out.status.success());
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["hits"]["total"]["value"], 0);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "warning: query.match: field 'colour' is not in the mapping"
+    );
+
+    let out = toolplan(
+        data.path(),
+        &[
+            "search",
+            "iris-index",
+            "--dsl",
+            r#"{"query": {"neural": {"v": {}}}}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("query.neural: the neural clause is not supported by the embedded backend")
+    );
+
+    let out = toolplan(data.path(), &["index", "delete", "iris-index"]);
+    assert!(out.status.success());
+    let out = toolplan(data.path(), &["search", "iris-index"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such index 'iris-index'"));
+}
+
+#[test]
+fn bad_input_is_named() {
+    let data = tempfile::tempdir().unwrap();
+    let mapping = data.path().join("m.json");
+    std::fs::write(&mapping, r#"{"properties": {"a": {"type": "integer"}}}"#).unwrap();
+    let out = toolplan(
+        data.path(),
+        &[
+            "index",
+            "create",
+            "Bad Name",
+            "--mapping",
+            mapping.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid index name 'Bad Name'"));
+    let out = toolplan(
+        data.path(),
+        &[
+            "index",
+            "create",
+            "nums",
+            "--mapping",
+            mapping.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success());
+    let bulk = data.path().join("b.ndjson");
+    std::fs::write(&bulk, "{\"index\": {\"_id\": \"1\"}}\n{\"a\": 5}\n{\"index\": {\"_id\": \"2\"}}\n{\"a\": \"five\"}\n").unwrap();
+    let out = toolplan(
+        data.path(),
+        &["index", "bulk", bulk.to_str().unwrap(), "--index", "nums"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("indexed 1, deleted 0, 1 failed"), "{err}");
+    assert!(
+        err.contains("line 3: failed to parse field [a] of type [long]"),
+        "{err}"
+    );
+}
