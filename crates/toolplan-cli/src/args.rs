@@ -227,13 +227,32 @@ pub struct QueryPlanArgs {
     pub verbose: bool,
 }
 
-/// Where the search backend keeps its data.
+/// Which search backend, and where it keeps its data.
 #[derive(Debug, Args)]
 pub struct BackendArgs {
+    /// The search backend: the embedded on-disk index, or an OpenSearch cluster (--url).
+    #[arg(long, value_enum, default_value = "embedded", global = true)]
+    pub backend: BackendKind,
     /// The embedded backend's data directory (default: $TOOLPLAN_DATA_DIR, else
     /// $XDG_DATA_HOME/toolplan/indices, else ~/.local/share/toolplan/indices).
     #[arg(long, value_name = "DIR", global = true)]
     pub data_dir: Option<PathBuf>,
+    /// The OpenSearch cluster's URL (default: $OPENSEARCH_URL). Credentials come from the
+    /// environment: OPENSEARCH_API_KEY, or OPENSEARCH_USER and OPENSEARCH_PASSWORD.
+    #[arg(long, value_name = "URL", global = true)]
+    pub url: Option<String>,
+    /// Accept a cluster certificate that no trusted authority signed (test clusters only).
+    #[arg(long, global = true)]
+    pub insecure: bool,
+}
+
+/// The search backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendKind {
+    /// On-disk indices in the data directory; no server.
+    Embedded,
+    /// An OpenSearch cluster over its REST API.
+    Opensearch,
 }
 
 /// `toolplan index`.

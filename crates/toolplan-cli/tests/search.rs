@@ -2,6 +2,8 @@
 //! data in a temporary data directory.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::PathBuf;
 
 use assert_cmd::Command;
@@ -162,5 +164,55 @@ fn bad_input_is_named() {
     assert!(
         err.contains("line 3: failed to parse field [a] of type [long]"),
         "{err}"
+    );
+}
+
+#[test]
+fn search_runs_on_an_opensearch_cluster_too() {
+    // A loopback stand-in for the cluster: the mapping (for the warnings), then the search.
+    let answer = serde_json::json!({"took": 1, "timed_out": false,
+        "hits": {"total": {"value": 50, "relation": "eq"}, "max_score": null, "hits": []}});
+    let (url, seen) = common::serve(vec![
+        serde_json::json!({"iris-index": {"mappings": {"properties": {"species": {"type": "text"}}}}}),
+        answer.clone(),
+    ]);
+    let base = url.trim_end_matches("/v1").to_owned();
+    let dsl = r#"{"size": 0, "query": {"match": {"species": "setosa"}}}"#;
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args([
+            "search",
+            "iris-index",
+            "--backend",
+            "opensearch",
+            "--url",
+            &base,
+            "--dsl",
+            dsl,
+        ])
+        .env_remove("OPENSEARCH_API_KEY")
+        .env_remove("OPENSEARCH_USER")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r, answer);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1], serde_json::from_str::<Value>(dsl).unwrap());
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args(["index", "list", "--backend", "opensearch"])
+        .env_remove("OPENSEARCH_URL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--backend opensearch needs --url (or OPENSEARCH_URL)")
     );
 }

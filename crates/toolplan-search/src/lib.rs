@@ -13,6 +13,8 @@
 //! * [`backend`] — the [`SearchBackend`] trait and index-name rules.
 //! * [`embedded`] — [`EmbeddedBackend`]: tantivy indices on disk, OpenSearch DSL translated to
 //!   tantivy queries and aggregations; unsupported clauses are errors naming where they are.
+//! * [`opensearch`] — [`OpenSearchBackend`]: a real OpenSearch cluster over its REST API (basic auth or
+//!   API key, TLS, timeouts).
 //! * [`error`] — [`SearchError`]: every failure names what and where (`query.bool.must[0].nested`).
 
 pub mod backend;
@@ -22,8 +24,10 @@ pub mod datemath;
 pub mod embedded;
 pub mod error;
 pub mod mapping;
+pub mod opensearch;
 
 pub use backend::{BulkSummary, IndexInfo, SearchBackend};
 pub use embedded::EmbeddedBackend;
 pub use error::SearchError;
 pub use mapping::{FieldKind, FieldSpec, Mapping};
+pub use opensearch::{Auth, OpenSearchBackend, OpenSearchConfig};

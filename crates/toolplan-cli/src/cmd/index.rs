@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use toolplan_search::{EmbeddedBackend, SearchBackend};
+use toolplan_search::{Auth, EmbeddedBackend, OpenSearchBackend, OpenSearchConfig, SearchBackend};
 
 use crate::Outcome;
-use crate::args::{BackendArgs, IndexAction, IndexArgs};
+use crate::args::{BackendArgs, BackendKind, IndexAction, IndexArgs};
 
 /// The variable that names the data directory.
 pub const DATA_DIR_ENV: &str = "TOOLPLAN_DATA_DIR";
@@ -34,12 +34,35 @@ pub fn data_dir(args: &BackendArgs) -> anyhow::Result<PathBuf> {
     Ok(base.join("toolplan/indices"))
 }
 
-/// The backend the arguments choose.
-pub fn backend(args: &BackendArgs) -> anyhow::Result<Arc<EmbeddedBackend>> {
-    let dir = data_dir(args)?;
-    Ok(Arc::new(EmbeddedBackend::open(&dir).with_context(
-        || format!("cannot open the data directory {}", dir.display()),
-    )?))
+/// The backend the arguments choose, and a description for messages.
+pub fn backend(args: &BackendArgs) -> anyhow::Result<(Arc<dyn SearchBackend>, String)> {
+    match args.backend {
+        BackendKind::Embedded => {
+            let dir = data_dir(args)?;
+            let backend = EmbeddedBackend::open(&dir)
+                .with_context(|| format!("cannot open the data directory {}", dir.display()))?;
+            Ok((Arc::new(Arc::new(backend)), format!("{}", dir.display())))
+        }
+        BackendKind::Opensearch => {
+            let env = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
+            let url = args
+                .url
+                .clone()
+                .or_else(|| env("OPENSEARCH_URL"))
+                .context("--backend opensearch needs --url (or OPENSEARCH_URL)")?;
+            let mut config = OpenSearchConfig::new(&url);
+            config.accept_invalid_certs = args.insecure;
+            config.auth = match (env("OPENSEARCH_API_KEY"), env("OPENSEARCH_USER")) {
+                (Some(key), _) => Auth::ApiKey(key),
+                (None, Some(user)) => Auth::Basic {
+                    user,
+                    password: env("OPENSEARCH_PASSWORD").unwrap_or_default(),
+                },
+                (None, None) => Auth::None,
+            };
+            Ok((Arc::new(OpenSearchBackend::new(config)?), url))
+        }
+    }
 }
 
 /// Reads a file, or standard input for `-`.
@@ -57,7 +80,7 @@ pub fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
 
 /// Runs the subcommand.
 pub async fn execute(args: IndexArgs) -> anyhow::Result<Outcome> {
-    let backend = backend(&args.backend)?;
+    let (backend, place) = backend(&args.backend)?;
     match args.action {
         IndexAction::Create { name, mapping } => {
             let text = read_input(&mapping, "mapping")?;
@@ -68,10 +91,7 @@ pub async fn execute(args: IndexArgs) -> anyhow::Result<Outcome> {
             let n = toolplan_search::Mapping::parse(&fields)
                 .map(|m| m.fields().len())
                 .unwrap_or(0);
-            eprintln!(
-                "created index {name} ({n} fields) in {}",
-                backend.dir().display()
-            );
+            eprintln!("created index {name} ({n} fields) in {place}");
         }
         IndexAction::Bulk { file, index } => {
             let body = read_input(&file, "bulk")?;
@@ -101,7 +121,7 @@ pub async fn execute(args: IndexArgs) -> anyhow::Result<Outcome> {
                     .collect();
                 println!("{}", Value::Array(list));
             } else if indices.is_empty() {
-                eprintln!("no indices in {}", backend.dir().display());
+                eprintln!("no indices in {place}");
             } else {
                 let width = indices
                     .iter()

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use toolplan_search::{Mapping, SearchBackend, check};
+use toolplan_search::{Mapping, check};
 
 use crate::Outcome;
 use crate::args::SearchArgs;
@@ -12,7 +12,7 @@ use crate::cmd::index::{backend, read_input};
 
 /// Runs the subcommand.
 pub async fn execute(args: SearchArgs) -> anyhow::Result<Outcome> {
-    let backend = backend(&args.backend)?;
+    let (backend, _) = backend(&args.backend)?;
     let body: Value = match args.dsl.as_deref() {
         None => json!({"query": {"match_all": {}}}),
         Some(text) => {

@@ -34,7 +34,7 @@ pub fn serve(replies: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
             reader.read_exact(&mut body).unwrap();
             log.lock()
                 .unwrap()
-                .push(serde_json::from_slice(&body).unwrap());
+                .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
             let text = reply.to_string();
             write!(
                 stream,
