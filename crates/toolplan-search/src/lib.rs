@@ -15,6 +15,9 @@
 //!   tantivy queries and aggregations; unsupported clauses are errors naming where they are.
 //! * [`opensearch`] — [`OpenSearchBackend`]: a real OpenSearch cluster over its REST API (basic auth or
 //!   API key, TLS, timeouts).
+//! * [`prompts`] and [`planner`] — query-DSL planning: [`DslPlanner`] asks a model for the DSL of a
+//!   question (OpenSearch QueryPlanningTool's prompts), takes the first valid JSON object, checks it
+//!   against the mapping and the backend, sends problems back for repair, falls back with a reason.
 //! * [`error`] — [`SearchError`]: every failure names what and where (`query.bool.must[0].nested`).
 
 pub mod backend;
@@ -25,9 +28,12 @@ pub mod embedded;
 pub mod error;
 pub mod mapping;
 pub mod opensearch;
+pub mod planner;
+pub mod prompts;
 
 pub use backend::{BulkSummary, IndexInfo, SearchBackend};
 pub use embedded::EmbeddedBackend;
 pub use error::SearchError;
 pub use mapping::{FieldKind, FieldSpec, Mapping};
 pub use opensearch::{Auth, OpenSearchBackend, OpenSearchConfig};
+pub use planner::{Attempt, DslPlan, DslPlanner};
