@@ -34,6 +34,9 @@ pub enum Command {
     Index(IndexArgs),
     /// Run an OpenSearch query DSL body on an index and print the OpenSearch-shaped response.
     Search(SearchArgs),
+    /// Turn a question into OpenSearch query DSL for an index with a model (QueryPlanningTool),
+    /// checked against the mapping; optionally run it.
+    Dsl(DslArgs),
 }
 
 /// The built-in tool sets.
@@ -306,6 +309,47 @@ pub struct SearchArgs {
     /// The search body: JSON text, or @FILE to read it from a file (default: match_all).
     #[arg(long, value_name = "JSON|@FILE")]
     pub dsl: Option<String>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// `toolplan dsl`.
+#[derive(Debug, Args)]
+pub struct DslArgs {
+    /// The question, in natural language.
+    pub question: String,
+    /// The index the DSL is for.
+    #[arg(long, value_name = "NAME")]
+    pub index: String,
+    /// The model: local, local:PATH.gguf, openai:MODEL, anthropic:MODEL or bedrock:MODEL_ID.
+    /// Default: the config file's, else local.
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Endpoint for openai/anthropic models.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Fields to prefer, comma-separated.
+    #[arg(long, value_name = "FIELDS", value_delimiter = ',')]
+    pub query_fields: Vec<String>,
+    /// The embedding model id passed to the prompt (for neural queries on a cluster).
+    #[arg(long, value_name = "ID")]
+    pub embedding_model_id: Option<String>,
+    /// The query used when no valid DSL comes back (JSON; default {"size":10,"query":{"match_all":{}}}).
+    #[arg(long, value_name = "JSON")]
+    pub fallback_query: Option<String>,
+    /// How many times problems go back to the model before the fallback is used.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub max_repairs: usize,
+    /// Also run the DSL and print the response.
+    #[arg(long)]
+    pub execute: bool,
+    /// Print one JSON object: dsl, attempts (reply, dsl, problems), fallback, llm_calls,
+    /// input_tokens, output_tokens, and with --execute the response.
+    #[arg(long)]
+    pub json: bool,
+    /// The configuration file (default: ./toolplan.toml if it exists).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[command(flatten)]
     pub backend: BackendArgs,
 }

@@ -40,6 +40,7 @@ async fn main() -> ExitCode {
         Command::QueryPlan(a) => cmd::query_plan::execute(a).await,
         Command::Index(a) => cmd::index::execute(a).await,
         Command::Search(a) => cmd::search::execute(a).await,
+        Command::Dsl(a) => cmd::dsl::execute(a).await,
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -106,3 +106,56 @@ fn query_plan_branches_are_synthesized_by_the_local_model() {
         "{answer}"
     );
 }
+
+#[test]
+fn the_iris_question_becomes_dsl_that_counts_fifty() {
+    let model = format!("local:{}", small_model());
+    let shared = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
+    let data = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::cargo_bin("toolplan")
+            .unwrap()
+            .args(args)
+            .arg("--data-dir")
+            .arg(data.path())
+            .timeout(std::time::Duration::from_secs(300))
+            .output()
+            .unwrap()
+    };
+    let mapping = shared.join("iris-mapping.json");
+    let bulk = shared.join("iris.ndjson");
+    assert!(
+        run(&[
+            "index",
+            "create",
+            "iris-index",
+            "--mapping",
+            mapping.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
+    assert!(
+        run(&["index", "bulk", bulk.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let out = run(&[
+        "dsl",
+        "How many iris flowers of type setosa are there?",
+        "--index",
+        "iris-index",
+        "--model",
+        &model,
+        "--execute",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["fallback"], Value::Null, "{v}");
+    assert_eq!(v["response"]["hits"]["total"]["value"], 50, "{v}");
+}

@@ -216,3 +216,76 @@ fn search_runs_on_an_opensearch_cluster_too() {
             .contains("--backend opensearch needs --url (or OPENSEARCH_URL)")
     );
 }
+
+#[test]
+fn dsl_repairs_through_the_model_and_runs() {
+    let data = tempfile::tempdir().unwrap();
+    assert!(
+        toolplan(
+            data.path(),
+            &[
+                "index",
+                "create",
+                "iris-index",
+                "--mapping",
+                &shared("iris-mapping.json")
+            ]
+        )
+        .status
+        .success()
+    );
+    assert!(
+        toolplan(data.path(), &["index", "bulk", &shared("iris.ndjson")])
+            .status
+            .success()
+    );
+    let reply = |content: &str| {
+        common::completion(
+            serde_json::json!({"role": "assistant", "content": content}),
+            900,
+            30,
+        )
+    };
+    let (url, seen) = common::serve(vec![
+        reply("```json\n{\"size\": 0, \"query\": {\"term\": {\"kind\": \"setosa\"}}}\n```"),
+        reply("{\"size\": 0, \"query\": {\"term\": {\"species.keyword\": \"setosa\"}}}"),
+    ]);
+    let out = toolplan(
+        data.path(),
+        &[
+            "dsl",
+            "How many iris flowers of type setosa are there?",
+            "--index",
+            "iris-index",
+            "--model",
+            "openai:test",
+            "--base-url",
+            &url,
+            "--execute",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["llm_calls"], 2);
+    assert_eq!(
+        v["attempts"][0]["problems"],
+        serde_json::json!(["query.term: field 'kind' is not in the mapping"])
+    );
+    assert_eq!(v["attempts"][1]["problems"], serde_json::json!([]));
+    assert_eq!(v["fallback"], Value::Null);
+    assert_eq!(v["response"]["hits"]["total"]["value"], 50);
+    let requests = seen.lock().unwrap();
+    let repair = requests[1]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        repair.contains("- query.term: field 'kind' is not in the mapping"),
+        "{repair}"
+    );
+}

@@ -1,6 +1,7 @@
 //! One file per subcommand; each parses nothing itself (that is [`crate::args`]) and prints its result.
 
 pub mod ask;
+pub mod dsl;
 pub mod index;
 pub mod query_plan;
 pub mod run;
