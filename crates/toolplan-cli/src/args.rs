@@ -47,6 +47,9 @@ pub enum ToolSet {
     Demo,
     /// No built-in tools (for use with --docs).
     None,
+    /// Agentic search over the embedded backend's default data directory ($TOOLPLAN_DATA_DIR, else
+    /// per user): list_indices, index_mapping, search_index (`ask` adds query_planning).
+    Search,
 }
 
 /// Which tools plans run against.

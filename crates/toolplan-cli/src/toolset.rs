@@ -3,23 +3,35 @@
 use std::sync::Arc;
 
 use toolplan_core::{Engine, Limits, RunConfig, Tool, ToolRegistry, demo};
+use toolplan_search::SearchBackend;
 
-use crate::args::ToolSet;
+use crate::args::{BackendArgs, BackendKind, ToolSet};
 
-/// The registry of a tool set.
-pub fn registry(set: ToolSet) -> ToolRegistry {
-    match set {
-        ToolSet::Demo => demo::registry(),
-        ToolSet::None => ToolRegistry::new(),
-    }
-}
-
-/// The tools of a set, to hand to an agent.
-pub fn tools(set: ToolSet) -> Vec<Arc<dyn Tool>> {
-    match set {
+/// The tools of a set. The search set opens the embedded backend in the default data directory.
+pub fn tools(set: ToolSet) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
+    Ok(match set {
         ToolSet::Demo => demo::tools(),
         ToolSet::None => Vec::new(),
-    }
+        ToolSet::Search => toolplan_search::tools::backend_tools(search_backend()?),
+    })
+}
+
+/// The embedded backend in the default data directory (`$TOOLPLAN_DATA_DIR`, else per user).
+pub fn search_backend() -> anyhow::Result<Arc<dyn SearchBackend>> {
+    let args = BackendArgs {
+        backend: BackendKind::Embedded,
+        data_dir: None,
+        url: None,
+        insecure: false,
+    };
+    Ok(crate::cmd::index::backend(&args)?.0)
+}
+
+/// The registry of a tool set.
+pub fn registry(set: ToolSet) -> anyhow::Result<ToolRegistry> {
+    let mut registry = ToolRegistry::new();
+    registry.register_all(tools(set)?)?;
+    Ok(registry)
 }
 
 /// One document tool per .md/.txt file of a folder.
@@ -28,8 +40,8 @@ pub fn documents(dir: &std::path::Path) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
 }
 
 /// An engine over a tool set.
-pub fn engine(set: ToolSet, limits: Limits, config: RunConfig) -> Engine {
-    Engine::new(Arc::new(registry(set)))
+pub fn engine(set: ToolSet, limits: Limits, config: RunConfig) -> anyhow::Result<Engine> {
+    Ok(Engine::new(Arc::new(registry(set)?))
         .with_limits(limits)
-        .with_config(config)
+        .with_config(config))
 }

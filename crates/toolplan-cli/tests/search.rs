@@ -289,3 +289,51 @@ fn dsl_repairs_through_the_model_and_runs() {
         "{repair}"
     );
 }
+
+#[test]
+fn plans_call_the_search_tools() {
+    let data = tempfile::tempdir().unwrap();
+    assert!(
+        toolplan(
+            data.path(),
+            &[
+                "index",
+                "create",
+                "iris-index",
+                "--mapping",
+                &shared("iris-mapping.json")
+            ]
+        )
+        .status
+        .success()
+    );
+    assert!(
+        toolplan(data.path(), &["index", "bulk", &shared("iris.ndjson")])
+            .status
+            .success()
+    );
+    let plan = data.path().join("plan.json");
+    std::fs::write(
+        &plan,
+        serde_json::json!({"steps": [
+            {"id": "list", "tool": "list_indices", "arguments": {}},
+            {"id": "count", "tool": "search_index", "arguments": {"index": "$ref:list.0.index",
+                "query": {"size": 0, "query": {"term": {"species.keyword": "virginica"}}}}}
+        ], "output_steps": ["count"]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args(["run", plan.to_str().unwrap(), "--tools", "search", "--json"])
+        .env("TOOLPLAN_DATA_DIR", data.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outputs"]["count"]["hits"]["total"]["value"], 50, "{v}");
+}

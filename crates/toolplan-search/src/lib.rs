@@ -18,6 +18,8 @@
 //! * [`prompts`] and [`planner`] — query-DSL planning: [`DslPlanner`] asks a model for the DSL of a
 //!   question (OpenSearch QueryPlanningTool's prompts), takes the first valid JSON object, checks it
 //!   against the mapping and the backend, sends problems back for repair, falls back with a reason.
+//! * [`tools`] — the agentic-search tools for plans and agents: `list_indices`, `index_mapping`,
+//!   `search_index`, `query_planning`.
 //! * [`error`] — [`SearchError`]: every failure names what and where (`query.bool.must[0].nested`).
 
 pub mod backend;
@@ -30,6 +32,7 @@ pub mod mapping;
 pub mod opensearch;
 pub mod planner;
 pub mod prompts;
+pub mod tools;
 
 pub use backend::{BulkSummary, IndexInfo, SearchBackend};
 pub use embedded::EmbeddedBackend;

@@ -180,3 +180,33 @@ async fn the_index_persists_and_can_be_deleted() {
     reopened.delete_index("iris-index").await.unwrap();
     assert!(reopened.list_indices().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn the_search_tools_run_in_a_plan() {
+    use toolplan_core::{Engine, RunControl, ToolRegistry};
+    let (_dir, backend) = iris().await;
+    let mut registry = ToolRegistry::new();
+    registry
+        .register_all(toolplan_search::tools::backend_tools(backend))
+        .unwrap();
+    let engine = Engine::new(Arc::new(registry));
+    let plan = engine
+        .compile_value(json!({"steps": [
+            {"id": "list", "tool": "list_indices", "arguments": {}},
+            {"id": "map", "tool": "index_mapping", "arguments": {"index": "$ref:list.0.index"}},
+            {"id": "count", "tool": "search_index", "arguments": {"index": "$ref:list.0.index",
+                "query": {"size": 0, "query": {"term": {"species.keyword": "setosa"}}}}}
+        ]}))
+        .unwrap();
+    let run = engine.run(&plan, RunControl::default()).await;
+    assert!(run.all_ok(), "{}", run.summary());
+    assert_eq!(
+        run.output("list"),
+        Some(&json!([{"index": "iris-index", "docs": 150}]))
+    );
+    assert_eq!(
+        run.output("map").unwrap()["mapping"]["properties"]["species"]["type"],
+        "text"
+    );
+    assert_eq!(run.output("count").unwrap()["hits"]["total"]["value"], 50);
+}

@@ -63,7 +63,7 @@ async fn iris() -> (tempfile::TempDir, Arc<dyn SearchBackend>) {
         )
         .await
         .unwrap();
-    (dir, Arc::new(backend))
+    (dir, backend)
 }
 
 const QUESTION: &str = "How many iris flowers of type setosa are there?";

@@ -13,6 +13,8 @@ use toolplan_core::{Limits, RunConfig};
 use indicatif::ProgressBar;
 use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, Message, ModelSpec, Role};
 use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
+use toolplan_search::DslPlanner;
+use toolplan_search::tools::QueryPlanning;
 
 use crate::Outcome;
 use crate::args::{AskArgs, PlannerArg, ToolSet};
@@ -43,11 +45,17 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
         (Some(t), _) => *t,
         (None, None | Some("demo")) => ToolSet::Demo,
         (None, Some("none")) => ToolSet::None,
+        (None, Some("search")) => ToolSet::Search,
         (None, Some(other)) => {
-            anyhow::bail!("unknown tool set '{other}' in the config (known: demo, none)")
+            anyhow::bail!("unknown tool set '{other}' in the config (known: demo, none, search)")
         }
     };
-    let mut tools = toolset::tools(tool_set);
+    let mut tools = toolset::tools(tool_set)?;
+    if tool_set == ToolSet::Search {
+        // Questions in natural language become DSL through the same model.
+        let planner = DslPlanner::new(Arc::clone(&model), toolset::search_backend()?);
+        tools.push(Arc::new(QueryPlanning(Arc::new(planner))));
+    }
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
     }

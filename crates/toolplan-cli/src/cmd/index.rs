@@ -41,7 +41,7 @@ pub fn backend(args: &BackendArgs) -> anyhow::Result<(Arc<dyn SearchBackend>, St
             let dir = data_dir(args)?;
             let backend = EmbeddedBackend::open(&dir)
                 .with_context(|| format!("cannot open the data directory {}", dir.display()))?;
-            Ok((Arc::new(Arc::new(backend)), format!("{}", dir.display())))
+            Ok((Arc::new(backend), format!("{}", dir.display())))
         }
         BackendKind::Opensearch => {
             let env = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());

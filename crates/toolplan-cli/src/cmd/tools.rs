@@ -11,7 +11,7 @@ use crate::toolset;
 
 /// Runs the subcommand.
 pub fn execute(args: ToolsArgs) -> anyhow::Result<Outcome> {
-    let registry = Arc::new(toolset::registry(args.tools.tools));
+    let registry = Arc::new(toolset::registry(args.tools.tools)?);
     let mut listed: Vec<(String, String, Value)> = registry
         .iter()
         .map(|t| {

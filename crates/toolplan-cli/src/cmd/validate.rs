@@ -10,7 +10,7 @@ use crate::toolset;
 /// Runs the subcommand.
 pub fn execute(args: ValidateArgs) -> anyhow::Result<Outcome> {
     let text = read_plan(&args.input.plan)?;
-    let engine = toolset::engine(args.tools.tools, limits(&args.input), Default::default());
+    let engine = toolset::engine(args.tools.tools, limits(&args.input), Default::default())?;
     match engine.compile(&text) {
         Ok(plan) => {
             let waves: Vec<Vec<&str>> = plan

@@ -42,8 +42,27 @@ struct OpenIndex {
     writer: Mutex<IndexWriter>,
 }
 
-/// The embedded, on-disk search backend.
+/// The embedded, on-disk search backend. Cheap to clone: clones share the open indices.
+#[derive(Clone)]
 pub struct EmbeddedBackend {
+    inner: Arc<Inner>,
+}
+
+impl EmbeddedBackend {
+    /// A backend over the indices in `dir` (created when missing).
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, SearchError> {
+        Ok(Self {
+            inner: Arc::new(Inner::open(dir)?),
+        })
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+}
+
+struct Inner {
     dir: PathBuf,
     open: RwLock<HashMap<String, Arc<OpenIndex>>>,
     next_id: std::sync::atomic::AtomicU64,
@@ -52,7 +71,7 @@ pub struct EmbeddedBackend {
 impl std::fmt::Debug for EmbeddedBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EmbeddedBackend")
-            .field("dir", &self.dir)
+            .field("dir", &self.inner.dir)
             .finish()
     }
 }
@@ -68,9 +87,8 @@ fn tv(e: tantivy::TantivyError) -> SearchError {
     SearchError::Index(e.to_string())
 }
 
-impl EmbeddedBackend {
-    /// A backend over the indices in `dir` (created when missing).
-    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, SearchError> {
+impl Inner {
+    fn open(dir: impl Into<PathBuf>) -> Result<Self, SearchError> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         Ok(Self {
@@ -78,11 +96,6 @@ impl EmbeddedBackend {
             open: RwLock::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(0),
         })
-    }
-
-    /// The data directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     fn index_dir(&self, name: &str) -> PathBuf {
@@ -248,13 +261,13 @@ async fn blocking<T: Send + 'static>(
 }
 
 #[async_trait]
-impl SearchBackend for Arc<EmbeddedBackend> {
+impl SearchBackend for EmbeddedBackend {
     fn kind(&self) -> &'static str {
         "embedded"
     }
 
     async fn list_indices(&self) -> Result<Vec<IndexInfo>, SearchError> {
-        let me = Arc::clone(self);
+        let me = Arc::clone(&self.inner);
         blocking(move || {
             let mut names: Vec<String> = std::fs::read_dir(&me.dir)
                 .map_err(io(&me.dir))?
@@ -276,12 +289,12 @@ impl SearchBackend for Arc<EmbeddedBackend> {
     }
 
     async fn create_index(&self, name: &str, mapping: &Value) -> Result<(), SearchError> {
-        let (me, name, mapping) = (Arc::clone(self), name.to_owned(), mapping.clone());
+        let (me, name, mapping) = (Arc::clone(&self.inner), name.to_owned(), mapping.clone());
         blocking(move || me.create_blocking(&name, &mapping)).await
     }
 
     async fn delete_index(&self, name: &str) -> Result<(), SearchError> {
-        let (me, name) = (Arc::clone(self), name.to_owned());
+        let (me, name) = (Arc::clone(&self.inner), name.to_owned());
         blocking(move || {
             check_index_name(&name)?;
             if !me.exists(&name) {
@@ -300,7 +313,7 @@ impl SearchBackend for Arc<EmbeddedBackend> {
 
     async fn bulk(&self, index: Option<&str>, ndjson: &str) -> Result<BulkSummary, SearchError> {
         let (me, index, body) = (
-            Arc::clone(self),
+            Arc::clone(&self.inner),
             index.map(str::to_owned),
             ndjson.to_owned(),
         );
@@ -308,12 +321,12 @@ impl SearchBackend for Arc<EmbeddedBackend> {
     }
 
     async fn get_mapping(&self, name: &str) -> Result<Value, SearchError> {
-        let (me, name) = (Arc::clone(self), name.to_owned());
+        let (me, name) = (Arc::clone(&self.inner), name.to_owned());
         blocking(move || Ok(me.get(&name)?.schema.mapping.to_json())).await
     }
 
     async fn sample_document(&self, name: &str) -> Result<Option<Value>, SearchError> {
-        let (me, name) = (Arc::clone(self), name.to_owned());
+        let (me, name) = (Arc::clone(&self.inner), name.to_owned());
         blocking(move || {
             let ix = me.get(&name)?;
             let searcher = ix.reader.searcher();
@@ -333,7 +346,7 @@ impl SearchBackend for Arc<EmbeddedBackend> {
     }
 
     async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
-        let (me, name, body) = (Arc::clone(self), name.to_owned(), body.clone());
+        let (me, name, body) = (Arc::clone(&self.inner), name.to_owned(), body.clone());
         blocking(move || {
             let ix = me.get(&name)?;
             let searcher = ix.reader.searcher();

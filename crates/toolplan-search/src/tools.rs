@@ -1,0 +1,148 @@
+//! The tools of agentic search, usable in plans and by agents: `list_indices`, `index_mapping`,
+//! `search_index` over any [`SearchBackend`], and `query_planning` (a question → DSL by a model).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use toolplan_core::{Tool, ToolContext, ToolError, ToolResult};
+
+use crate::backend::SearchBackend;
+use crate::planner::DslPlanner;
+
+fn text_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, ToolError> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| ToolError::invalid(format!("{name} must be non-empty text")))
+}
+
+fn failed(e: impl std::fmt::Display) -> ToolError {
+    ToolError::failed(e.to_string())
+}
+
+/// `list_indices`: the indices and their document counts.
+pub struct ListIndices(pub Arc<dyn SearchBackend>);
+
+#[async_trait]
+impl Tool for ListIndices {
+    fn name(&self) -> &str {
+        "list_indices"
+    }
+    fn description(&self) -> &str {
+        "Lists the search indices: JSON [{index, docs}]."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
+    }
+    async fn call(&self, _args: Value, _ctx: ToolContext) -> ToolResult {
+        let list = self.0.list_indices().await.map_err(failed)?;
+        Ok(Value::Array(
+            list.iter()
+                .map(|i| json!({"index": i.name, "docs": i.docs}))
+                .collect(),
+        ))
+    }
+}
+
+/// `index_mapping`: an index's mapping and one sample document.
+pub struct IndexMapping(pub Arc<dyn SearchBackend>);
+
+#[async_trait]
+impl Tool for IndexMapping {
+    fn name(&self) -> &str {
+        "index_mapping"
+    }
+    fn description(&self) -> &str {
+        "The mapping (field names and types) of a search index and one sample document: JSON {mapping, sample_document}."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"index": {"type": "string", "description": "The index name."}},
+               "required": ["index"], "additionalProperties": false})
+    }
+    async fn call(&self, args: Value, _ctx: ToolContext) -> ToolResult {
+        let index = text_arg(&args, "index")?;
+        let mapping = self.0.get_mapping(index).await.map_err(failed)?;
+        let sample = self.0.sample_document(index).await.map_err(failed)?;
+        Ok(json!({"mapping": mapping, "sample_document": sample}))
+    }
+}
+
+/// `search_index`: runs a query DSL body on an index.
+pub struct SearchIndex(pub Arc<dyn SearchBackend>);
+
+#[async_trait]
+impl Tool for SearchIndex {
+    fn name(&self) -> &str {
+        "search_index"
+    }
+    fn description(&self) -> &str {
+        "Runs an OpenSearch query DSL body on an index: the OpenSearch response (hits.total, hits.hits, aggregations)."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+                   "index": {"type": "string", "description": "The index name."},
+                   "query": {"type": "object", "description": "The search body: query, size, sort, aggs …"}},
+               "required": ["index", "query"], "additionalProperties": false})
+    }
+    async fn call(&self, args: Value, _ctx: ToolContext) -> ToolResult {
+        let index = text_arg(&args, "index")?;
+        let body = args.get("query").cloned().unwrap_or(Value::Null);
+        self.0.search(index, &body).await.map_err(failed)
+    }
+}
+
+/// `query_planning`: a question → OpenSearch DSL for an index (checked, repaired, or the fallback).
+pub struct QueryPlanning(pub Arc<DslPlanner>);
+
+#[async_trait]
+impl Tool for QueryPlanning {
+    fn name(&self) -> &str {
+        "query_planning"
+    }
+    fn description(&self) -> &str {
+        "Writes the OpenSearch query DSL that answers a question about an index, checked against its mapping: JSON {dsl, fallback}. Run it with search_index."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+                   "question": {"type": "string", "description": "The question, in natural language."},
+                   "index_name": {"type": "string", "description": "The index to search."},
+                   "query_fields": {"type": "array", "items": {"type": "string"}, "description": "Fields to prefer."},
+                   "embedding_model_id": {"type": "string"}},
+               "required": ["question", "index_name"], "additionalProperties": false})
+    }
+    async fn call(&self, args: Value, ctx: ToolContext) -> ToolResult {
+        let question = text_arg(&args, "question")?;
+        let index = text_arg(&args, "index_name")?;
+        let fields: Vec<String> = args
+            .get("query_fields")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut extra = HashMap::new();
+        if let Some(id) = args.get("embedding_model_id").and_then(Value::as_str) {
+            extra.insert("embedding_model_id".to_owned(), id.to_owned());
+        }
+        let plan = self
+            .0
+            .plan(question, index, &fields, &extra, &ctx.cancel)
+            .await
+            .map_err(failed)?;
+        Ok(json!({"dsl": plan.dsl, "fallback": plan.fallback}))
+    }
+}
+
+/// The three model-free tools over a backend.
+pub fn backend_tools(backend: Arc<dyn SearchBackend>) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ListIndices(Arc::clone(&backend))),
+        Arc::new(IndexMapping(Arc::clone(&backend))),
+        Arc::new(SearchIndex(backend)),
+    ]
+}
