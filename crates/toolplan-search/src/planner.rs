@@ -331,6 +331,12 @@ mod tests {
     #[test]
     fn the_first_valid_object_is_taken() {
         assert_eq!(extract_json_object("no json"), None);
+        assert_eq!(extract_json_object(""), None);
+        assert_eq!(extract_json_object("null"), None);
+        assert_eq!(
+            extract_json_object("{\"size\": 0}"),
+            Some(json!({"size": 0}))
+        );
         assert_eq!(
             extract_json_object(
                 "Sure! {not json} here:\n```json\n{\"size\": 0}\n```\nDone {\"x\": 1}"
