@@ -3,21 +3,35 @@
 use std::sync::Arc;
 
 use toolplan_core::{Engine, Limits, RunConfig, Tool, ToolRegistry, demo};
-use toolplan_search::SearchBackend;
+use toolplan_llm::ChatModel;
+use toolplan_search::tools::QueryPlanning;
+use toolplan_search::{DslPlanner, SearchBackend};
 
 use crate::args::{BackendArgs, BackendKind, ToolSet};
 
-/// The tools of a set. The search set opens the embedded backend in the default data directory.
-pub fn tools(set: ToolSet) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
+/// The tools of a set. The search set opens the embedded backend in the default data directory;
+/// with a model it also gets `query_planning`, over the same backend.
+pub fn tools(
+    set: ToolSet,
+    model: Option<&Arc<dyn ChatModel>>,
+) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
     Ok(match set {
         ToolSet::Demo => demo::tools(),
         ToolSet::None => Vec::new(),
-        ToolSet::Search => toolplan_search::tools::backend_tools(search_backend()?),
+        ToolSet::Search => {
+            let backend = search_backend()?;
+            let mut tools = toolplan_search::tools::backend_tools(Arc::clone(&backend));
+            if let Some(model) = model {
+                let planner = DslPlanner::new(Arc::clone(model), backend);
+                tools.push(Arc::new(QueryPlanning(Arc::new(planner))));
+            }
+            tools
+        }
     })
 }
 
 /// The embedded backend in the default data directory (`$TOOLPLAN_DATA_DIR`, else per user).
-pub fn search_backend() -> anyhow::Result<Arc<dyn SearchBackend>> {
+fn search_backend() -> anyhow::Result<Arc<dyn SearchBackend>> {
     let args = BackendArgs {
         backend: BackendKind::Embedded,
         data_dir: None,
@@ -30,7 +44,7 @@ pub fn search_backend() -> anyhow::Result<Arc<dyn SearchBackend>> {
 /// The registry of a tool set.
 pub fn registry(set: ToolSet) -> anyhow::Result<ToolRegistry> {
     let mut registry = ToolRegistry::new();
-    registry.register_all(tools(set)?)?;
+    registry.register_all(tools(set, None)?)?;
     Ok(registry)
 }
 

@@ -210,3 +210,21 @@ async fn the_search_tools_run_in_a_plan() {
     );
     assert_eq!(run.output("count").unwrap()["hits"]["total"]["value"], 50);
 }
+
+#[tokio::test]
+async fn two_backends_over_one_directory_both_read() {
+    // Reading never takes the write lock: a second backend (another process, or the search tools
+    // beside query_planning) searches the index the first one loaded while the first is still open.
+    let (dir, first) = iris().await;
+    let second = EmbeddedBackend::open(dir.path()).unwrap();
+    let r = second
+        .search("iris-index", &json!({"size": 0}))
+        .await
+        .unwrap();
+    assert_eq!(total(&r), 150);
+    let r = first
+        .search("iris-index", &json!({"size": 0}))
+        .await
+        .unwrap();
+    assert_eq!(total(&r), 150);
+}

@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::Context;
+use clap::ValueEnum;
 use serde_json::json;
 use std::sync::Arc;
 use toolplan_agent::{Agent, AgentError};
@@ -13,8 +14,6 @@ use toolplan_core::{Limits, RunConfig};
 use indicatif::ProgressBar;
 use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, Message, ModelSpec, Role};
 use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
-use toolplan_search::DslPlanner;
-use toolplan_search::tools::QueryPlanning;
 
 use crate::Outcome;
 use crate::args::{AskArgs, PlannerArg, ToolSet};
@@ -43,19 +42,22 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
     .await?;
     let tool_set = match (&args.tools, config.tools.as_deref()) {
         (Some(t), _) => *t,
-        (None, None | Some("demo")) => ToolSet::Demo,
-        (None, Some("none")) => ToolSet::None,
-        (None, Some("search")) => ToolSet::Search,
-        (None, Some(other)) => {
-            anyhow::bail!("unknown tool set '{other}' in the config (known: demo, none, search)")
-        }
+        (None, None) => ToolSet::Demo,
+        // The config names tool sets as the command line does.
+        (None, Some(name)) => ToolSet::from_str(name, false).map_err(|_| {
+            let known: Vec<String> = ToolSet::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value())
+                .map(|v| v.get_name().to_owned())
+                .collect();
+            anyhow::anyhow!(
+                "unknown tool set '{name}' in the config (known: {})",
+                known.join(", ")
+            )
+        })?,
     };
-    let mut tools = toolset::tools(tool_set)?;
-    if tool_set == ToolSet::Search {
-        // Questions in natural language become DSL through the same model.
-        let planner = DslPlanner::new(Arc::clone(&model), toolset::search_backend()?);
-        tools.push(Arc::new(QueryPlanning(Arc::new(planner))));
-    }
+    // With the search tools, questions become DSL through the agent's own model.
+    let mut tools = toolset::tools(tool_set, Some(&model))?;
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
     }

@@ -56,7 +56,7 @@ impl Observer for Nodes {
 pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
     let (config, _) = Config::load(args.config.as_deref())?;
     let text = read_plan(&args.input.plan)?;
-    let mut tools = toolset::tools(args.tools)?;
+    let mut tools = toolset::tools(args.tools, None)?;
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
     }

@@ -1,8 +1,9 @@
 //! The embedded backend: one tantivy index per OpenSearch index, on disk under a data directory.
 //!
 //! Layout: `<data dir>/<index>/mapping.json` (the mapping as given) and `<data dir>/<index>/tantivy/`
-//! (the index). Each open index keeps one writer (one thread, so document order is stable) and a
-//! reader that is reloaded after every commit, so a search sees every document loaded before it.
+//! (the index). Each open index keeps a reader that is reloaded after every commit, so a search sees
+//! every document loaded before it, and one writer (one thread, so document order is stable) that the
+//! first write opens: reading never takes the index's write lock.
 //! Blocking index work runs on tokio's blocking pool.
 
 mod aggs;
@@ -39,7 +40,30 @@ struct OpenIndex {
     schema: IndexSchema,
     index: Index,
     reader: IndexReader,
-    writer: Mutex<IndexWriter>,
+    /// Opened by the first write: searching never takes the index's write lock, so several
+    /// processes (and several backends in one process) can read one index.
+    writer: Mutex<Option<IndexWriter>>,
+}
+
+impl OpenIndex {
+    /// Runs `f` with the index's writer, opening it first if needed.
+    fn write<R>(
+        &self,
+        f: impl FnOnce(&mut IndexWriter) -> Result<R, SearchError>,
+    ) -> Result<R, SearchError> {
+        let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(
+                self.index
+                    .writer_with_num_threads(1, WRITER_MEMORY)
+                    .map_err(tv)?,
+            );
+        }
+        match slot.as_mut() {
+            Some(writer) => f(writer),
+            None => Err(SearchError::Index("the index writer did not open".into())),
+        }
+    }
 }
 
 /// The embedded, on-disk search backend. Cheap to clone: clones share the open indices.
@@ -142,14 +166,11 @@ impl Inner {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(tv)?;
-        let writer = index
-            .writer_with_num_threads(1, WRITER_MEMORY)
-            .map_err(tv)?;
         Ok(OpenIndex {
             schema,
             index,
             reader,
-            writer: Mutex::new(writer),
+            writer: Mutex::new(None),
         })
     }
 
@@ -210,34 +231,32 @@ impl Inner {
                     continue;
                 }
             };
-            let writer = ix.writer.lock().unwrap_or_else(PoisonError::into_inner);
             let id = action.id.clone().unwrap_or_else(|| self.generate_id());
             let id_term = Term::from_field_text(ix.schema.id, &id);
-            match action.op {
-                BulkOp::Delete => {
-                    writer.delete_term(id_term);
-                    summary.deleted += 1;
-                }
-                BulkOp::Index(doc) | BulkOp::Create(doc) => match ix.schema.document(&id, &doc) {
-                    Ok(d) => {
+            ix.write(|writer| {
+                match action.op {
+                    BulkOp::Delete => {
                         writer.delete_term(id_term);
-                        writer.add_document(d).map_err(tv)?;
-                        summary.indexed += 1;
+                        summary.deleted += 1;
                     }
-                    Err(e) => summary.errors.push(format!("line {}: {e}", action.line)),
-                },
-            }
-            drop(writer);
+                    BulkOp::Index(doc) | BulkOp::Create(doc) => match ix.schema.document(&id, &doc)
+                    {
+                        Ok(d) => {
+                            writer.delete_term(id_term);
+                            writer.add_document(d).map_err(tv)?;
+                            summary.indexed += 1;
+                        }
+                        Err(e) => summary.errors.push(format!("line {}: {e}", action.line)),
+                    },
+                }
+                Ok(())
+            })?;
             if !touched.iter().any(|t| Arc::ptr_eq(t, &ix)) {
                 touched.push(ix);
             }
         }
         for ix in touched {
-            ix.writer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .commit()
-                .map_err(tv)?;
+            ix.write(|writer| writer.commit().map(drop).map_err(tv))?;
             ix.reader.reload().map_err(tv)?;
         }
         Ok(summary)
