@@ -28,6 +28,24 @@ fn toolplan(data: &std::path::Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// A data directory with the iris index created and loaded through the CLI.
+fn iris() -> tempfile::TempDir {
+    let data = tempfile::tempdir().unwrap();
+    let mapping = shared("iris-mapping.json");
+    for args in [
+        &["index", "create", "iris-index", "--mapping", &mapping][..],
+        &["index", "bulk", &shared("iris.ndjson")][..],
+    ] {
+        let out = toolplan(data.path(), args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    data
+}
+
 #[test]
 fn create_load_list_search_delete() {
     let data = tempfile::tempdir().unwrap();
@@ -219,26 +237,7 @@ fn search_runs_on_an_opensearch_cluster_too() {
 
 #[test]
 fn dsl_repairs_through_the_model_and_runs() {
-    let data = tempfile::tempdir().unwrap();
-    assert!(
-        toolplan(
-            data.path(),
-            &[
-                "index",
-                "create",
-                "iris-index",
-                "--mapping",
-                &shared("iris-mapping.json")
-            ]
-        )
-        .status
-        .success()
-    );
-    assert!(
-        toolplan(data.path(), &["index", "bulk", &shared("iris.ndjson")])
-            .status
-            .success()
-    );
+    let data = iris();
     let reply = |content: &str| {
         common::completion(
             serde_json::json!({"role": "assistant", "content": content}),
@@ -292,26 +291,7 @@ fn dsl_repairs_through_the_model_and_runs() {
 
 #[test]
 fn plans_call_the_search_tools() {
-    let data = tempfile::tempdir().unwrap();
-    assert!(
-        toolplan(
-            data.path(),
-            &[
-                "index",
-                "create",
-                "iris-index",
-                "--mapping",
-                &shared("iris-mapping.json")
-            ]
-        )
-        .status
-        .success()
-    );
-    assert!(
-        toolplan(data.path(), &["index", "bulk", &shared("iris.ndjson")])
-            .status
-            .success()
-    );
+    let data = iris();
     let plan = data.path().join("plan.json");
     std::fs::write(
         &plan,

@@ -18,6 +18,7 @@
 //!   run, the root's answer or the failure that stopped it, LLM usage.
 //! * [`documents`] — [`DocumentTool`]: one tool per text file, answering with its best passages
 //!   (what leaves ask in the examples).
+//! * [`progress`] — [`NodeLog`]: every node's answer as it completes, optionally printed.
 //! * [`tool`] — [`QueryPlanTool`]: query planning offered to an agent as one tool, with LlamaIndex's
 //!   dynamic description (a prefix, then every tool's name and description), the plan's JSON Schema,
 //!   and a verbose mode that prints each node's query and answer as it completes.
@@ -46,11 +47,13 @@
 pub mod documents;
 pub mod error;
 pub mod planner;
+pub mod progress;
 pub mod synthesize;
 pub mod tool;
 
 pub use documents::{DocumentError, DocumentTool};
 pub use error::QueryError;
 pub use planner::{QueryPlanner, QueryRun};
+pub use progress::NodeLog;
 pub use synthesize::{Child, LlmUsage, SYNTHESIZE, SynthesisMode, Synthesizer};
 pub use tool::QueryPlanTool;

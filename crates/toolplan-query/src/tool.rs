@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use toolplan_core::scheduler::{Observer, StepFinished};
-use toolplan_core::{RunControl, StepStatus, Tool, ToolContext, ToolError, ToolResult};
+use toolplan_core::scheduler::Observer;
+use toolplan_core::{RunControl, Tool, ToolContext, ToolError, ToolResult};
 
 use crate::planner::QueryPlanner;
+use crate::progress::NodeLog;
 
 /// The tool's default name.
 pub const DEFAULT_NAME: &str = "query_plan_tool";
@@ -140,35 +141,6 @@ pub fn query_plan_schema() -> Value {
     })
 }
 
-/// Prints each node's question and answer as it completes.
-struct Printer {
-    questions: Vec<(String, String)>,
-}
-
-impl Observer for Printer {
-    fn step_finished(&self, event: &StepFinished<'_>) {
-        let question = self
-            .questions
-            .iter()
-            .find(|(id, _)| id == event.id)
-            .map(|(_, q)| q.as_str())
-            .unwrap_or_default();
-        let outcome = match (event.status, event.output) {
-            (StepStatus::Ok, Some(Value::String(s))) => s.clone(),
-            (StepStatus::Ok, Some(v)) => v.to_string(),
-            (_, _) => format!(
-                "{}: {}",
-                event.status.as_str(),
-                event.error.unwrap_or_default()
-            ),
-        };
-        eprintln!(
-            "\u{2192} node {} ({}): {question}\n  {outcome}",
-            event.id, event.tool
-        );
-    }
-}
-
 #[async_trait]
 impl Tool for QueryPlanTool {
     fn name(&self) -> &str {
@@ -189,15 +161,9 @@ impl Tool for QueryPlanTool {
             .planner
             .compile_value(arguments)
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-        let observer: Option<Arc<dyn Observer>> = self.verbose.then(|| {
-            Arc::new(Printer {
-                questions: plan
-                    .nodes
-                    .iter()
-                    .map(|n| (n.id.clone(), n.query.clone()))
-                    .collect(),
-            }) as Arc<dyn Observer>
-        });
+        let observer: Option<Arc<dyn Observer>> = self
+            .verbose
+            .then(|| Arc::new(NodeLog::new(&plan, true)) as Arc<dyn Observer>);
         let control = RunControl {
             cancel: ctx.cancel.clone(),
             observer,

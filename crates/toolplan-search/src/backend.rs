@@ -16,6 +16,13 @@ pub struct IndexInfo {
     pub docs: u64,
 }
 
+impl IndexInfo {
+    /// `{"index": name, "docs": n}`, as `toolplan index list --json` and `list_indices` give it.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({"index": self.name, "docs": self.docs})
+    }
+}
+
 /// What a bulk load did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct BulkSummary {

@@ -38,11 +38,7 @@ impl Tool for ListIndices {
     }
     async fn call(&self, _args: Value, _ctx: ToolContext) -> ToolResult {
         let list = self.0.list_indices().await.map_err(failed)?;
-        Ok(Value::Array(
-            list.iter()
-                .map(|i| json!({"index": i.name, "docs": i.docs}))
-                .collect(),
-        ))
+        Ok(Value::Array(list.iter().map(|i| i.to_json()).collect()))
     }
 }
 

@@ -17,7 +17,7 @@ use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
 
 use crate::Outcome;
 use crate::args::{AskArgs, PlannerArg, ToolSet};
-use crate::cmd::cancel_on_interrupt;
+use crate::cmd::{cancel_on_interrupt, plural};
 use crate::config::Config;
 use crate::toolset;
 
@@ -202,10 +202,6 @@ pub async fn connect_model(
             Err(e.into())
         }
     }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// Prints the conversation (tool calls and results) on standard error.

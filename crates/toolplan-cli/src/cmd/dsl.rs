@@ -9,8 +9,8 @@ use toolplan_search::DslPlanner;
 use crate::Outcome;
 use crate::args::DslArgs;
 use crate::cmd::ask::connect_model;
-use crate::cmd::cancel_on_interrupt;
 use crate::cmd::index::backend;
+use crate::cmd::{cancel_on_interrupt, plural};
 use crate::config::Config;
 
 /// Runs the subcommand.
@@ -92,7 +92,7 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
     eprintln!(
         "({} model call{}, {} input / {} output tokens)",
         plan.llm_calls,
-        if plan.llm_calls == 1 { "" } else { "s" },
+        plural(plan.llm_calls as usize),
         plan.input_tokens,
         plan.output_tokens
     );

@@ -1,15 +1,15 @@
 //! `toolplan index`: create, load, list and delete indices of the embedded search backend.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use serde_json::{Value, json};
+use serde_json::Value;
 use toolplan_search::{Auth, EmbeddedBackend, OpenSearchBackend, OpenSearchConfig, SearchBackend};
 
 use crate::Outcome;
 use crate::args::{BackendArgs, BackendKind, IndexAction, IndexArgs};
+use crate::cmd::read_input;
 
 /// The variable that names the data directory.
 pub const DATA_DIR_ENV: &str = "TOOLPLAN_DATA_DIR";
@@ -65,19 +65,6 @@ pub fn backend(args: &BackendArgs) -> anyhow::Result<(Arc<dyn SearchBackend>, St
     }
 }
 
-/// Reads a file, or standard input for `-`.
-pub fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .with_context(|| format!("cannot read the {what} from standard input"))?;
-        return Ok(text);
-    }
-    std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {what} file '{}'", path.display()))
-}
-
 /// Runs the subcommand.
 pub async fn execute(args: IndexArgs) -> anyhow::Result<Outcome> {
     let (backend, place) = backend(&args.backend)?;
@@ -115,10 +102,7 @@ pub async fn execute(args: IndexArgs) -> anyhow::Result<Outcome> {
         IndexAction::List { json } => {
             let indices = backend.list_indices().await?;
             if json {
-                let list: Vec<Value> = indices
-                    .iter()
-                    .map(|i| json!({"index": i.name, "docs": i.docs}))
-                    .collect();
+                let list: Vec<Value> = indices.iter().map(|i| i.to_json()).collect();
                 println!("{}", Value::Array(list));
             } else if indices.is_empty() {
                 eprintln!("no indices in {place}");

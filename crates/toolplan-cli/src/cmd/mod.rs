@@ -20,15 +20,25 @@ use crate::args::PlanInput;
 
 /// Reads the plan text from a file or, for `-`, from standard input.
 pub fn read_plan(path: &Path) -> anyhow::Result<String> {
+    read_input(path, "plan")
+}
+
+/// Reads a file or, for `-`, standard input; `what` names it in errors ("cannot read plan file …").
+pub fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
     if path.as_os_str() == "-" {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
-            .context("cannot read the plan from standard input")?;
+            .with_context(|| format!("cannot read the {what} from standard input"))?;
         return Ok(text);
     }
     std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read plan file '{}'", path.display()))
+        .with_context(|| format!("cannot read {what} file '{}'", path.display()))
+}
+
+/// "s" unless `n` is 1, for counts in messages.
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// A cancellation token that Ctrl-C cancels: running steps then fail, the rest are skipped, and the

@@ -1,56 +1,17 @@
 //! `toolplan query-plan`: run a query plan (LlamaIndex's format) and print the root's answer.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use toolplan_core::scheduler::StepFinished;
-use toolplan_core::{Observer, RunConfig, RunControl, StepStatus};
-use toolplan_query::{QueryPlanner, SynthesisMode, Synthesizer};
+use toolplan_core::{Observer, RunConfig, RunControl};
+use toolplan_query::{NodeLog, QueryPlanner, SynthesisMode, Synthesizer};
 
 use crate::Outcome;
 use crate::args::{QueryPlanArgs, SynthesizerArg};
 use crate::cmd::ask::{connect_model, run_config};
-use crate::cmd::{cancel_on_interrupt, limits, print_problems, read_plan};
+use crate::cmd::{cancel_on_interrupt, limits, plural, print_problems, read_plan};
 use crate::config::Config;
 use crate::toolset;
-
-/// Keeps every node's answer (the run itself keeps only the root's) and, when verbose, prints each
-/// node as it completes.
-struct Nodes {
-    queries: HashMap<String, String>,
-    answers: Mutex<HashMap<String, Value>>,
-    verbose: bool,
-}
-
-impl Observer for Nodes {
-    fn step_finished(&self, event: &StepFinished<'_>) {
-        if let Some(output) = event.output
-            && let Ok(mut answers) = self.answers.lock()
-        {
-            answers.insert(event.id.to_owned(), output.clone());
-        }
-        if self.verbose {
-            let query = self.queries.get(event.id).map_or("", String::as_str);
-            let outcome = match (event.status, event.output) {
-                (StepStatus::Ok, Some(Value::String(s))) => s.clone(),
-                (StepStatus::Ok, Some(v)) => v.to_string(),
-                _ => format!(
-                    "{}: {}",
-                    event.status.as_str(),
-                    event.error.unwrap_or_default()
-                ),
-            };
-            eprintln!(
-                "→ node {} ({}, {:.1}s): {query}\n  {}",
-                event.id,
-                event.tool,
-                event.at.as_secs_f64(),
-                outcome.replace('\n', "\n  ")
-            );
-        }
-    }
-}
 
 /// Runs the subcommand.
 pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
@@ -70,13 +31,17 @@ pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
         ..run_config(&config)?
     };
 
-    // Check the plan before loading a model: a plan with mistakes fails fast.
+    // The plan is compiled before a model loads, so a plan with mistakes fails fast. A compiled plan
+    // names its tools, so it runs on the planner built below over the same tools.
     let checker =
         QueryPlanner::new(tools.clone(), Synthesizer::concat())?.with_limits(limits(&args.input));
-    if let Err(invalid) = checker.compile(&text) {
-        print_problems(&args.input.plan, &invalid);
-        return Ok(Outcome::InvalidPlan);
-    }
+    let plan = match checker.compile(&text) {
+        Ok(plan) => plan,
+        Err(invalid) => {
+            print_problems(&args.input.plan, &invalid);
+            return Ok(Outcome::InvalidPlan);
+        }
+    };
     let (model_name, synthesizer) = if mode == SynthesisMode::Concat {
         (Value::Null, Synthesizer::concat())
     } else {
@@ -93,26 +58,10 @@ pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
         (json!(spec.to_string()), Synthesizer::new(mode, Some(model)))
     };
     let planner = QueryPlanner::new(tools, synthesizer.with_context_budget(args.context_budget))?
-        .with_limits(limits(&args.input))
         .with_config(run);
-    let plan = match planner.compile(&text) {
-        Ok(plan) => plan,
-        Err(invalid) => {
-            print_problems(&args.input.plan, &invalid);
-            return Ok(Outcome::InvalidPlan);
-        }
-    };
 
     let cancel = cancel_on_interrupt();
-    let nodes = Arc::new(Nodes {
-        queries: plan
-            .nodes
-            .iter()
-            .map(|n| (n.id.clone(), n.query.clone()))
-            .collect(),
-        answers: Mutex::new(HashMap::new()),
-        verbose: args.verbose,
-    });
+    let nodes = Arc::new(NodeLog::new(&plan, args.verbose));
     let control = RunControl {
         cancel,
         observer: Some(Arc::clone(&nodes) as Arc<dyn Observer>),
@@ -121,7 +70,7 @@ pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
     let answer = result.answer_text();
 
     if args.json {
-        let answers = nodes.answers.lock().map(|a| a.clone()).unwrap_or_default();
+        let answers = nodes.answers();
         let mut per_node = Map::new();
         for record in &result.run.steps {
             let query = plan.node(&record.id).map(|n| n.query.clone());
@@ -178,8 +127,4 @@ pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
         result.run.elapsed.as_secs_f64()
     );
     Ok(Outcome::Ok)
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }

@@ -8,7 +8,8 @@ use toolplan_search::{Mapping, check};
 
 use crate::Outcome;
 use crate::args::SearchArgs;
-use crate::cmd::index::{backend, read_input};
+use crate::cmd::index::backend;
+use crate::cmd::read_input;
 
 /// Runs the subcommand.
 pub async fn execute(args: SearchArgs) -> anyhow::Result<Outcome> {

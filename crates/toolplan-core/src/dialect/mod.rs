@@ -10,6 +10,17 @@ use serde_json::{Map, Value};
 use crate::error::{Problem, json_type};
 use crate::limits::Limits;
 
+/// Parses plan text into JSON, after checking it is within the size limit.
+pub(crate) fn parse_text(text: &str, limits: &Limits) -> Result<Value, Problem> {
+    if text.len() > limits.max_plan_bytes {
+        return Err(Problem::PlanTooLarge {
+            size: text.len(),
+            limit: limits.max_plan_bytes,
+        });
+    }
+    serde_json::from_str(text).map_err(|e| Problem::NotJson(e.to_string()))
+}
+
 /// Takes a plan's list of steps (or nodes) out of the top-level object: present, an array, not empty,
 /// within the step limit. Otherwise records the problem and returns `None`.
 pub(crate) fn take_items(

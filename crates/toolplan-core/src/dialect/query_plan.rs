@@ -85,18 +85,10 @@ pub fn compile(
     synthesizer: &str,
     limits: &Limits,
 ) -> Result<QueryPlan, InvalidPlan> {
-    if text.len() > limits.max_plan_bytes {
-        return Err(InvalidPlan {
-            problems: vec![Problem::PlanTooLarge {
-                size: text.len(),
-                limit: limits.max_plan_bytes,
-            }],
-        });
-    }
-    match serde_json::from_str::<Value>(text) {
+    match super::parse_text(text, limits) {
         Ok(v) => compile_value(v, tools, synthesizer, limits),
-        Err(e) => Err(InvalidPlan {
-            problems: vec![Problem::NotJson(e.to_string())],
+        Err(problem) => Err(InvalidPlan {
+            problems: vec![problem],
         }),
     }
 }

@@ -42,18 +42,9 @@ pub fn compile_value(
 
 /// Parses plan text into a draft and the problems found.
 pub fn parse_str(text: &str, limits: &Limits) -> (DraftPlan, Vec<Problem>) {
-    if text.len() > limits.max_plan_bytes {
-        return (
-            DraftPlan::default(),
-            vec![Problem::PlanTooLarge {
-                size: text.len(),
-                limit: limits.max_plan_bytes,
-            }],
-        );
-    }
-    match serde_json::from_str::<Value>(text) {
+    match super::parse_text(text, limits) {
         Ok(v) => parse_value(v, limits),
-        Err(e) => (DraftPlan::default(), vec![Problem::NotJson(e.to_string())]),
+        Err(problem) => (DraftPlan::default(), vec![problem]),
     }
 }
 
