@@ -29,8 +29,8 @@ pub enum Command {
     /// Run a query plan (LlamaIndex's QueryPlanTool format): leaves ask tools, branches are
     /// answered from their children by the synthesizer; prints the root's answer.
     QueryPlan(QueryPlanArgs),
-    /// Manage the indices of the embedded search backend: create from a mapping, bulk load, list,
-    /// delete.
+    /// Manage search indices (embedded, or on an OpenSearch cluster): create from a mapping, bulk
+    /// load, list, delete.
     Index(IndexArgs),
     /// Run an OpenSearch query DSL body on an index and print the OpenSearch-shaped response.
     Search(SearchArgs),

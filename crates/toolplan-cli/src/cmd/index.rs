@@ -1,4 +1,4 @@
-//! `toolplan index`: create, load, list and delete indices of the embedded search backend.
+//! `toolplan index`: create, load, list and delete indices of the chosen search backend.
 
 use std::path::PathBuf;
 use std::sync::Arc;
