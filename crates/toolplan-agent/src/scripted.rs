@@ -38,6 +38,7 @@ impl ScriptedModel {
             message: Message::assistant(text, Vec::new()),
             usage: Usage::default(),
             stop: StopReason::EndTurn,
+            raw: None,
         }
     }
 
@@ -56,6 +57,7 @@ impl ScriptedModel {
             message: Message::assistant("", tool_calls),
             usage: Usage::default(),
             stop: StopReason::ToolUse,
+            raw: None,
         }
     }
 }

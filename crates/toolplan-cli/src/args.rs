@@ -37,6 +37,9 @@ pub enum Command {
     /// Turn a question into OpenSearch query DSL for an index with a model (QueryPlanningTool),
     /// checked against the mapping; optionally run it.
     Dsl(DslArgs),
+    /// Store, show or delete search templates (OpenSearch stored scripts) that
+    /// `toolplan dsl --template ID=DESCRIPTION` offers the model.
+    Template(TemplateArgs),
 }
 
 /// The built-in tool sets.
@@ -343,6 +346,19 @@ pub struct DslArgs {
     /// How many times problems go back to the model before the fallback is used.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub max_repairs: usize,
+    /// A stored search template the model may pick (repeatable); turns on user_templates
+    /// generation: a first call picks one, its stored body guides the query.
+    #[arg(long = "template", value_name = "ID=DESCRIPTION", value_parser = parse_template)]
+    pub templates: Vec<(String, String)>,
+    /// A JSONPath selecting the DSL text in the provider's raw response
+    /// (e.g. $.choices[0].message.content, $.output.message.content[0].text).
+    #[arg(long, value_name = "JSONPATH")]
+    pub response_filter: Option<String>,
+    /// Any QueryPlanningTool parameter (repeatable): query_planner_system_prompt,
+    /// query_planner_user_prompt, template_selection_system_prompt, template_selection_user_prompt,
+    /// generation_type, or a value for ${parameters.NAME} in custom prompts. VALUE may be @FILE.
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
+    pub params: Vec<(String, String)>,
     /// Also run the DSL and print the response.
     #[arg(long)]
     pub execute: bool,
@@ -355,6 +371,55 @@ pub struct DslArgs {
     pub config: Option<PathBuf>,
     #[command(flatten)]
     pub backend: BackendArgs,
+}
+
+/// `toolplan template`.
+#[derive(Debug, Args)]
+pub struct TemplateArgs {
+    #[command(subcommand)]
+    pub action: TemplateAction,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// What `toolplan template` does.
+#[derive(Debug, Subcommand)]
+pub enum TemplateAction {
+    /// Store a search template: its body (a query DSL object, may hold mustache placeholders) or a
+    /// whole script {"script": {"lang": "mustache", "source": …}}.
+    Put {
+        /// The template id (letters, digits, _ - .).
+        id: String,
+        /// The template: JSON, or @FILE.
+        #[arg(long, value_name = "JSON|@FILE")]
+        source: String,
+    },
+    /// Print a stored template's script as JSON.
+    Get {
+        /// The template id.
+        id: String,
+    },
+    /// Delete a stored template.
+    Delete {
+        /// The template id.
+        id: String,
+    },
+}
+
+fn parse_template(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((id, d)) if !id.trim().is_empty() && !d.trim().is_empty() => {
+            Ok((id.trim().to_owned(), d.trim().to_owned()))
+        }
+        _ => Err("expected ID=DESCRIPTION, both non-blank".into()),
+    }
+}
+
+fn parse_param(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, v)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), v.to_owned())),
+        _ => Err("expected NAME=VALUE".into()),
+    }
 }
 
 /// When steps may start.

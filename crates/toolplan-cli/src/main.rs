@@ -41,6 +41,7 @@ async fn main() -> ExitCode {
         Command::Index(a) => cmd::index::execute(a).await,
         Command::Search(a) => cmd::search::execute(a).await,
         Command::Dsl(a) => cmd::dsl::execute(a).await,
+        Command::Template(a) => cmd::template::execute(a).await,
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -28,6 +28,16 @@ fn toolplan(data: &std::path::Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// The JSON a successful run printed (the run's stderr if it failed).
+fn success_json(out: &std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// A data directory with the iris index created and loaded through the CLI.
 fn iris() -> tempfile::TempDir {
     let data = tempfile::tempdir().unwrap();
@@ -238,16 +248,13 @@ fn search_runs_on_an_opensearch_cluster_too() {
 #[test]
 fn dsl_repairs_through_the_model_and_runs() {
     let data = iris();
-    let reply = |content: &str| {
-        common::completion(
-            serde_json::json!({"role": "assistant", "content": content}),
-            900,
-            30,
-        )
-    };
     let (url, seen) = common::serve(vec![
-        reply("```json\n{\"size\": 0, \"query\": {\"term\": {\"kind\": \"setosa\"}}}\n```"),
-        reply("{\"size\": 0, \"query\": {\"term\": {\"species.keyword\": \"setosa\"}}}"),
+        common::text_reply(
+            "```json\n{\"size\": 0, \"query\": {\"term\": {\"kind\": \"setosa\"}}}\n```",
+        ),
+        common::text_reply(
+            "{\"size\": 0, \"query\": {\"term\": {\"species.keyword\": \"setosa\"}}}",
+        ),
     ]);
     let out = toolplan(
         data.path(),
@@ -264,12 +271,7 @@ fn dsl_repairs_through_the_model_and_runs() {
             "--json",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = success_json(&out);
     assert_eq!(v["llm_calls"], 2);
     assert_eq!(
         v["attempts"][0]["problems"],
@@ -286,6 +288,103 @@ fn dsl_repairs_through_the_model_and_runs() {
     assert!(
         repair.contains("- query.term: field 'kind' is not in the mapping"),
         "{repair}"
+    );
+}
+
+#[test]
+fn templates_are_stored_and_offered_to_the_model() {
+    let data = iris();
+    let template = data.path().join("species.json");
+    std::fs::write(
+        &template,
+        r#"{"size": "{{size}}", "query": {"match": {"species": "{{species}}"}}}"#,
+    )
+    .unwrap();
+    let put = toolplan(
+        data.path(),
+        &[
+            "template",
+            "put",
+            "species_template",
+            "--source",
+            &format!("@{}", template.display()),
+        ],
+    );
+    assert!(
+        put.status.success(),
+        "{}",
+        String::from_utf8_lossy(&put.stderr)
+    );
+    let get = toolplan(data.path(), &["template", "get", "species_template"]);
+    let script: Value = serde_json::from_slice(&get.stdout).unwrap();
+    assert_eq!(script["lang"], "mustache");
+    assert_eq!(script["source"]["query"]["match"]["species"], "{{species}}");
+
+    let (url, seen) = common::serve(vec![
+        common::text_reply("species_template"),
+        common::text_reply("{\"size\": 0, \"query\": {\"match\": {\"species\": \"setosa\"}}}"),
+    ]);
+    let out = toolplan(
+        data.path(),
+        &[
+            "dsl",
+            "How many setosa?",
+            "--index",
+            "iris-index",
+            "--model",
+            "openai:test",
+            "--base-url",
+            &url,
+            "--json",
+            "--execute",
+            "--template",
+            "species_template=Flowers of one species, by a match query.",
+            "--template",
+            "petal_range=Flowers in a petal length range.",
+            "--response-filter",
+            "$.choices[0].message.content",
+            "--param",
+            "tone=terse",
+        ],
+    );
+    let v = success_json(&out);
+    assert_eq!(v["template"]["selected"], "species_template");
+    assert_eq!(v["template"]["note"], Value::Null);
+    assert_eq!(v["llm_calls"], 2);
+    assert_eq!(v["response"]["hits"]["total"]["value"], 50);
+    let requests = seen.lock().unwrap();
+    let selection = requests[0]["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        selection.contains("Flowers in a petal length range."),
+        "{selection}"
+    );
+    let system = requests[1]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains(r#"{"size":"{{size}}","query":{"match":{"species":"{{species}}"}}}"#));
+
+    let bad = toolplan(
+        data.path(),
+        &[
+            "dsl",
+            "q",
+            "--index",
+            "iris-index",
+            "--model",
+            "openai:test",
+            "--base-url",
+            &url,
+            "--param",
+            "generation_type=user_templates",
+        ],
+    );
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("needs search_templates"));
+
+    let del = toolplan(data.path(), &["template", "delete", "species_template"]);
+    assert!(del.status.success());
+    let gone = toolplan(data.path(), &["template", "get", "species_template"]);
+    assert!(!gone.status.success());
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("no stored template 'species_template'")
     );
 }
 
@@ -309,11 +408,6 @@ fn plans_call_the_search_tools() {
         .env("TOOLPLAN_DATA_DIR", data.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = success_json(&out);
     assert_eq!(v["outputs"]["count"]["hits"]["total"]["value"], 50, "{v}");
 }

@@ -197,6 +197,10 @@ pub struct ChatResponse {
     pub usage: Usage,
     /// Why it stopped.
     pub stop: StopReason,
+    /// The provider's response body as it arrived, for callers that read provider-specific parts
+    /// (a JSONPath `response_filter`). The local model gives its reply in the shape of an
+    /// OpenAI-compatible chat completion, as llama.cpp's server does; `None` where there is none.
+    pub raw: Option<serde_json::Value>,
 }
 
 /// Parses a tool call's arguments text: JSON when it parses, otherwise the text as a JSON string.

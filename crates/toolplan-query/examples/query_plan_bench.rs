@@ -45,6 +45,7 @@ impl ChatModel for FixedLatencyModel {
             message: Message::assistant("A short synthesized answer.", vec![]),
             usage: Usage::default(),
             stop: StopReason::EndTurn,
+            raw: None,
         })
     }
 }

@@ -68,6 +68,7 @@ impl ChatModel for TestModel {
                 output_tokens: 3,
             },
             stop: StopReason::EndTurn,
+            raw: None,
         })
     }
 }

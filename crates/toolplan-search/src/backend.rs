@@ -65,6 +65,58 @@ pub trait SearchBackend: Send + Sync {
     /// `took`, `timed_out`, `hits.total`, `hits.max_score`, `hits.hits[]` (`_index`, `_id`, `_score`,
     /// `_source`) and `aggregations`.
     async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError>;
+
+    /// Stores a search template under `id` (OpenSearch's `PUT _scripts/<id>`): `script` is
+    /// `{"lang": "mustache", "source": …}` (or a body `{"script": {…}}`).
+    async fn put_script(&self, id: &str, script: &Value) -> Result<(), SearchError>;
+
+    /// The stored search template `id` (its `{"lang", "source"}`), `None` if there is none.
+    async fn get_script(&self, id: &str) -> Result<Option<Value>, SearchError>;
+
+    /// Deletes the stored search template `id`.
+    async fn delete_script(&self, id: &str) -> Result<(), SearchError>;
+
+    /// Whether the backend can run `body` on the index: `Ok` if it can, the backend's own complaint
+    /// ([`SearchError::is_rejection`]) if it cannot, any other error if the backend could not be asked.
+    /// The default runs it with `size: 0` and `terminate_after: 1`, so no hits come back and a cluster
+    /// stops after the first match.
+    async fn validate(&self, name: &str, body: &Value) -> Result<(), SearchError> {
+        let mut dry = body.clone();
+        if let Value::Object(o) = &mut dry {
+            o.insert("size".into(), Value::from(0));
+            o.insert("terminate_after".into(), Value::from(1));
+        }
+        self.search(name, &dry).await.map(|_| ())
+    }
+}
+
+/// Checks a stored script's id: 1 to 255 letters, digits, `_`, `-` and `.`, not `.` or `..`.
+pub fn check_script_id(id: &str) -> Result<(), SearchError> {
+    let ok = !id.is_empty()
+        && id.len() <= 255
+        && id != "."
+        && id != ".."
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(SearchError::InvalidParameter(format!(
+            "invalid script id '{id}': use 1 to 255 letters, digits, _, - and ."
+        )))
+    }
+}
+
+/// The script object of a `put_script` argument: `{"script": {…}}` or `{…}` with a `source`.
+pub fn script_object(script: &Value) -> Result<Value, SearchError> {
+    let inner = script.get("script").unwrap_or(script);
+    if inner.get("source").is_none() {
+        return Err(SearchError::InvalidParameter(
+            "a stored script needs a \"source\" (the template body)".into(),
+        ));
+    }
+    Ok(inner.clone())
 }
 
 /// Checks an index name against OpenSearch's rules.
@@ -106,5 +158,20 @@ mod tests {
         for bad in ["", "Iris", "_x", "a/b", "a b", "..", "a:b"] {
             assert!(check_index_name(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn script_ids_and_bodies() {
+        assert!(check_script_id("flower_species_search_template").is_ok());
+        for bad in ["", "..", "a/b", "a b", "ä"] {
+            assert!(check_script_id(bad).is_err(), "{bad}");
+        }
+        let script = serde_json::json!({"lang": "mustache", "source": {"query": {}}});
+        assert_eq!(
+            script_object(&serde_json::json!({"script": script.clone()})).ok(),
+            Some(script.clone())
+        );
+        assert_eq!(script_object(&script).ok(), Some(script));
+        assert!(script_object(&serde_json::json!({"lang": "mustache"})).is_err());
     }
 }

@@ -23,6 +23,9 @@ pub enum SearchError {
     /// The mapping cannot be used.
     #[error("invalid mapping: {0}")]
     InvalidMapping(String),
+    /// A parameter (of the planner, a tool, a stored script) cannot be used.
+    #[error("{0}")]
+    InvalidParameter(String),
     /// A `_bulk` body line is malformed.
     #[error("bulk line {line}: {message}")]
     Bulk {
@@ -76,6 +79,17 @@ pub enum SearchError {
 }
 
 impl SearchError {
+    /// Whether this is the backend refusing a request body (malformed or unsupported DSL, HTTP 400),
+    /// as opposed to the backend failing or being unreachable.
+    pub fn is_rejection(&self) -> bool {
+        matches!(
+            self,
+            SearchError::Dsl { .. }
+                | SearchError::Unsupported { .. }
+                | SearchError::Http { status: 400, .. }
+        )
+    }
+
     /// A DSL error at `path`.
     pub fn dsl(path: impl Into<String>, message: impl Into<String>) -> Self {
         SearchError::Dsl {

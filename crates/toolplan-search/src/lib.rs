@@ -15,11 +15,14 @@
 //!   tantivy queries and aggregations; unsupported clauses are errors naming where they are.
 //! * [`opensearch`] — [`OpenSearchBackend`]: a real OpenSearch cluster over its REST API (basic auth or
 //!   API key, TLS, timeouts).
+//! * [`params`] — the planner's parameters (registration and execution), templates, response filter.
 //! * [`prompts`] and [`planner`] — query-DSL planning: [`DslPlanner`] asks a model for the DSL of a
 //!   question (OpenSearch QueryPlanningTool's prompts), takes the first valid JSON object, checks it
 //!   against the mapping and the backend, sends problems back for repair, falls back with a reason.
 //! * [`tools`] — the agentic-search tools for plans and agents: `list_indices`, `index_mapping`,
 //!   `search_index`, `query_planning`.
+//! * [`eval`] — execution accuracy: whether a search response holds a question's expected answer,
+//!   and OpenSearch's plain extraction for comparison (the query-DSL benchmark).
 //! * [`error`] — [`SearchError`]: every failure names what and where (`query.bool.must[0].nested`).
 
 pub mod backend;
@@ -28,8 +31,10 @@ pub mod check;
 pub mod datemath;
 pub mod embedded;
 pub mod error;
+pub mod eval;
 pub mod mapping;
 pub mod opensearch;
+pub mod params;
 pub mod planner;
 pub mod prompts;
 pub mod tools;
@@ -39,4 +44,5 @@ pub use embedded::EmbeddedBackend;
 pub use error::SearchError;
 pub use mapping::{FieldKind, FieldSpec, Mapping};
 pub use opensearch::{Auth, OpenSearchBackend, OpenSearchConfig};
-pub use planner::{Attempt, DslPlan, DslPlanner};
+pub use params::{GenerationType, PlanParameters, SearchTemplate};
+pub use planner::{Attempt, DslPlan, DslPlanner, TemplateChoice};

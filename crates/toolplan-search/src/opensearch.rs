@@ -17,7 +17,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::backend::{BulkSummary, IndexInfo, SearchBackend, check_index_name};
+use crate::backend::{
+    BulkSummary, IndexInfo, SearchBackend, check_index_name, check_script_id, script_object,
+};
 use crate::error::SearchError;
 
 /// How a request proves who it is.
@@ -293,6 +295,48 @@ impl SearchBackend for OpenSearchBackend {
         Ok(r.pointer("/hits/hits/0/_source").cloned())
     }
 
+    async fn put_script(&self, id: &str, script: &Value) -> Result<(), SearchError> {
+        check_script_id(id)?;
+        let body = json!({"script": script_object(script)?});
+        self.send(
+            self.request(reqwest::Method::PUT, &format!("/_scripts/{id}"))
+                .json(&body),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn get_script(&self, id: &str) -> Result<Option<Value>, SearchError> {
+        check_script_id(id)?;
+        match self
+            .send(self.request(reqwest::Method::GET, &format!("/_scripts/{id}")))
+            .await
+        {
+            Ok(v) if v.get("found") == Some(&Value::Bool(false)) => Ok(None),
+            Ok(v) => {
+                v.get("script").cloned().map(Some).ok_or_else(|| {
+                    SearchError::Decode(format!("no script in the answer for '{id}'"))
+                })
+            }
+            Err(e) if is_not_found(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn delete_script(&self, id: &str) -> Result<(), SearchError> {
+        check_script_id(id)?;
+        self.send(self.request(reqwest::Method::DELETE, &format!("/_scripts/{id}")))
+            .await
+            .map_err(|e| {
+                if is_not_found(&e) {
+                    SearchError::InvalidParameter(format!("no stored script '{id}'"))
+                } else {
+                    e
+                }
+            })?;
+        Ok(())
+    }
+
     async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
         check_index_name(name)?;
         self.send(
@@ -302,6 +346,10 @@ impl SearchBackend for OpenSearchBackend {
         .await
         .map_err(|e| not_found(e, name))
     }
+}
+
+fn is_not_found(e: &SearchError) -> bool {
+    matches!(e, SearchError::Http { status: 404, .. })
 }
 
 fn not_found(e: SearchError, name: &str) -> SearchError {

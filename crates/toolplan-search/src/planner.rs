@@ -2,7 +2,8 @@
 //! sees the index mapping, a sample document and the current time (OpenSearch's QueryPlanningTool),
 //! made dependable: the first *valid* JSON object of the reply is taken (stray braces and code
 //! fences are skipped), it is checked against the mapping and the backend (unknown fields, `term` on
-//! analysed text, clauses the backend cannot run, non-integer `size` / `k`), problems go back to the
+//! analysed text, clauses the backend cannot run, non-integer `size` / `k`) and validated by the
+//! backend itself (a dry run: what it cannot parse or run), problems go back to the
 //! model for a bounded number of repairs, and only then does the fallback query stand in — with the
 //! reason recorded.
 
@@ -11,14 +12,21 @@ use std::sync::Arc;
 
 use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
+use serde_json_path::JsonPath;
 use tokio_util::sync::CancellationToken;
-use toolplan_llm::{ChatModel, ChatRequest, Message};
+use toolplan_llm::{ChatModel, ChatRequest, ChatResponse, Message};
 
 use crate::backend::SearchBackend;
 use crate::check;
 use crate::error::SearchError;
 use crate::mapping::Mapping;
-use crate::prompts::{DEFAULT_EXAMPLES, DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_PROMPT, substitute};
+use crate::params::{
+    GenerationType, PlanParameters, SearchTemplate, apply_response_filter, response_filter,
+};
+use crate::prompts::{
+    DEFAULT_EXAMPLES, DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_PROMPT, TEMPLATE_SELECTION_SYSTEM_PROMPT,
+    TEMPLATE_SELECTION_USER_PROMPT, substitute,
+};
 
 /// The query used when no valid DSL comes back: OpenSearch's default.
 pub fn default_fallback() -> Value {
@@ -31,7 +39,7 @@ pub const SAMPLE_FIELD_CHARS: usize = 250;
 /// One model reply and what was found in it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attempt {
-    /// The reply text.
+    /// The reply text (what the response filter selected, when there is one).
     pub reply: String,
     /// The JSON object taken from it, if any.
     pub dsl: Option<Value>,
@@ -39,16 +47,31 @@ pub struct Attempt {
     pub problems: Vec<String>,
 }
 
+/// The template-selection step of `user_templates` generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateChoice {
+    /// The model's reply to the selection prompt.
+    pub reply: String,
+    /// The template id it named, if it named one of the offered ids.
+    pub selected: Option<String>,
+    /// The template body the generation prompt showed (the stored one, or the default).
+    pub template: String,
+    /// Why the default template stood in, if it did.
+    pub note: Option<String>,
+}
+
 /// The outcome of planning.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DslPlan {
     /// The request body to run.
     pub dsl: Value,
-    /// Every model reply, in order.
+    /// Every generation reply, in order.
     pub attempts: Vec<Attempt>,
+    /// The template selection, with `user_templates`.
+    pub template: Option<TemplateChoice>,
     /// Why the fallback query was used, if it was.
     pub fallback: Option<String>,
-    /// Model calls made.
+    /// Model calls made (the selection call included).
     pub llm_calls: u64,
     /// Prompt tokens.
     pub input_tokens: u64,
@@ -60,51 +83,57 @@ pub struct DslPlan {
 pub struct DslPlanner {
     model: Arc<dyn ChatModel>,
     backend: Arc<dyn SearchBackend>,
-    system_prompt: String,
-    user_prompt: String,
-    parameters: HashMap<String, String>,
-    fallback: Value,
+    params: PlanParameters,
     max_repairs: usize,
 }
 
 impl DslPlanner {
-    /// A planner with the default prompts, one repair and OpenSearch's fallback query.
+    /// A planner with the default prompts, `llmGenerated`, one repair and OpenSearch's fallback
+    /// query.
     pub fn new(model: Arc<dyn ChatModel>, backend: Arc<dyn SearchBackend>) -> Self {
-        let mut parameters = HashMap::new();
-        parameters.insert("examples".to_owned(), DEFAULT_EXAMPLES.to_owned());
         Self {
             model,
             backend,
-            system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
-            user_prompt: DEFAULT_USER_PROMPT.to_owned(),
-            parameters,
-            fallback: default_fallback(),
+            params: PlanParameters::default(),
             max_repairs: 1,
         }
     }
 
+    /// Registration-time parameters (prompts, generation type and templates, response filter,
+    /// fallback query, prompt values), given ones replacing earlier ones; checked here.
+    pub fn with_parameters(mut self, params: &PlanParameters) -> Result<Self, SearchError> {
+        let merged = self.params.merged(params);
+        merged.check()?;
+        self.params = merged;
+        Ok(self)
+    }
+
+    /// The registration-time parameters.
+    pub fn parameters(&self) -> &PlanParameters {
+        &self.params
+    }
+
     /// Replaces the system prompt (`${parameters.NAME}` placeholders are filled).
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.system_prompt = prompt.into();
+        self.params.query_planner_system_prompt = Some(prompt.into());
         self
     }
 
     /// Replaces the user prompt (`${parameters.NAME}` placeholders are filled).
     pub fn with_user_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.user_prompt = prompt.into();
+        self.params.query_planner_user_prompt = Some(prompt.into());
         self
     }
 
-    /// Sets a parameter the prompts can name (registration-time parameters; a question's own
-    /// parameters override them).
+    /// Sets a value the prompts can name as `${parameters.NAME}`.
     pub fn with_parameter(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.parameters.insert(name.into(), value.into());
+        self.params.values.insert(name.into(), value.into());
         self
     }
 
     /// The query used when no valid DSL comes back.
     pub fn with_fallback_query(mut self, query: Value) -> Self {
-        self.fallback = query;
+        self.params.fallback_query = Some(query);
         self
     }
 
@@ -114,71 +143,111 @@ impl DslPlanner {
         self
     }
 
-    /// Plans the DSL for `question` on `index`. `query_fields` and `embedding_model_id` are passed
-    /// to the prompt when given; `extra` are execution-time parameters.
+    /// Plans the DSL for `question` on `index`. `run` are execution-time parameters: each one given
+    /// replaces the registration-time one.
     pub async fn plan(
         &self,
         question: &str,
         index: &str,
-        query_fields: &[String],
-        extra: &HashMap<String, String>,
+        run: &PlanParameters,
         cancel: &CancellationToken,
     ) -> Result<DslPlan, SearchError> {
+        let p = self.params.merged(run);
+        p.check()?;
+        let filter = p
+            .response_filter
+            .as_deref()
+            .map(response_filter)
+            .transpose()?;
         let mapping_json = self.backend.get_mapping(index).await?;
         let mapping = Mapping::parse(&mapping_json)?;
         let sample = self.backend.sample_document(index).await?;
-        let mut p = self.parameters.clone();
-        p.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-        p.insert("question".into(), question.to_owned());
-        p.insert("index_name".into(), index.to_owned());
-        p.insert("index_mapping".into(), mapping_json.to_string());
-        p.insert("sample_document".into(), sample_text(sample.as_ref()));
-        p.insert(
+        let mut values: HashMap<String, String> = HashMap::new();
+        values.insert("examples".into(), DEFAULT_EXAMPLES.to_owned());
+        values.extend(p.values.iter().map(|(k, v)| (k.clone(), v.clone())));
+        values.insert("question".into(), question.to_owned());
+        values.insert("index_name".into(), index.to_owned());
+        values.insert("index_mapping".into(), mapping_json.to_string());
+        values.insert("sample_document".into(), sample_text(sample.as_ref()));
+        values.insert(
             "current_time".into(),
             Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
         );
-        if !query_fields.is_empty() {
-            p.insert(
+        if let Some(fields) = p.query_fields.as_ref().filter(|f| !f.is_empty()) {
+            values.insert(
                 "query_fields".into(),
-                serde_json::to_string(query_fields).unwrap_or_default(),
+                serde_json::to_string(fields).unwrap_or_default(),
             );
         }
-        let mut messages = vec![
-            Message::system(substitute(&self.system_prompt, &p)),
-            Message::user(substitute(&self.user_prompt, &p)),
-        ];
+        if let Some(id) = &p.embedding_model_id {
+            values.insert("embedding_model_id".into(), id.clone());
+        }
         let mut plan = DslPlan {
             dsl: Value::Null,
             attempts: Vec::new(),
+            template: None,
             fallback: None,
             llm_calls: 0,
             input_tokens: 0,
             output_tokens: 0,
         };
+        if p.generation_type == Some(GenerationType::UserTemplates) {
+            let templates = p.search_templates.as_deref().unwrap_or_default();
+            let choice = self
+                .choose_template(
+                    &p,
+                    templates,
+                    &mut values,
+                    filter.as_ref(),
+                    &mut plan,
+                    cancel,
+                )
+                .await?;
+            values.insert("template".into(), choice.template.clone());
+            plan.template = Some(choice);
+        }
+
+        let system = p
+            .query_planner_system_prompt
+            .as_deref()
+            .unwrap_or(DEFAULT_SYSTEM_PROMPT);
+        let user = p
+            .query_planner_user_prompt
+            .as_deref()
+            .unwrap_or(DEFAULT_USER_PROMPT);
+        let mut messages = vec![
+            Message::system(substitute(system, &values)),
+            Message::user(substitute(user, &values)),
+        ];
         let embedded = self.backend.kind() == "embedded";
         for round in 0..=self.max_repairs {
-            let request = ChatRequest {
-                messages: messages.clone(),
-                temperature: Some(0.0),
-                max_tokens: Some(1024),
-                ..ChatRequest::default()
+            let response = self.call(&messages, &mut plan, cancel).await?;
+            let (reply, filtered) = reply_text(&response, filter.as_ref());
+            let dsl = filtered
+                .as_deref()
+                .and_then(extract_json_object)
+                .map(normalize_integers);
+            let mut problems = match (&filtered, &dsl) {
+                (None, _) => vec![format!(
+                    "the response_filter '{}' matches nothing in the provider's response",
+                    p.response_filter.as_deref().unwrap_or_default()
+                )],
+                (Some(_), None) => vec!["the reply holds no JSON object".to_owned()],
+                (Some(_), Some(d)) => problems(&mapping, d, embedded),
             };
-            let response = self
-                .model
-                .chat(&request, cancel)
-                .await
-                .map_err(|e| SearchError::Transport(format!("the model call failed: {e}")))?;
-            plan.llm_calls += 1;
-            plan.input_tokens += response.usage.input_tokens;
-            plan.output_tokens += response.usage.output_tokens;
-            let reply = response.message.content.clone();
-            let dsl = extract_json_object(&reply).map(normalize_integers);
-            let problems = match &dsl {
-                None => vec!["the reply holds no JSON object".to_owned()],
-                Some(d) => problems(&mapping, d, embedded),
-            };
+            if problems.is_empty()
+                && let Some(d) = &dsl
+            {
+                match self.backend.validate(index, d).await {
+                    Ok(()) => {}
+                    Err(e) if e.is_rejection() => {
+                        problems.push(format!("the index rejects it: {e}"))
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
             plan.attempts.push(Attempt {
-                reply: reply.clone(),
+                reply: filtered.clone().unwrap_or_else(|| reply.clone()),
                 dsl: dsl.clone(),
                 problems: problems.clone(),
             });
@@ -203,9 +272,139 @@ impl DslPlanner {
             plan.attempts.len(),
             if plan.attempts.len() == 1 { "" } else { "s" }
         ));
-        plan.dsl = self.fallback.clone();
+        plan.dsl = p.fallback_query.clone().unwrap_or_else(default_fallback);
         Ok(plan)
     }
+
+    /// One model call, counted in `plan`.
+    async fn call(
+        &self,
+        messages: &[Message],
+        plan: &mut DslPlan,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, SearchError> {
+        let request = ChatRequest {
+            messages: messages.to_vec(),
+            temperature: Some(0.0),
+            max_tokens: Some(1024),
+            ..ChatRequest::default()
+        };
+        let response = self
+            .model
+            .chat(&request, cancel)
+            .await
+            .map_err(|e| SearchError::Transport(format!("the model call failed: {e}")))?;
+        plan.llm_calls += 1;
+        plan.input_tokens += response.usage.input_tokens;
+        plan.output_tokens += response.usage.output_tokens;
+        Ok(response)
+    }
+
+    /// `user_templates`: the model picks a template id from the ids and descriptions; the stored body
+    /// of that template (or the default template) is what the generation prompt shows.
+    async fn choose_template(
+        &self,
+        p: &PlanParameters,
+        templates: &[SearchTemplate],
+        values: &mut HashMap<String, String>,
+        filter: Option<&JsonPath>,
+        plan: &mut DslPlan,
+        cancel: &CancellationToken,
+    ) -> Result<TemplateChoice, SearchError> {
+        values.insert(
+            "search_templates".into(),
+            serde_json::to_string(templates).unwrap_or_default(),
+        );
+        let system = p
+            .template_selection_system_prompt
+            .as_deref()
+            .unwrap_or(TEMPLATE_SELECTION_SYSTEM_PROMPT);
+        let user = p
+            .template_selection_user_prompt
+            .as_deref()
+            .unwrap_or(TEMPLATE_SELECTION_USER_PROMPT);
+        let messages = [
+            Message::system(substitute(system, values)),
+            Message::user(substitute(user, values)),
+        ];
+        let response = self.call(&messages, plan, cancel).await?;
+        let (raw_reply, filtered) = reply_text(&response, filter);
+        let reply = filtered.unwrap_or(raw_reply);
+        let selected = pick_template(&reply, templates);
+        let default_template = default_fallback().to_string();
+        let (template, note) = match &selected {
+            None => (
+                default_template,
+                Some("the model named none of the templates; the default template is used".into()),
+            ),
+            Some(id) => match self.backend.get_script(id).await? {
+                Some(script) => (
+                    script.get("source").map_or_else(
+                        || script.to_string(),
+                        |s| match s {
+                            Value::String(t) => t.clone(),
+                            other => other.to_string(),
+                        },
+                    ),
+                    None,
+                ),
+                None => (
+                    default_template,
+                    Some(format!(
+                        "template '{id}' is not stored in the {} backend; the default template is used",
+                        self.backend.kind()
+                    )),
+                ),
+            },
+        };
+        Ok(TemplateChoice {
+            reply,
+            selected,
+            template,
+            note,
+        })
+    }
+}
+
+/// The reply text of a response, and the text the response filter selects from the raw response
+/// (the reply text itself when there is no filter; `None` when the filter matches nothing).
+fn reply_text(response: &ChatResponse, filter: Option<&JsonPath>) -> (String, Option<String>) {
+    let text = response.message.content.clone();
+    match filter {
+        None => (text.clone(), Some(text)),
+        Some(f) => {
+            let selected = response
+                .raw
+                .as_ref()
+                .and_then(|raw| apply_response_filter(f, raw));
+            (text, selected)
+        }
+    }
+}
+
+/// The template id a selection reply names: the whole reply (trimmed of quotes and fences) if it is
+/// an id, else the id that appears first in it (longer ids first where one contains another).
+pub fn pick_template(reply: &str, templates: &[SearchTemplate]) -> Option<String> {
+    let trimmed = reply
+        .trim()
+        .trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | '.'));
+    if let Some(t) = templates.iter().find(|t| t.template_id == trimmed) {
+        return Some(t.template_id.clone());
+    }
+    let mut best: Option<(usize, usize, &str)> = None;
+    for t in templates {
+        if let Some(pos) = reply.find(t.template_id.as_str()) {
+            let key = (
+                pos,
+                usize::MAX - t.template_id.len(),
+                t.template_id.as_str(),
+            );
+            if best.is_none_or(|b| (key.0, key.1) < (b.0, b.1)) {
+                best = Some(key);
+            }
+        }
+    }
+    best.map(|(_, _, id)| id.to_owned())
 }
 
 fn repair_prompt(problems: &[String]) -> String {
@@ -327,6 +526,25 @@ pub fn problems(mapping: &Mapping, dsl: &Value, embedded: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn template_ids_are_picked_from_the_reply() {
+        let t = |id: &str| SearchTemplate {
+            template_id: id.into(),
+            template_description: "d".into(),
+        };
+        let list = [t("species"), t("species_range"), t("petal")];
+        assert_eq!(pick_template(" `petal`\n", &list).as_deref(), Some("petal"));
+        assert_eq!(
+            pick_template("The best is species_range.", &list).as_deref(),
+            Some("species_range")
+        );
+        assert_eq!(
+            pick_template("petal, or maybe species", &list).as_deref(),
+            Some("petal")
+        );
+        assert_eq!(pick_template("none", &list), None);
+    }
 
     #[test]
     fn the_first_valid_object_is_taken() {

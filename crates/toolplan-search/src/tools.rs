@@ -1,7 +1,6 @@
 //! The tools of agentic search, usable in plans and by agents: `list_indices`, `index_mapping`,
 //! `search_index` over any [`SearchBackend`], and `query_planning` (a question → DSL by a model).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -9,6 +8,7 @@ use serde_json::{Value, json};
 use toolplan_core::{Tool, ToolContext, ToolError, ToolResult};
 
 use crate::backend::SearchBackend;
+use crate::params::PlanParameters;
 use crate::planner::DslPlanner;
 
 fn text_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, ToolError> {
@@ -90,6 +90,8 @@ impl Tool for SearchIndex {
 }
 
 /// `query_planning`: a question → OpenSearch DSL for an index (checked, repaired, or the fallback).
+/// The planner carries the registration-time parameters; every argument beside `question` and
+/// `index_name` is an execution-time parameter that replaces the registered one.
 pub struct QueryPlanning(pub Arc<DslPlanner>);
 
 #[async_trait]
@@ -101,33 +103,37 @@ impl Tool for QueryPlanning {
         "Writes the OpenSearch query DSL that answers a question about an index, checked against its mapping: JSON {dsl, fallback}. Run it with search_index."
     }
     fn parameters(&self) -> Value {
+        let text = |d: &str| json!({"type": "string", "description": d});
         json!({"type": "object", "properties": {
-                   "question": {"type": "string", "description": "The question, in natural language."},
-                   "index_name": {"type": "string", "description": "The index to search."},
+                   "question": text("The question, in natural language."),
+                   "index_name": text("The index to search."),
                    "query_fields": {"type": "array", "items": {"type": "string"}, "description": "Fields to prefer."},
-                   "embedding_model_id": {"type": "string"}},
-               "required": ["question", "index_name"], "additionalProperties": false})
+                   "embedding_model_id": text("Model id for neural search."),
+                   "query_planner_system_prompt": text("Replaces the system prompt."),
+                   "query_planner_user_prompt": text("Replaces the user prompt."),
+                   "template_selection_system_prompt": text("Replaces the template-selection system prompt."),
+                   "template_selection_user_prompt": text("Replaces the template-selection user prompt."),
+                   "generation_type": {"type": "string", "enum": ["llmGenerated", "user_templates"]},
+                   "search_templates": {"type": "array", "items": {"type": "object",
+                       "properties": {"template_id": {"type": "string"}, "template_description": {"type": "string"}},
+                       "required": ["template_id", "template_description"]}},
+                   "response_filter": text("JSONPath selecting the DSL text in the provider's raw response."),
+                   "fallback_query": {"type": "object", "description": "Used when no valid DSL comes back."}},
+               "required": ["question", "index_name"],
+               "additionalProperties": {"type": ["string", "number", "boolean"]}})
     }
     async fn call(&self, args: Value, ctx: ToolContext) -> ToolResult {
         let question = text_arg(&args, "question")?;
         let index = text_arg(&args, "index_name")?;
-        let fields: Vec<String> = args
-            .get("query_fields")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
+        let run = args
+            .as_object()
+            .map(PlanParameters::from_json)
+            .transpose()
+            .map_err(|e| ToolError::invalid(e.to_string()))?
             .unwrap_or_default();
-        let mut extra = HashMap::new();
-        if let Some(id) = args.get("embedding_model_id").and_then(Value::as_str) {
-            extra.insert("embedding_model_id".to_owned(), id.to_owned());
-        }
         let plan = self
             .0
-            .plan(question, index, &fields, &extra, &ctx.cancel)
+            .plan(question, index, &run, &ctx.cancel)
             .await
             .map_err(failed)?;
         Ok(json!({"dsl": plan.dsl, "fallback": plan.fallback}))

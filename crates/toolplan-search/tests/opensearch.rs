@@ -243,3 +243,51 @@ async fn a_slow_cluster_times_out() {
     assert!(matches!(err, SearchError::Transport(_)), "{err}");
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+#[tokio::test]
+async fn stored_scripts_and_the_validating_dry_run() {
+    let script =
+        json!({"lang": "mustache", "source": {"query": {"match": {"species": "{{species}}"}}}});
+    let (url, seen) = serve(
+        vec![
+            ("PUT", "/_scripts/species_template", 200, json!({"acknowledged": true})),
+            ("GET", "/_scripts/species_template", 200,
+             json!({"_id": "species_template", "found": true, "script": script.clone()})),
+            ("GET", "/_scripts/missing", 404, json!({"_id": "missing", "found": false})),
+            ("DELETE", "/_scripts/species_template", 200, json!({"acknowledged": true})),
+            ("POST", "/iris-index/_search", 400,
+             json!({"error": {"type": "parsing_exception", "reason": "[range] query does not support [eq]"}, "status": 400})),
+        ],
+        Duration::ZERO,
+    )
+    .await;
+    let b = backend(&url, Auth::None);
+    b.put_script("species_template", &json!({"script": script.clone()}))
+        .await
+        .unwrap();
+    assert_eq!(
+        b.get_script("species_template").await.unwrap(),
+        Some(script.clone())
+    );
+    assert_eq!(b.get_script("missing").await.unwrap(), None);
+    b.delete_script("species_template").await.unwrap();
+    assert!(b.put_script("a/b", &script).await.is_err());
+
+    let body = json!({"size": 10, "query": {"range": {"petal_length_in_cm": {"eq": 1.4}}}});
+    let err = b.validate("iris-index", &body).await.unwrap_err();
+    assert!(err.is_rejection(), "{err}");
+    assert!(err.to_string().contains("does not support [eq]"), "{err}");
+
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen[0].method, "PUT");
+    assert_eq!(
+        serde_json::from_str::<Value>(&seen[0].body).unwrap(),
+        json!({"script": script})
+    );
+    assert_eq!(seen.len(), 5, "the invalid id was never sent");
+    // The dry run asks for no hits and stops at the first match.
+    let dry: Value = serde_json::from_str(&seen[4].body).unwrap();
+    assert_eq!(dry["size"], 0);
+    assert_eq!(dry["terminate_after"], 1);
+    assert_eq!(dry["query"], body["query"]);
+}

@@ -1,18 +1,24 @@
 //! Query-DSL planning on the iris index with a test model that replays replies and keeps every
 //! request: the prompt's contents, extraction past stray braces and fences, the repair round trip,
-//! and the fallback with its reason.
+//! the backend's own validation, the fallback with its reason, template selection, response
+//! filters on the raw provider response, and registration versus execution parameters.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use toolplan_core::{Tool, ToolContext};
 use toolplan_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, StopReason, Usage};
-use toolplan_search::{DslPlanner, EmbeddedBackend, SearchBackend};
+use toolplan_search::tools::QueryPlanning;
+use toolplan_search::{DslPlan, DslPlanner, EmbeddedBackend, PlanParameters, SearchBackend};
 
+/// Replays replies; each comes back as the reply text and, as the raw provider response, in an
+/// OpenAI-compatible body — or a reply `RAW:{json}` is the raw response itself, with the text
+/// "(see raw)".
 struct Replay {
     replies: Mutex<VecDeque<String>>,
     requests: Mutex<Vec<ChatRequest>>,
@@ -29,7 +35,14 @@ impl ChatModel for Replay {
         _cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError> {
         self.requests.lock().unwrap().push(request.clone());
-        let text = self.replies.lock().unwrap().pop_front().unwrap_or_default();
+        let reply = self.replies.lock().unwrap().pop_front().unwrap_or_default();
+        let (text, raw) = match reply.strip_prefix("RAW:") {
+            Some(raw) => ("(see raw)".to_owned(), serde_json::from_str(raw).unwrap()),
+            None => (
+                reply.clone(),
+                json!({"choices": [{"message": {"role": "assistant", "content": reply}}]}),
+            ),
+        };
         Ok(ChatResponse {
             message: Message::assistant(text, vec![]),
             usage: Usage {
@@ -37,6 +50,7 @@ impl ChatModel for Replay {
                 output_tokens: 20,
             },
             stop: StopReason::EndTurn,
+            raw: Some(raw),
         })
     }
 }
@@ -66,6 +80,30 @@ async fn iris() -> (tempfile::TempDir, Arc<dyn SearchBackend>) {
     (dir, backend)
 }
 
+fn params(v: Value) -> PlanParameters {
+    PlanParameters::from_json(v.as_object().unwrap()).unwrap()
+}
+
+/// Plans [`QUESTION`] on the iris index with registration and execution parameters.
+async fn plan_iris(
+    model: &Arc<Replay>,
+    backend: &Arc<dyn SearchBackend>,
+    registered: Value,
+    run: Value,
+) -> DslPlan {
+    DslPlanner::new(model.clone(), Arc::clone(backend))
+        .with_parameters(&params(registered))
+        .unwrap()
+        .plan(
+            QUESTION,
+            "iris-index",
+            &params(run),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap()
+}
+
 const QUESTION: &str = "How many iris flowers of type setosa are there?";
 
 #[tokio::test]
@@ -80,8 +118,10 @@ async fn a_wrong_field_is_repaired_and_the_dsl_counts_fifty() {
         .plan(
             QUESTION,
             "iris-index",
-            &["species".to_owned()],
-            &HashMap::new(),
+            &PlanParameters {
+                query_fields: Some(vec!["species".to_owned()]),
+                ..PlanParameters::default()
+            },
             &CancellationToken::new(),
         )
         .await
@@ -137,16 +177,7 @@ async fn a_wrong_field_is_repaired_and_the_dsl_counts_fifty() {
 async fn without_valid_dsl_the_fallback_stands_in_with_its_reason() {
     let (_dir, backend) = iris().await;
     let model = replay(&["I cannot help with that.", "Still {no json here"]);
-    let plan = DslPlanner::new(model, Arc::clone(&backend))
-        .plan(
-            QUESTION,
-            "iris-index",
-            &[],
-            &HashMap::new(),
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let plan = plan_iris(&model, &backend, json!({}), json!({})).await;
     assert_eq!(plan.dsl, json!({"size": 10, "query": {"match_all": {}}}));
     assert_eq!(
         plan.fallback.as_deref(),
@@ -160,8 +191,7 @@ async fn without_valid_dsl_the_fallback_stands_in_with_its_reason() {
         .plan(
             QUESTION,
             "iris-index",
-            &[],
-            &HashMap::new(),
+            &PlanParameters::default(),
             &CancellationToken::new(),
         )
         .await
@@ -179,12 +209,11 @@ async fn without_valid_dsl_the_fallback_stands_in_with_its_reason() {
 async fn custom_prompts_and_parameters_are_filled() {
     let (_dir, backend) = iris().await;
     let model = replay(&["{\"query\": {\"match_all\": {}}}"]);
-    let mut extra = HashMap::new();
-    extra.insert("tone".to_owned(), "terse".to_owned());
+    let run = params(json!({"tone": "terse"}));
     DslPlanner::new(model.clone(), backend)
         .with_system_prompt("Be ${parameters.tone:-kind}. Index ${parameters.index_name}.")
         .with_user_prompt("Q=${parameters.question} F=${parameters.query_fields:-none}")
-        .plan("hi", "iris-index", &[], &extra, &CancellationToken::new())
+        .plan("hi", "iris-index", &run, &CancellationToken::new())
         .await
         .unwrap();
     let requests = model.requests.lock().unwrap();
@@ -193,4 +222,203 @@ async fn custom_prompts_and_parameters_are_filled() {
         "Be terse. Index iris-index."
     );
     assert_eq!(requests[0].messages[1].content, "Q=hi F=none");
+}
+
+#[tokio::test]
+async fn dsl_the_index_cannot_run_goes_back_for_repair() {
+    let (_dir, backend) = iris().await;
+    // `eq` is no range parameter: the mapping check passes it, the backend's dry run does not.
+    let model = replay(&[
+        "{\"size\": 0, \"query\": {\"range\": {\"petal_length_in_cm\": {\"eq\": 1.4}}}}",
+        "{\"size\": 0, \"query\": {\"term\": {\"petal_length_in_cm\": 1.4}}}",
+    ]);
+    let plan = plan_iris(&model, &backend, json!({}), json!({})).await;
+    assert_eq!(plan.fallback, None);
+    assert_eq!(
+        plan.attempts[0].problems,
+        ["the index rejects it: query.range.petal_length_in_cm: unknown range parameter [eq]"]
+    );
+    assert_eq!(plan.dsl["query"]["term"]["petal_length_in_cm"], 1.4);
+    let requests = model.requests.lock().unwrap();
+    assert!(
+        requests[1].messages[3]
+            .content
+            .contains("unknown range parameter [eq]")
+    );
+}
+
+async fn with_templates(backend: &Arc<dyn SearchBackend>) {
+    backend
+        .put_script(
+            "flower_species_search_template",
+            &json!({"script": {"lang": "mustache",
+                "source": {"size": "{{size}}", "query": {"match": {"species": "{{species}}"}}}}}),
+        )
+        .await
+        .unwrap();
+    backend
+        .put_script(
+            "flower_petal_length_range_template",
+            &json!({"lang": "mustache",
+                "source": "{\"query\": {\"range\": {\"petal_length_in_cm\": {\"gte\": \"{{min_length}}\"}}}}"}),
+        )
+        .await
+        .unwrap();
+}
+
+fn seed_templates() -> Value {
+    json!({"generation_type": "user_templates", "search_templates": [
+        {"template_id": "flower_species_search_template",
+         "template_description": "This template searches for flowers that match the given species using a match query."},
+        {"template_id": "flower_petal_length_range_template",
+         "template_description": "This template searches for flowers within a specific petal length range using a range query."}]})
+}
+
+#[tokio::test]
+async fn user_templates_pick_one_and_show_its_stored_body() {
+    let (_dir, backend) = iris().await;
+    with_templates(&backend).await;
+    let model = replay(&[
+        "flower_species_search_template",
+        "{\"size\": 0, \"query\": {\"match\": {\"species\": \"setosa\"}}}",
+    ]);
+    let plan = plan_iris(&model, &backend, seed_templates(), json!({})).await;
+    let choice = plan.template.clone().unwrap();
+    assert_eq!(
+        choice.selected.as_deref(),
+        Some("flower_species_search_template")
+    );
+    assert_eq!(choice.note, None);
+    assert_eq!(
+        choice.template,
+        r#"{"size":"{{size}}","query":{"match":{"species":"{{species}}"}}}"#
+    );
+    assert_eq!(plan.llm_calls, 2);
+    assert_eq!(plan.attempts.len(), 1);
+    let r = backend.search("iris-index", &plan.dsl).await.unwrap();
+    assert_eq!(r["hits"]["total"]["value"], 50);
+
+    let requests = model.requests.lock().unwrap();
+    let selection = &requests[0].messages;
+    assert!(selection[0].content.contains("Reply with the template_id"));
+    assert!(
+        selection[1]
+            .content
+            .starts_with(&format!("Question: {QUESTION}\nSearch templates: ["))
+    );
+    assert!(selection[1].content.contains("using a range query."));
+    // The template is reference text in the generation's system prompt, never rendered.
+    assert!(requests[1].messages[0].content.contains(
+        "reference to generate the query: {\"size\":\"{{size}}\",\"query\":{\"match\":{\"species\":\"{{species}}\"}}}"
+    ));
+}
+
+#[tokio::test]
+async fn an_unknown_or_missing_template_keeps_the_default() {
+    let (_dir, backend) = iris().await;
+    with_templates(&backend).await;
+    let dsl = "{\"size\": 0, \"query\": {\"match\": {\"species\": \"setosa\"}}}";
+    let model = replay(&["none of them", dsl]);
+    let plan = plan_iris(&model, &backend, seed_templates(), json!({})).await;
+    let choice = plan.template.unwrap();
+    assert_eq!(choice.selected, None);
+    assert_eq!(choice.template, r#"{"size":10,"query":{"match_all":{}}}"#);
+    assert!(choice.note.unwrap().contains("named none of the templates"));
+
+    // Offered at execution time, but never stored.
+    let model = replay(&["petal_width_template", dsl]);
+    let run = params(
+        json!({"generation_type": "user_templates", "search_templates": [
+        {"template_id": "petal_width_template", "template_description": "petal widths"}]}),
+    );
+    let plan = DslPlanner::new(model, Arc::clone(&backend))
+        .plan(QUESTION, "iris-index", &run, &CancellationToken::new())
+        .await
+        .unwrap();
+    let choice = plan.template.unwrap();
+    assert_eq!(choice.selected.as_deref(), Some("petal_width_template"));
+    assert_eq!(
+        choice.note.as_deref(),
+        Some(
+            "template 'petal_width_template' is not stored in the embedded backend; the default template is used"
+        )
+    );
+    assert_eq!(plan.fallback, None);
+}
+
+#[tokio::test]
+async fn the_response_filter_reads_the_raw_provider_response() {
+    let (_dir, backend) = iris().await;
+    // A Bedrock Converse body: the DSL is in output.message.content[0].text, not in the text the
+    // model client saw.
+    let converse = r#"RAW:{"output": {"message": {"role": "assistant", "content": [{"text": "{\"size\": 0, \"query\": {\"term\": {\"species.keyword\": \"setosa\"}}}"}]}}}"#;
+    let model = replay(&[converse]);
+    let plan = plan_iris(
+        &model,
+        &backend,
+        json!({"response_filter": "$.output.message.content[0].text"}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(plan.fallback, None);
+    assert_eq!(plan.dsl["query"]["term"]["species.keyword"], "setosa");
+
+    // Registered for one provider, overridden at execution for another.
+    let model = replay(&["{\"size\": 0, \"query\": {\"match\": {\"species\": \"setosa\"}}}"]);
+    let plan = plan_iris(
+        &model,
+        &backend,
+        json!({"response_filter": "$.output.message.content[0].text"}),
+        json!({"response_filter": "$.choices[0].message.content"}),
+    )
+    .await;
+    assert_eq!(plan.fallback, None);
+
+    // A filter that matches nothing is a problem like any other, and ends in the fallback.
+    let model = replay(&["{\"size\": 0}", "{\"size\": 0}"]);
+    let plan = plan_iris(
+        &model,
+        &backend,
+        json!({}),
+        json!({"response_filter": "$.output.message.content[0].text"}),
+    )
+    .await;
+    assert_eq!(
+        plan.fallback.as_deref(),
+        Some(
+            "no valid DSL after 2 attempts: the response_filter '$.output.message.content[0].text' matches nothing in the provider's response"
+        )
+    );
+}
+
+#[tokio::test]
+async fn the_query_planning_tool_takes_execution_parameters() {
+    let (_dir, backend) = iris().await;
+    let model = replay(&["{\"query\": {\"match_all\": {}}}"]);
+    let planner = DslPlanner::new(model.clone(), backend)
+        .with_user_prompt("registered ${parameters.question}")
+        .with_parameter("tone", "kind");
+    let tool = QueryPlanning(Arc::new(planner));
+    let out = tool
+        .call(
+            json!({"question": "hi", "index_name": "iris-index",
+                   "query_planner_user_prompt": "executed ${parameters.question} ${parameters.tone}",
+                   "fallback_query": {"query": {"match_none": {}}}}),
+            ToolContext::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out["dsl"], json!({"query": {"match_all": {}}}));
+    assert_eq!(
+        model.requests.lock().unwrap()[0].messages[1].content,
+        "executed hi kind"
+    );
+    let err = tool
+        .call(
+            json!({"question": "hi", "index_name": "iris-index", "generation_type": "user_templates"}),
+            ToolContext::detached(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("needs search_templates"), "{err}");
 }

@@ -1,24 +1,25 @@
 //! `toolplan dsl`: a question → OpenSearch query DSL for an index, by a model; optionally run.
 
-use std::collections::HashMap;
+use std::path::Path;
 
 use anyhow::Context;
-use serde_json::{Value, json};
-use toolplan_search::DslPlanner;
+use serde_json::{Map, Value, json};
+use toolplan_search::{DslPlanner, PlanParameters};
 
 use crate::Outcome;
 use crate::args::DslArgs;
 use crate::cmd::ask::connect_model;
 use crate::cmd::index::backend;
-use crate::cmd::{cancel_on_interrupt, plural};
+use crate::cmd::{cancel_on_interrupt, plural, read_input};
 use crate::config::Config;
 
 /// Runs the subcommand.
 pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
     let (config, _) = Config::load(args.config.as_deref())?;
     let (backend, _) = backend(&args.backend)?;
-    // The index is checked before a model loads.
+    // The index and the parameters are checked before a model loads.
     backend.get_mapping(&args.index).await?;
+    let params = parameters(&args)?;
     let (_spec, model, spinner) = connect_model(
         args.model.as_deref(),
         args.base_url.as_deref(),
@@ -29,22 +30,14 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
     if let Some(s) = &spinner {
         s.set_message("writing the query…");
     }
-    let mut planner =
-        DslPlanner::new(model, std::sync::Arc::clone(&backend)).with_max_repairs(args.max_repairs);
-    if let Some(q) = &args.fallback_query {
-        planner = planner
-            .with_fallback_query(serde_json::from_str(q).context("--fallback-query is not JSON")?);
-    }
-    let mut extra = HashMap::new();
-    if let Some(id) = &args.embedding_model_id {
-        extra.insert("embedding_model_id".to_owned(), id.clone());
-    }
+    let planner = DslPlanner::new(model, std::sync::Arc::clone(&backend))
+        .with_max_repairs(args.max_repairs)
+        .with_parameters(&params)?;
     let plan = planner
         .plan(
             &args.question,
             &args.index,
-            &args.query_fields,
-            &extra,
+            &PlanParameters::default(),
             &cancel_on_interrupt(),
         )
         .await;
@@ -63,8 +56,12 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
             .iter()
             .map(|a| json!({"reply": a.reply, "dsl": a.dsl, "problems": a.problems}))
             .collect();
+        let template = plan.template.as_ref().map(|t| {
+            json!({"reply": t.reply, "selected": t.selected, "template": t.template, "note": t.note})
+        });
         let mut out = json!({
             "dsl": plan.dsl,
+            "template": template,
             "attempts": attempts,
             "fallback": plan.fallback,
             "llm_calls": plan.llm_calls,
@@ -76,6 +73,13 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
         }
         println!("{out}");
         return Ok(Outcome::Ok);
+    }
+    if let Some(t) = &plan.template {
+        match (&t.selected, &t.note) {
+            (_, Some(note)) => eprintln!("template: {note}"),
+            (Some(id), None) => eprintln!("template: {id}"),
+            (None, None) => {}
+        }
     }
     for (i, a) in plan.attempts.iter().enumerate() {
         for p in &a.problems {
@@ -97,4 +101,41 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
         plan.output_tokens
     );
     Ok(Outcome::Ok)
+}
+
+/// The planner's parameters from the command line: --param NAME=VALUE (VALUE may be @FILE), then
+/// the dedicated options, which win.
+fn parameters(args: &DslArgs) -> anyhow::Result<PlanParameters> {
+    let mut obj = Map::new();
+    for (name, value) in &args.params {
+        let value = match value.strip_prefix('@') {
+            Some(file) => read_input(Path::new(file), name)?,
+            None => value.clone(),
+        };
+        obj.insert(name.clone(), Value::String(value));
+    }
+    if !args.query_fields.is_empty() {
+        obj.insert("query_fields".into(), json!(args.query_fields));
+    }
+    if let Some(id) = &args.embedding_model_id {
+        obj.insert("embedding_model_id".into(), json!(id));
+    }
+    if let Some(q) = &args.fallback_query {
+        let q: Value = serde_json::from_str(q).context("--fallback-query is not JSON")?;
+        obj.insert("fallback_query".into(), q);
+    }
+    if let Some(f) = &args.response_filter {
+        obj.insert("response_filter".into(), json!(f));
+    }
+    if !args.templates.is_empty() {
+        let list: Vec<Value> = args
+            .templates
+            .iter()
+            .map(|(id, d)| json!({"template_id": id, "template_description": d}))
+            .collect();
+        obj.insert("search_templates".into(), Value::Array(list));
+        obj.entry("generation_type")
+            .or_insert_with(|| json!("user_templates"));
+    }
+    Ok(PlanParameters::from_json(&obj)?)
 }

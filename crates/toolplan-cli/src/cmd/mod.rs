@@ -6,6 +6,7 @@ pub mod index;
 pub mod query_plan;
 pub mod run;
 pub mod search;
+pub mod template;
 pub mod tools;
 pub mod validate;
 

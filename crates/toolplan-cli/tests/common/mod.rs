@@ -53,3 +53,9 @@ pub fn completion(message: Value, prompt: u64, completion: u64) -> Value {
                         "finish_reason": if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" }}],
            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}})
 }
+
+/// A chat completion whose reply is the text `content`.
+#[allow(dead_code)]
+pub fn text_reply(content: &str) -> Value {
+    completion(json!({"role": "assistant", "content": content}), 500, 20)
+}

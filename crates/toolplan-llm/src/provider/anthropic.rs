@@ -284,6 +284,7 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
         output_tokens: u.output_tokens.unwrap_or(0),
     });
     Ok(ChatResponse {
+        raw: serde_json::from_slice(body).ok(),
         message: Message::assistant(text, tool_calls),
         usage,
         stop,

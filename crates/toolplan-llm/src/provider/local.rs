@@ -768,12 +768,45 @@ impl ChatModel for LocalModel {
                 });
             }
         };
+        let raw = openai_shaped(&self.name, &message, stop, usage);
         Ok(ChatResponse {
             message,
             usage,
             stop,
+            raw: Some(raw),
         })
     }
+}
+
+/// A local reply as an OpenAI-compatible server (llama.cpp's) would send it, so that response
+/// filters written for one (`$.choices[0].message.content`) work on the other.
+fn openai_shaped(model: &str, message: &Message, stop: StopReason, usage: Usage) -> Value {
+    let finish = match stop {
+        StopReason::ToolUse => "tool_calls",
+        StopReason::MaxTokens => "length",
+        _ => "stop",
+    };
+    let calls: Vec<Value> = message
+        .tool_calls
+        .iter()
+        .map(|c| {
+            serde_json::json!({"id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments.to_string()}})
+        })
+        .collect();
+    let mut msg = serde_json::json!({"role": "assistant", "content": message.content});
+    if !calls.is_empty()
+        && let Value::Object(o) = &mut msg
+    {
+        o.insert("tool_calls".into(), Value::Array(calls));
+    }
+    serde_json::json!({
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
+        "usage": {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
+                  "total_tokens": usage.input_tokens + usage.output_tokens},
+    })
 }
 
 #[cfg(test)]

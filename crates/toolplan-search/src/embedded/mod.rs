@@ -3,7 +3,8 @@
 //! Layout: `<data dir>/<index>/mapping.json` (the mapping as given) and `<data dir>/<index>/tantivy/`
 //! (the index). Each open index keeps a reader that is reloaded after every commit, so a search sees
 //! every document loaded before it, and one writer (one thread, so document order is stable) that the
-//! first write opens: reading never takes the index's write lock.
+//! first write opens: reading never takes the index's write lock. Stored search templates are
+//! `<data dir>/_scripts/<id>.json` (index names cannot start with `_`).
 //! Blocking index work runs on tokio's blocking pool.
 
 mod aggs;
@@ -27,7 +28,9 @@ pub use query::UNSUPPORTED;
 pub use schema::IndexSchema;
 pub use search::MAX_RESULT_WINDOW;
 
-use crate::backend::{BulkSummary, IndexInfo, SearchBackend, check_index_name};
+use crate::backend::{
+    BulkSummary, IndexInfo, SearchBackend, check_index_name, check_script_id, script_object,
+};
 use crate::bulk::{self, BulkOp};
 use crate::error::SearchError;
 use crate::mapping::Mapping;
@@ -35,6 +38,7 @@ use crate::mapping::Mapping;
 const MAPPING_FILE: &str = "mapping.json";
 const INDEX_DIR: &str = "tantivy";
 const WRITER_MEMORY: usize = 50_000_000;
+const SCRIPTS_DIR: &str = "_scripts";
 
 struct OpenIndex {
     schema: IndexSchema,
@@ -372,5 +376,54 @@ impl SearchBackend for EmbeddedBackend {
             search::run(&name, &ix.index, &ix.schema, &searcher, &body, Utc::now())
         })
         .await
+    }
+
+    async fn put_script(&self, id: &str, script: &Value) -> Result<(), SearchError> {
+        check_script_id(id)?;
+        let script = script_object(script)?;
+        let dir = self.inner.dir.join(SCRIPTS_DIR);
+        let path = dir.join(format!("{id}.json"));
+        blocking(move || {
+            std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+            std::fs::write(&path, script.to_string()).map_err(io(&path))
+        })
+        .await
+    }
+
+    async fn get_script(&self, id: &str) -> Result<Option<Value>, SearchError> {
+        check_script_id(id)?;
+        let path = self.inner.dir.join(SCRIPTS_DIR).join(format!("{id}.json"));
+        blocking(move || match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| SearchError::Index(format!("{}: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(&path)(e)),
+        })
+        .await
+    }
+
+    async fn delete_script(&self, id: &str) -> Result<(), SearchError> {
+        check_script_id(id)?;
+        let path = self.inner.dir.join(SCRIPTS_DIR).join(format!("{id}.json"));
+        let id = id.to_owned();
+        blocking(move || match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(
+                SearchError::InvalidParameter(format!("no stored script '{id}'")),
+            ),
+            Err(e) => Err(io(&path)(e)),
+        })
+        .await
+    }
+
+    /// Runs the body with `size: 0` (embedded searches take milliseconds; the same code path as a
+    /// search, so what validates runs).
+    async fn validate(&self, name: &str, body: &Value) -> Result<(), SearchError> {
+        let mut dry = body.clone();
+        if let Value::Object(o) = &mut dry {
+            o.insert("size".into(), Value::from(0));
+        }
+        self.search(name, &dry).await.map(|_| ())
     }
 }
