@@ -346,6 +346,10 @@ pub struct DslArgs {
     /// How many times problems go back to the model before the fallback is used.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub max_repairs: usize,
+    /// Do not correct mistakes that have one right correction (genre.keyword on a keyword field,
+    /// term on analysed text, range with eq, sort inside the query) before checking.
+    #[arg(long)]
+    pub no_autofix: bool,
     /// A stored search template the model may pick (repeatable); turns on user_templates
     /// generation: a first call picks one, its stored body guides the query.
     #[arg(long = "template", value_name = "ID=DESCRIPTION", value_parser = parse_template)]

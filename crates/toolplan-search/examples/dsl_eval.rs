@@ -1,7 +1,8 @@
 //! Query-DSL benchmark: execution accuracy of the DSL a model writes for the questions of
 //! `bench/dsl_eval/questions.json` (three indices: the shared iris data and two of our own), with
 //! OpenSearch's plain algorithm (first `{`, no validation, no repair) and with toolplan's planner
-//! (first valid object, checks against the mapping, repair) — the same model, side by side.
+//! (first valid object, deterministic corrections, checks against the mapping and a dry run on the
+//! index, repair by the model) — the same model, side by side.
 //!
 //! Both read the same first reply: the prompt is the same and decoding is greedy, so a second call
 //! for the plain algorithm would return the same text; toolplan's planner then adds its repair calls.
@@ -89,7 +90,7 @@ async fn main() -> Result<(), Error> {
 
     let cancel = CancellationToken::new();
     let (mut plain_ok, mut ours_ok, mut calls, mut input, mut output) = (0, 0, 0, 0, 0);
-    let (mut plain_fallbacks, mut ours_fallbacks, mut repaired) = (0, 0, 0);
+    let (mut plain_fallbacks, mut ours_fallbacks, mut repaired, mut corrected) = (0, 0, 0, 0);
     let mut per_index: HashMap<String, (u32, u32, u32)> = HashMap::new();
     let total_started = Instant::now();
     println!(
@@ -117,6 +118,7 @@ async fn main() -> Result<(), Error> {
         plain_fallbacks += u32::from(plain_fell_back);
         ours_fallbacks += u32::from(plan.fallback.is_some());
         repaired += u32::from(plan.attempts.len() > 1);
+        corrected += u32::from(plan.attempts.iter().any(|a| !a.fixes.is_empty()));
         calls += plan.llm_calls;
         input += plan.input_tokens;
         output += plan.output_tokens;
@@ -139,7 +141,7 @@ async fn main() -> Result<(), Error> {
             let attempts: Vec<Value> = plan
                 .attempts
                 .iter()
-                .map(|a| json!({"reply": a.reply, "problems": a.problems}))
+                .map(|a| json!({"reply": a.reply, "fixes": a.fixes, "problems": a.problems}))
                 .collect();
             writeln!(
                 f,
@@ -169,7 +171,7 @@ async fn main() -> Result<(), Error> {
         pct(ours_ok)
     );
     println!(
-        "plain fallbacks {plain_fallbacks}; toolplan: {repaired} repaired, {ours_fallbacks} fallbacks; {calls} model calls, {input} input / {output} output tokens; {:.0} s",
+        "plain fallbacks {plain_fallbacks}; toolplan: {corrected} corrected without the model, {repaired} sent back for repair, {ours_fallbacks} fallbacks; {calls} model calls, {input} input / {output} output tokens; {:.0} s",
         total_started.elapsed().as_secs_f64()
     );
     Ok(())

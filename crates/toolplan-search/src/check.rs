@@ -23,7 +23,7 @@ impl std::fmt::Display for Finding {
 }
 
 /// Clauses whose keys are field names.
-const FIELD_KEYED: &[&str] = &[
+pub(crate) const FIELD_KEYED: &[&str] = &[
     "match",
     "match_phrase",
     "match_phrase_prefix",
@@ -37,7 +37,7 @@ const FIELD_KEYED: &[&str] = &[
     "match_bool_prefix",
 ];
 /// Clauses that need an exact (keyword) field to mean what they usually mean.
-const EXACT: &[&str] = &["term", "terms", "prefix", "wildcard"];
+pub(crate) const EXACT: &[&str] = &["term", "terms", "prefix", "wildcard"];
 
 /// Every finding of `body` against `mapping`.
 pub fn check(mapping: &Mapping, body: &Value) -> Vec<Finding> {
@@ -106,104 +106,144 @@ fn suggestion(mapping: &Mapping, field: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Escapes a key for a JSON pointer.
+fn pointer_key(k: &str) -> String {
+    k.replace('~', "~0").replace('/', "~1")
+}
+
+/// Every query object in `q` — `q` itself and those inside `bool`, `constant_score` and `dis_max`
+/// — as (path for messages, JSON pointer relative to `q`), parents before children. The checks
+/// here and the corrections of [`crate::autofix`] visit the same clauses through it.
+pub(crate) fn query_objects(q: &Value, path: &str) -> Vec<(String, String)> {
+    fn visit(q: &Value, path: &str, ptr: &str, out: &mut Vec<(String, String)>) {
+        let Value::Object(obj) = q else { return };
+        out.push((path.to_owned(), ptr.to_owned()));
+        for (clause, body) in obj {
+            let here = format!("{path}.{clause}");
+            let at = format!("{ptr}/{}", pointer_key(clause));
+            let lists: &[&str] = match clause.as_str() {
+                "bool" => &["must", "should", "filter", "must_not"],
+                "constant_score" => &["filter"],
+                "dis_max" => &["queries"],
+                _ => &[],
+            };
+            for key in lists {
+                match body.get(key) {
+                    Some(Value::Array(items)) => {
+                        for (i, item) in items.iter().enumerate() {
+                            visit(
+                                item,
+                                &format!("{here}.{key}[{i}]"),
+                                &format!("{at}/{key}/{i}"),
+                                out,
+                            );
+                        }
+                    }
+                    Some(item @ Value::Object(_)) => {
+                        visit(item, &format!("{here}.{key}"), &format!("{at}/{key}"), out)
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    visit(q, path, "", &mut out);
+    out
+}
+
+/// Every aggregation in `aggs` (sub-aggregations included) as (path for messages, JSON pointer of
+/// its type's body relative to `aggs`), e.g. (`aggs.by_species.terms`, `/by_species/terms`).
+pub(crate) fn agg_bodies(aggs: &Value, path: &str) -> Vec<(String, String)> {
+    fn visit(aggs: &Value, path: &str, ptr: &str, out: &mut Vec<(String, String)>) {
+        let Value::Object(named) = aggs else { return };
+        for (name, def) in named {
+            let Value::Object(def) = def else { continue };
+            for (kind, body) in def {
+                let here = format!("{path}.{name}.{kind}");
+                let at = format!("{ptr}/{}/{}", pointer_key(name), pointer_key(kind));
+                if kind == "aggs" || kind == "aggregations" {
+                    visit(body, &here, &at, out);
+                } else {
+                    out.push((here, at));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    visit(aggs, path, "", &mut out);
+    out
+}
+
 fn walk_query(mapping: &Mapping, q: &Value, path: &str, out: &mut Vec<Finding>) {
-    let Value::Object(obj) = q else { return };
-    for (clause, body) in obj {
-        let here = format!("{path}.{clause}");
-        match clause.as_str() {
-            "bool" => {
-                for occur in ["must", "should", "filter", "must_not"] {
-                    match body.get(occur) {
-                        Some(Value::Array(items)) => {
-                            for (i, item) in items.iter().enumerate() {
-                                walk_query(mapping, item, &format!("{here}.{occur}[{i}]"), out);
-                            }
+    for (at, ptr) in query_objects(q, path) {
+        let Some(Value::Object(obj)) = q.pointer(&ptr) else {
+            continue;
+        };
+        for (clause, body) in obj {
+            let here = format!("{at}.{clause}");
+            match clause.as_str() {
+                "exists" => {
+                    if let Some(f) = body.get("field").and_then(Value::as_str) {
+                        field_known(mapping, f, &here, out);
+                    }
+                }
+                "multi_match" => {
+                    if let Some(Value::Array(fields)) = body.get("fields") {
+                        for f in fields.iter().filter_map(Value::as_str) {
+                            let name = f.split('^').next().unwrap_or(f);
+                            field_known(mapping, name, &here, out);
                         }
-                        Some(item @ Value::Object(_)) => {
-                            walk_query(mapping, item, &format!("{here}.{occur}"), out)
-                        }
-                        _ => {}
                     }
                 }
-            }
-            "constant_score" => {
-                if let Some(f) = body.get("filter") {
-                    walk_query(mapping, f, &format!("{here}.filter"), out);
-                }
-            }
-            "dis_max" => {
-                if let Some(Value::Array(items)) = body.get("queries") {
-                    for (i, item) in items.iter().enumerate() {
-                        walk_query(mapping, item, &format!("{here}.queries[{i}]"), out);
-                    }
-                }
-            }
-            "exists" => {
-                if let Some(f) = body.get("field").and_then(Value::as_str) {
-                    field_known(mapping, f, &here, out);
-                }
-            }
-            "multi_match" => {
-                if let Some(Value::Array(fields)) = body.get("fields") {
-                    for f in fields.iter().filter_map(Value::as_str) {
-                        let name = f.split('^').next().unwrap_or(f);
-                        field_known(mapping, name, &here, out);
-                    }
-                }
-            }
-            c if FIELD_KEYED.contains(&c) => {
-                let Value::Object(fields) = body else {
-                    continue;
-                };
-                for field in fields.keys().filter(|k| k.as_str() != "boost") {
-                    if !field_known(mapping, field, &here, out) {
+                c if FIELD_KEYED.contains(&c) => {
+                    let Value::Object(fields) = body else {
                         continue;
-                    }
-                    let is_text = mapping
-                        .field(field)
-                        .is_some_and(|f| f.kind == FieldKind::Text);
-                    if is_text
-                        && EXACT.contains(&c)
-                        && let Some(kw) = mapping.keyword_subfield(field)
-                    {
-                        out.push(Finding {
-                            path: here.clone(),
-                            message: format!(
-                                "{c} on the analysed text field '{field}' compares against single lower-cased words; use '{}' for exact values",
-                                kw.path
-                            ),
-                        });
+                    };
+                    for field in fields.keys().filter(|k| k.as_str() != "boost") {
+                        if !field_known(mapping, field, &here, out) {
+                            continue;
+                        }
+                        let is_text = mapping
+                            .field(field)
+                            .is_some_and(|f| f.kind == FieldKind::Text);
+                        if is_text
+                            && EXACT.contains(&c)
+                            && let Some(kw) = mapping.keyword_subfield(field)
+                        {
+                            out.push(Finding {
+                                path: here.clone(),
+                                message: format!(
+                                    "{c} on the analysed text field '{field}' compares against single lower-cased words; use '{}' for exact values",
+                                    kw.path
+                                ),
+                            });
+                        }
                     }
                 }
+                _ => {}
             }
-            _ => {}
         }
     }
 }
 
 fn walk_aggs(mapping: &Mapping, aggs: &Value, path: &str, out: &mut Vec<Finding>) {
-    let Value::Object(aggs) = aggs else { return };
-    for (name, def) in aggs {
-        let Value::Object(def) = def else { continue };
-        for (kind, body) in def {
-            let here = format!("{path}.{name}.{kind}");
-            if kind == "aggs" || kind == "aggregations" {
-                walk_aggs(mapping, body, &format!("{path}.{name}.{kind}"), out);
-                continue;
-            }
-            if let Some(f) = body.get("field").and_then(Value::as_str)
-                && field_known(mapping, f, &here, out)
-                && mapping.field(f).is_some_and(|s| s.kind == FieldKind::Text)
-            {
-                let hint = mapping
-                    .keyword_subfield(f)
-                    .map(|k| format!("; use '{}'", k.path))
-                    .unwrap_or_default();
-                out.push(Finding {
-                    path: here.clone(),
-                    message: format!("text field '{f}' cannot be aggregated{hint}"),
-                });
-            }
+    for (here, ptr) in agg_bodies(aggs, path) {
+        if let Some(f) = aggs
+            .pointer(&ptr)
+            .and_then(|b| b.get("field"))
+            .and_then(Value::as_str)
+            && field_known(mapping, f, &here, out)
+            && mapping.field(f).is_some_and(|s| s.kind == FieldKind::Text)
+        {
+            let hint = mapping
+                .keyword_subfield(f)
+                .map(|k| format!("; use '{}'", k.path))
+                .unwrap_or_default();
+            out.push(Finding {
+                path: here.clone(),
+                message: format!("text field '{f}' cannot be aggregated{hint}"),
+            });
         }
     }
 }

@@ -8,6 +8,7 @@
 //!
 //! * [`mapping`] — OpenSearch mappings flattened into the fields a query can name.
 //! * [`bulk`] — the `_bulk` NDJSON body.
+//! * [`autofix`] — corrections of generated DSL that need no model (`genre.keyword` → `genre`).
 //! * [`check`] — a search body checked against a mapping: unknown fields, `term` on analysed text.
 //! * [`datemath`] — dates and date math (`now-30d/d`) as OpenSearch reads them.
 //! * [`backend`] — the [`SearchBackend`] trait and index-name rules.
@@ -25,6 +26,7 @@
 //!   and OpenSearch's plain extraction for comparison (the query-DSL benchmark).
 //! * [`error`] — [`SearchError`]: every failure names what and where (`query.bool.must[0].nested`).
 
+pub mod autofix;
 pub mod backend;
 pub mod bulk;
 pub mod check;

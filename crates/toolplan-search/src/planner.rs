@@ -1,7 +1,8 @@
 //! Query-DSL planning: a question in natural language → an OpenSearch request body, by a model that
 //! sees the index mapping, a sample document and the current time (OpenSearch's QueryPlanningTool),
 //! made dependable: the first *valid* JSON object of the reply is taken (stray braces and code
-//! fences are skipped), it is checked against the mapping and the backend (unknown fields, `term` on
+//! fences are skipped), mistakes with one right correction are corrected on the spot
+//! ([`crate::autofix`]), it is checked against the mapping and the backend (unknown fields, `term` on
 //! analysed text, clauses the backend cannot run, non-integer `size` / `k`) and validated by the
 //! backend itself (a dry run: what it cannot parse or run), problems go back to the
 //! model for a bounded number of repairs, and only then does the fallback query stand in — with the
@@ -41,8 +42,10 @@ pub const SAMPLE_FIELD_CHARS: usize = 250;
 pub struct Attempt {
     /// The reply text (what the response filter selected, when there is one).
     pub reply: String,
-    /// The JSON object taken from it, if any.
+    /// The JSON object taken from it, if any (after the deterministic corrections).
     pub dsl: Option<Value>,
+    /// The corrections made to it without the model ([`crate::autofix`]).
+    pub fixes: Vec<String>,
     /// What is wrong with it (empty when it was accepted).
     pub problems: Vec<String>,
 }
@@ -85,6 +88,7 @@ pub struct DslPlanner {
     backend: Arc<dyn SearchBackend>,
     params: PlanParameters,
     max_repairs: usize,
+    autofix: bool,
 }
 
 impl DslPlanner {
@@ -96,6 +100,7 @@ impl DslPlanner {
             backend,
             params: PlanParameters::default(),
             max_repairs: 1,
+            autofix: true,
         }
     }
 
@@ -134,6 +139,13 @@ impl DslPlanner {
     /// The query used when no valid DSL comes back.
     pub fn with_fallback_query(mut self, query: Value) -> Self {
         self.params.fallback_query = Some(query);
+        self
+    }
+
+    /// Whether mistakes with exactly one correction are corrected without the model (default on;
+    /// see [`crate::autofix`]).
+    pub fn with_autofix(mut self, on: bool) -> Self {
+        self.autofix = on;
         self
     }
 
@@ -223,10 +235,14 @@ impl DslPlanner {
         for round in 0..=self.max_repairs {
             let response = self.call(&messages, &mut plan, cancel).await?;
             let (reply, filtered) = reply_text(&response, filter.as_ref());
-            let dsl = filtered
+            let mut dsl = filtered
                 .as_deref()
                 .and_then(extract_json_object)
                 .map(normalize_integers);
+            let fixes = match (&mut dsl, self.autofix) {
+                (Some(d), true) => crate::autofix::autofix(&mapping, d),
+                _ => Vec::new(),
+            };
             let mut problems = match (&filtered, &dsl) {
                 (None, _) => vec![format!(
                     "the response_filter '{}' matches nothing in the provider's response",
@@ -249,6 +265,7 @@ impl DslPlanner {
             plan.attempts.push(Attempt {
                 reply: filtered.clone().unwrap_or_else(|| reply.clone()),
                 dsl: dsl.clone(),
+                fixes,
                 problems: problems.clone(),
             });
             if problems.is_empty()

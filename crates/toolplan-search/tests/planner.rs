@@ -84,6 +84,19 @@ fn params(v: Value) -> PlanParameters {
     PlanParameters::from_json(v.as_object().unwrap()).unwrap()
 }
 
+/// Plans [`QUESTION`] on the iris index with `planner`.
+async fn ask(planner: DslPlanner) -> DslPlan {
+    planner
+        .plan(
+            QUESTION,
+            "iris-index",
+            &PlanParameters::default(),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap()
+}
+
 /// Plans [`QUESTION`] on the iris index with registration and execution parameters.
 async fn plan_iris(
     model: &Arc<Replay>,
@@ -110,7 +123,7 @@ const QUESTION: &str = "How many iris flowers of type setosa are there?";
 async fn a_wrong_field_is_repaired_and_the_dsl_counts_fifty() {
     let (_dir, backend) = iris().await;
     let model = replay(&[
-        "Here is the query {as asked}:\n```json\n{\"size\": 0.0, \"query\": {\"term\": {\"species\": \"setosa\"}}}\n```",
+        "Here is the query {as asked}:\n```json\n{\"size\": 0.0, \"query\": {\"term\": {\"kind\": \"setosa\"}}}\n```",
         "{\"size\": 0, \"query\": {\"term\": {\"species.keyword\": \"setosa\"}}, \"track_total_hits\": true}",
     ]);
     let planner = DslPlanner::new(model.clone(), Arc::clone(&backend));
@@ -130,13 +143,11 @@ async fn a_wrong_field_is_repaired_and_the_dsl_counts_fifty() {
     assert_eq!(plan.attempts.len(), 2);
     assert_eq!(
         plan.attempts[0].dsl,
-        Some(json!({"size": 0, "query": {"term": {"species": "setosa"}}}))
+        Some(json!({"size": 0, "query": {"term": {"kind": "setosa"}}}))
     );
     assert_eq!(
         plan.attempts[0].problems,
-        [
-            "query.term: term on the analysed text field 'species' compares against single lower-cased words; use 'species.keyword' for exact values"
-        ]
+        ["query.term: field 'kind' is not in the mapping"]
     );
     assert_eq!(plan.llm_calls, 2);
     assert_eq!(plan.input_tokens, 200);
@@ -169,7 +180,7 @@ async fn a_wrong_field_is_repaired_and_the_dsl_counts_fifty() {
     let second = &requests[1].messages;
     assert_eq!(second.len(), 4);
     assert!(second[3].content.starts_with(
-        "That query cannot be used:\n- query.term: term on the analysed text field 'species'"
+        "That query cannot be used:\n- query.term: field 'kind' is not in the mapping"
     ));
 }
 
@@ -185,17 +196,10 @@ async fn without_valid_dsl_the_fallback_stands_in_with_its_reason() {
     );
 
     let model = replay(&["{\"query\": {\"nested\": {\"path\": \"x\"}}}"]);
-    let plan = DslPlanner::new(model, backend)
+    let plan = ask(DslPlanner::new(model, backend)
         .with_max_repairs(0)
-        .with_fallback_query(json!({"query": {"match": {"species": "setosa"}}}))
-        .plan(
-            QUESTION,
-            "iris-index",
-            &PlanParameters::default(),
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+        .with_fallback_query(json!({"query": {"match": {"species": "setosa"}}})))
+    .await;
     assert_eq!(plan.dsl, json!({"query": {"match": {"species": "setosa"}}}));
     assert_eq!(plan.attempts.len(), 1);
     assert!(
@@ -227,24 +231,58 @@ async fn custom_prompts_and_parameters_are_filled() {
 #[tokio::test]
 async fn dsl_the_index_cannot_run_goes_back_for_repair() {
     let (_dir, backend) = iris().await;
-    // `eq` is no range parameter: the mapping check passes it, the backend's dry run does not.
+    // The mapping check passes an unknown operator; the backend's dry run does not.
     let model = replay(&[
-        "{\"size\": 0, \"query\": {\"range\": {\"petal_length_in_cm\": {\"eq\": 1.4}}}}",
+        "{\"size\": 0, \"query\": {\"match\": {\"species\": {\"query\": \"setosa\", \"operator\": \"xor\"}}}}",
         "{\"size\": 0, \"query\": {\"term\": {\"petal_length_in_cm\": 1.4}}}",
     ]);
     let plan = plan_iris(&model, &backend, json!({}), json!({})).await;
     assert_eq!(plan.fallback, None);
-    assert_eq!(
-        plan.attempts[0].problems,
-        ["the index rejects it: query.range.petal_length_in_cm: unknown range parameter [eq]"]
+    assert_eq!(plan.attempts[0].problems.len(), 1);
+    let problem = &plan.attempts[0].problems[0];
+    assert!(
+        problem.starts_with("the index rejects it: query.match")
+            && problem.contains("unknown operator 'xor'"),
+        "{problem}"
     );
     assert_eq!(plan.dsl["query"]["term"]["petal_length_in_cm"], 1.4);
     let requests = model.requests.lock().unwrap();
     assert!(
         requests[1].messages[3]
             .content
-            .contains("unknown range parameter [eq]")
+            .contains("unknown operator 'xor'")
     );
+}
+
+#[tokio::test]
+async fn mistakes_with_one_correction_are_corrected_without_the_model() {
+    let (_dir, backend) = iris().await;
+    let model = replay(&[
+        "{\"query\": {\"bool\": {\"filter\": [{\"range\": {\"species\": {\"eq\": \"setosa\"}}}], \"size\": 0}}}",
+    ]);
+    let plan = plan_iris(&model, &backend, json!({}), json!({})).await;
+    assert_eq!(plan.llm_calls, 1);
+    assert_eq!(
+        plan.dsl,
+        json!({"query": {"bool": {"filter": [{"term": {"species.keyword": "setosa"}}]}}, "size": 0})
+    );
+    assert_eq!(
+        plan.attempts[0].fixes,
+        [
+            "query.bool.size: moved to the top level of the body",
+            "query.bool.filter[0].range: eq is no range parameter; a term query",
+            "query.bool.filter[0].term: species → species.keyword"
+        ]
+    );
+    let r = backend.search("iris-index", &plan.dsl).await.unwrap();
+    assert_eq!(r["hits"]["total"]["value"], 50);
+
+    // Switched off, the same reply goes back to the model.
+    let model = replay(&["{\"query\": {\"term\": {\"species\": \"setosa\"}}}", "{}"]);
+    let plan = ask(DslPlanner::new(model, backend).with_autofix(false)).await;
+    assert_eq!(plan.llm_calls, 2);
+    assert!(plan.attempts[0].fixes.is_empty());
+    assert!(plan.attempts[0].problems[0].contains("use 'species.keyword'"));
 }
 
 async fn with_templates(backend: &Arc<dyn SearchBackend>) {

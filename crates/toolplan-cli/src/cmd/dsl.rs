@@ -32,6 +32,7 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
     }
     let planner = DslPlanner::new(model, std::sync::Arc::clone(&backend))
         .with_max_repairs(args.max_repairs)
+        .with_autofix(!args.no_autofix)
         .with_parameters(&params)?;
     let plan = planner
         .plan(
@@ -54,7 +55,7 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
         let attempts: Vec<Value> = plan
             .attempts
             .iter()
-            .map(|a| json!({"reply": a.reply, "dsl": a.dsl, "problems": a.problems}))
+            .map(|a| json!({"reply": a.reply, "dsl": a.dsl, "fixes": a.fixes, "problems": a.problems}))
             .collect();
         let template = plan.template.as_ref().map(|t| {
             json!({"reply": t.reply, "selected": t.selected, "template": t.template, "note": t.note})
@@ -82,6 +83,9 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
         }
     }
     for (i, a) in plan.attempts.iter().enumerate() {
+        for f in &a.fixes {
+            eprintln!("attempt {}: corrected {f}", i + 1);
+        }
         for p in &a.problems {
             eprintln!("attempt {}: {p}", i + 1);
         }

@@ -229,7 +229,12 @@ pub fn run(
         } else {
             "aggregations"
         };
-        let result = super::aggs::run(schema, searcher, &query, aggs, key)?;
+        let query_json = obj
+            .get("query")
+            .cloned()
+            .unwrap_or(json!({"match_all": {}}));
+        let sub = |body: &Value| run(index_name, index, schema, searcher, body, now);
+        let result = super::aggs::run(schema, searcher, &query, &query_json, aggs, key, &sub)?;
         if let Some(r) = response.as_object_mut() {
             r.insert("aggregations".into(), result);
         }

@@ -1,0 +1,295 @@
+//! Deterministic repairs of generated DSL: mistakes that have exactly one right correction are
+//! corrected in place, without another model call, and each correction is reported. Used by the
+//! query-DSL planner before it checks a body (what is left goes back to the model).
+//!
+//! * a field named `X.keyword` where `X` is itself a keyword (or number, date, boolean) field → `X`;
+//! * a field the mapping does not have, but has under another case or with `_` differences → that;
+//! * `term` / `terms` / `prefix` / `wildcard`, sorting and aggregations on an analysed text field
+//!   that has an exact sub-field → the sub-field;
+//! * `range` with only `eq` (no such parameter) → `term`;
+//! * `sort`, `aggs`, `size`, `from`, `_source`, `track_total_hits` written inside `query` (or a
+//!   `bool`) → moved to the top level of the body.
+
+use serde_json::{Map, Value};
+
+use crate::check::{EXACT, FIELD_KEYED, agg_bodies, query_objects};
+use crate::mapping::{FieldKind, Mapping};
+
+/// Body keys that belong at the top level, not inside a query.
+const TOP_LEVEL: &[&str] = &[
+    "sort",
+    "aggs",
+    "aggregations",
+    "size",
+    "from",
+    "_source",
+    "track_total_hits",
+];
+
+/// Corrects `body` in place; returns one line per correction.
+pub fn autofix(mapping: &Mapping, body: &mut Value) -> Vec<String> {
+    let mut notes = Vec::new();
+    hoist(body, &mut notes);
+    if let Some(q) = body.get_mut("query") {
+        fix_query(mapping, q, "query", &mut notes);
+    }
+    if let Some(sort) = body.get_mut("sort") {
+        let items: Vec<&mut Value> = match sort {
+            Value::Array(a) => a.iter_mut().collect(),
+            other => vec![other],
+        };
+        for (i, item) in items.into_iter().enumerate() {
+            match item {
+                Value::String(s) => {
+                    if let Some(fixed) = corrected(mapping, s, true) {
+                        notes.push(format!("sort[{i}]: {s} → {fixed}"));
+                        *s = fixed;
+                    }
+                }
+                Value::Object(o) => {
+                    rename_keys(mapping, o, true, &format!("sort[{i}]"), &mut notes)
+                }
+                _ => {}
+            }
+        }
+    }
+    for key in ["aggs", "aggregations"] {
+        if let Some(aggs) = body.get_mut(key) {
+            fix_aggs(mapping, aggs, key, &mut notes);
+        }
+    }
+    notes
+}
+
+/// The field a name should be, if it should be another: see the module documentation.
+fn corrected(mapping: &Mapping, name: &str, exact: bool) -> Option<String> {
+    if name.starts_with('_') || name.contains('*') {
+        return None;
+    }
+    let exact_of = |field: &str| -> Option<String> {
+        let spec = mapping.field(field)?;
+        if exact && spec.kind == FieldKind::Text {
+            let sub = format!("{field}.keyword");
+            mapping
+                .field(&sub)
+                .filter(|s| s.kind == FieldKind::Keyword)
+                .map(|_| sub)
+        } else {
+            None
+        }
+    };
+    if mapping.field(name).is_some() {
+        return exact_of(name);
+    }
+    // Objects are not fields, but naming one is not a mistake to correct here.
+    if mapping
+        .fields()
+        .iter()
+        .any(|f| f.path.starts_with(&format!("{name}.")))
+    {
+        return None;
+    }
+    if let Some(base) = name.strip_suffix(".keyword")
+        && mapping
+            .field(base)
+            .is_some_and(|f| f.kind != FieldKind::Text)
+    {
+        return Some(base.to_owned());
+    }
+    let norm = |s: &str| s.to_lowercase().replace(['_', '-'], "");
+    let matches: Vec<&str> = mapping
+        .fields()
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|p| norm(p) == norm(name))
+        .collect();
+    match matches.as_slice() {
+        [only] => Some(exact_of(only).unwrap_or_else(|| (*only).to_owned())),
+        _ => None,
+    }
+}
+
+fn rename_keys(
+    mapping: &Mapping,
+    obj: &mut Map<String, Value>,
+    exact: bool,
+    path: &str,
+    notes: &mut Vec<String>,
+) {
+    let renames: Vec<(String, String)> = obj
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "boost" | "_name"))
+        .filter_map(|k| corrected(mapping, k, exact).map(|f| (k.clone(), f)))
+        .collect();
+    for (from, to) in renames {
+        if obj.contains_key(&to) {
+            continue;
+        }
+        if let Some(v) = obj.remove(&from) {
+            notes.push(format!("{path}: {from} → {to}"));
+            obj.insert(to, v);
+        }
+    }
+}
+
+/// Moves top-level keys found in `query` or in its `bool`s to the body.
+fn hoist(body: &mut Value, notes: &mut Vec<String>) {
+    let mut found = Vec::new();
+    if let Some(q) = body.get_mut("query") {
+        collect_misplaced(q, "query", &mut found);
+    }
+    if let Value::Object(top) = body {
+        for (path, key, value) in found {
+            if top.contains_key(&key) {
+                continue;
+            }
+            notes.push(format!("{path}.{key}: moved to the top level of the body"));
+            top.insert(key, value);
+        }
+    }
+}
+
+fn collect_misplaced(q: &mut Value, path: &str, found: &mut Vec<(String, String, Value)>) {
+    let Value::Object(obj) = q else { return };
+    for key in TOP_LEVEL {
+        if let Some(v) = obj.remove(*key) {
+            found.push((path.to_owned(), (*key).to_owned(), v));
+        }
+    }
+    if let Some(b) = obj.get_mut("bool") {
+        collect_misplaced(b, &format!("{path}.bool"), found);
+        for occur in ["must", "should", "filter", "must_not"] {
+            match b.get_mut(occur) {
+                Some(Value::Array(items)) => {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        collect_misplaced(item, &format!("{path}.bool.{occur}[{i}]"), found);
+                    }
+                }
+                Some(item @ Value::Object(_)) => {
+                    collect_misplaced(item, &format!("{path}.bool.{occur}"), found)
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn fix_query(mapping: &Mapping, q: &mut Value, path: &str, notes: &mut Vec<String>) {
+    for (at, ptr) in query_objects(q, path) {
+        let Some(Value::Object(obj)) = q.pointer_mut(&ptr) else {
+            continue;
+        };
+        // `range: {f: {eq: v}}` → `term: {f: v}`.
+        if let Some(Value::Object(range)) = obj.get("range")
+            && range.len() == 1
+            && let Some((field, Value::Object(bounds))) = range.iter().next()
+            && bounds.len() == 1
+            && let Some(v) = bounds.get("eq")
+        {
+            let term = serde_json::json!({ field.clone(): v.clone() });
+            obj.remove("range");
+            obj.insert("term".into(), term);
+            notes.push(format!(
+                "{at}.range: eq is no range parameter; a term query"
+            ));
+        }
+        for (clause, body) in obj.iter_mut() {
+            let here = format!("{at}.{clause}");
+            match (clause.as_str(), body) {
+                ("exists", body) => {
+                    if let Some(Value::String(f)) = body.get_mut("field")
+                        && let Some(fixed) = corrected(mapping, f, false)
+                    {
+                        notes.push(format!("{here}: {f} → {fixed}"));
+                        *f = fixed;
+                    }
+                }
+                (c, Value::Object(fields)) if FIELD_KEYED.contains(&c) => {
+                    rename_keys(mapping, fields, EXACT.contains(&c), &here, notes);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn fix_aggs(mapping: &Mapping, aggs: &mut Value, path: &str, notes: &mut Vec<String>) {
+    for (here, ptr) in agg_bodies(aggs, path) {
+        if let Some(Value::String(f)) = aggs.pointer_mut(&ptr).and_then(|b| b.get_mut("field"))
+            && let Some(fixed) = corrected(mapping, f, true)
+        {
+            notes.push(format!("{here}: {f} → {fixed}"));
+            *f = fixed;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn mapping() -> Mapping {
+        Mapping::parse(&json!({"properties": {
+            "title": {"type": "text", "fields": {"keyword": {"type": "keyword"}}},
+            "summary": {"type": "text"},
+            "genre": {"type": "keyword"},
+            "price": {"type": "float"},
+            "response_minutes": {"type": "integer"},
+        }}))
+        .expect("mapping")
+    }
+
+    fn fixed(mut body: Value) -> (Value, Vec<String>) {
+        let notes = autofix(&mapping(), &mut body);
+        (body, notes)
+    }
+
+    #[test]
+    fn keyword_suffixes_and_exact_fields() {
+        let (body, notes) = fixed(json!({
+            "query": {"bool": {"filter": [{"term": {"genre.keyword": "fantasy"}}, {"term": {"title": "The Wing"}}],
+                               "must": {"match": {"Summary": "dragon"}}}},
+            "aggs": {"g": {"terms": {"field": "genre.keyword"}, "aggs": {"t": {"terms": {"field": "title"}}}}},
+            "sort": [{"Price": "asc"}, "title"]}));
+        assert_eq!(
+            body,
+            json!({
+                "query": {"bool": {"filter": [{"term": {"genre": "fantasy"}}, {"term": {"title.keyword": "The Wing"}}],
+                                   "must": {"match": {"summary": "dragon"}}}},
+                "aggs": {"g": {"terms": {"field": "genre"}, "aggs": {"t": {"terms": {"field": "title.keyword"}}}}},
+                "sort": [{"price": "asc"}, "title.keyword"]})
+        );
+        assert_eq!(notes.len(), 7, "{notes:?}");
+        assert!(notes.contains(&"query.bool.filter[0].term: genre.keyword → genre".to_owned()));
+    }
+
+    #[test]
+    fn range_eq_and_misplaced_sort() {
+        let (body, notes) = fixed(json!({"size": 3, "query": {"bool": {
+            "filter": [{"range": {"genre": {"eq": "open"}}}],
+            "sort": [{"response_minutes": {"order": "desc"}}], "size": 10}}}));
+        assert_eq!(
+            body,
+            json!({"size": 3, "query": {"bool": {"filter": [{"term": {"genre": "open"}}]}},
+                   "sort": [{"response_minutes": {"order": "desc"}}]})
+        );
+        assert_eq!(
+            notes,
+            [
+                "query.bool.sort: moved to the top level of the body",
+                "query.bool.filter[0].range: eq is no range parameter; a term query"
+            ]
+        );
+    }
+
+    #[test]
+    fn what_has_no_single_correction_is_left() {
+        let body = json!({"query": {"bool": {"must": [{"match": {"author": "x"}},
+                                                       {"range": {"price": {"eq": 1, "lt": 3}}}]}},
+                          "aggs": {"a": {"avg": {"field": "price"}}}});
+        let (after, notes) = fixed(body.clone());
+        assert_eq!(after, body);
+        assert!(notes.is_empty());
+    }
+}

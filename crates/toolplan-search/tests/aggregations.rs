@@ -1,0 +1,240 @@
+//! Aggregations the embedded backend runs beyond tantivy's own engine: calendar `date_histogram`
+//! (week, month, quarter, year) and `top_hits`, on the evaluation set's tickets index (60 tickets,
+//! January to June 2025). Expected figures were counted from `bench/dsl_eval/tickets.ndjson`.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use toolplan_search::{EmbeddedBackend, SearchBackend, SearchError};
+
+async fn tickets() -> (tempfile::TempDir, EmbeddedBackend) {
+    let eval = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/dsl_eval");
+    let dir = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(dir.path()).unwrap();
+    let mapping: Value =
+        serde_json::from_str(&std::fs::read_to_string(eval.join("tickets-mapping.json")).unwrap())
+            .unwrap();
+    backend.create_index("tickets", &mapping).await.unwrap();
+    let data = std::fs::read_to_string(eval.join("tickets.ndjson")).unwrap();
+    assert_eq!(backend.bulk(None, &data).await.unwrap().indexed, 60);
+    (dir, backend)
+}
+
+fn keys_and_counts(buckets: &Value) -> Vec<(String, u64)> {
+    buckets
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["key_as_string"].as_str().unwrap().to_owned(),
+                b["doc_count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn ids(hits: &Value) -> Vec<&str> {
+    hits["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["_id"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn calendar_months_quarters_years_and_weeks() {
+    let (_dir, b) = tickets().await;
+    let per = |interval: &str| json!({"size": 0, "aggs": {"t": {"date_histogram": {"field": "created_at", "calendar_interval": interval}}}});
+    let r = b.search("tickets", &per("month")).await.unwrap();
+    let months = keys_and_counts(&r["aggregations"]["t"]["buckets"]);
+    let expected: Vec<(String, u64)> = (1..=6)
+        .map(|m| (format!("2025-{m:02}-01T00:00:00.000Z"), 10))
+        .collect();
+    assert_eq!(months, expected);
+    assert_eq!(
+        r["aggregations"]["t"]["buckets"][1]["key"],
+        json!(1_738_368_000_000_i64)
+    );
+
+    let r = b.search("tickets", &per("1q")).await.unwrap();
+    assert_eq!(
+        keys_and_counts(&r["aggregations"]["t"]["buckets"]),
+        [
+            ("2025-01-01T00:00:00.000Z".to_owned(), 30),
+            ("2025-04-01T00:00:00.000Z".to_owned(), 30)
+        ]
+    );
+    let r = b.search("tickets", &per("year")).await.unwrap();
+    assert_eq!(
+        keys_and_counts(&r["aggregations"]["t"]["buckets"]),
+        [("2025-01-01T00:00:00.000Z".to_owned(), 60)]
+    );
+
+    // Weeks start on Monday: 2025-01-01 is a Wednesday, so the first week is 2024-12-30's.
+    let r = b.search("tickets", &per("week")).await.unwrap();
+    let weeks = r["aggregations"]["t"]["buckets"].as_array().unwrap();
+    assert_eq!(weeks[0]["key_as_string"], "2024-12-30T00:00:00.000Z");
+    assert_eq!(weeks.len(), 26);
+    assert!(
+        weeks.windows(2).all(
+            |w| w[1]["key"].as_i64().unwrap() - w[0]["key"].as_i64().unwrap() == 7 * 86_400_000
+        )
+    );
+    assert_eq!(
+        weeks
+            .iter()
+            .map(|w| w["doc_count"].as_u64().unwrap())
+            .sum::<u64>(),
+        60
+    );
+}
+
+#[tokio::test]
+async fn calendar_buckets_inside_terms_keep_inner_gaps_and_their_sub_aggregations() {
+    let (_dir, b) = tickets().await;
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "query": {"term": {"category": "billing"}},
+                    "aggs": {"c": {"terms": {"field": "category"},
+                        "aggs": {"m": {"date_histogram": {"field": "created_at", "calendar_interval": "month"},
+                            "aggs": {"slowest": {"max": {"field": "response_minutes"}}}}}}}}),
+        )
+        .await
+        .unwrap();
+    let months = &r["aggregations"]["c"]["buckets"][0]["m"]["buckets"];
+    // Billing tickets fall in January, March and May: February and April are empty buckets
+    // between them, June (after the last) is not there.
+    assert_eq!(
+        keys_and_counts(months)
+            .into_iter()
+            .map(|(k, n)| (k[..7].to_owned(), n))
+            .collect::<Vec<_>>(),
+        [
+            ("2025-01".to_owned(), 5),
+            ("2025-02".to_owned(), 0),
+            ("2025-03".to_owned(), 5),
+            ("2025-04".to_owned(), 0),
+            ("2025-05".to_owned(), 5)
+        ]
+    );
+    assert_eq!(months[2]["slowest"]["value"], 237.0);
+
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "query": {"term": {"category": "billing"}},
+                    "aggs": {"m": {"date_histogram": {"field": "created_at", "calendar_interval": "month", "min_doc_count": 1}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r["aggregations"]["m"]["buckets"].as_array().unwrap().len(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn top_hits_per_bucket_and_for_the_whole_query() {
+    let (_dir, b) = tickets().await;
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {"c": {"terms": {"field": "category"},
+                "aggs": {"slowest": {"top_hits": {"size": 2, "sort": [{"response_minutes": "desc"}],
+                                                  "_source": ["subject", "response_minutes"]}}}}}}),
+        )
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    for bucket in r["aggregations"]["c"]["buckets"].as_array().unwrap() {
+        let top = &bucket["slowest"];
+        assert_eq!(top["hits"]["total"]["value"], 15);
+        seen.push((bucket["key"].as_str().unwrap().to_owned(), ids(top)));
+        let source = &top["hits"]["hits"][0]["_source"];
+        assert!(source.get("subject").is_some() && source.get("category").is_none());
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("billing".to_owned(), vec!["t9", "t17"]),
+            ("bug".to_owned(), vec!["t8", "t16"]),
+            ("login".to_owned(), vec!["t34", "t42"]),
+            ("shipping".to_owned(), vec!["t7", "t15"]),
+        ]
+    );
+
+    // Per calendar month, and at the top level with the query.
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {
+                "m": {"date_histogram": {"field": "created_at", "calendar_interval": "month"},
+                      "aggs": {"top": {"top_hits": {"size": 1, "sort": [{"response_minutes": "desc"}]}}}},
+                "open": {"top_hits": {"sort": [{"response_minutes": "asc"}]}}},
+                "query": {"term": {"status": "open"}}}),
+        )
+        .await
+        .unwrap();
+    let open = &r["aggregations"]["open"];
+    assert_eq!(open["hits"]["total"]["value"], 12);
+    assert_eq!(open["hits"]["hits"].as_array().unwrap().len(), 3);
+    for month in r["aggregations"]["m"]["buckets"].as_array().unwrap() {
+        let top = &month["top"]["hits"]["hits"][0]["_source"];
+        assert_eq!(top["status"], "open");
+        assert!(
+            top["created_at"]
+                .as_str()
+                .unwrap()
+                .starts_with(&month["key_as_string"].as_str().unwrap()[..7])
+        );
+    }
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {"m": {"date_histogram": {"field": "created_at", "calendar_interval": "month"},
+                "aggs": {"top": {"top_hits": {"size": 1, "sort": [{"response_minutes": "desc"}]}}}}}}),
+        )
+        .await
+        .unwrap();
+    let firsts: Vec<&str> = r["aggregations"]["m"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| ids(&m["top"])[0])
+        .collect();
+    assert_eq!(firsts, ["t25", "t50", "t9", "t34", "t17", "t42"]);
+}
+
+#[tokio::test]
+async fn what_cannot_run_is_named() {
+    let (_dir, b) = tickets().await;
+    let err = |body: Value| {
+        let b = &b;
+        async move { b.search("tickets", &body).await.unwrap_err() }
+    };
+    let e = err(json!({"aggs": {"m": {"date_histogram": {"field": "created_at", "calendar_interval": "fortnight"}}}})).await;
+    assert!(
+        e.to_string().starts_with(
+            "aggs.m.date_histogram.calendar_interval: unknown calendar_interval 'fortnight'"
+        ),
+        "{e}"
+    );
+    let e = err(json!({"aggs": {"t": {"top_hits": {"highlight": {}}}}})).await;
+    assert!(
+        matches!(e, SearchError::Unsupported { ref path, .. } if path == "aggs.t.top_hits.highlight"),
+        "{e}"
+    );
+    let e = err(
+        json!({"aggs": {"t": {"top_hits": {}, "aggs": {"x": {"max": {"field": "satisfaction"}}}}}}),
+    )
+    .await;
+    assert!(
+        e.to_string().contains("cannot have sub-aggregations"),
+        "{e}"
+    );
+}
