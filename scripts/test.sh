@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite: installs what is missing, fetches the small local model (the end-to-end tests run a
-# real model), then runs every test of the workspace.
+# real model) and the real MCP servers and clients the MCP tests use, then runs every test.
 #
 #   bash scripts/test.sh [extra cargo test arguments]
 set -euo pipefail
@@ -9,4 +9,5 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/toolplan/target}"
 
 bash scripts/setup.sh
 bash scripts/fetch-model.sh small
+bash scripts/mcp-servers.sh >/dev/null
 cargo test --workspace "$@"
