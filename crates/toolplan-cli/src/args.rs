@@ -40,6 +40,9 @@ pub enum Command {
     /// Store, show or delete search templates (OpenSearch stored scripts) that
     /// `toolplan dsl --template ID=DESCRIPTION` offers the model.
     Template(TemplateArgs),
+    /// Serve toolplan to MCP clients (stdio, or streamable HTTP with --http): execute_tool_plan
+    /// over every tool — the tool set, and the tools of the config's [[mcp_servers]].
+    Mcp(McpArgs),
 }
 
 /// The built-in tool sets.
@@ -61,6 +64,10 @@ pub struct ToolsSelection {
     /// The tool set plans may call.
     #[arg(long = "tools", value_enum, default_value = "demo")]
     pub tools: ToolSet,
+    /// The configuration file (default: ./toolplan.toml if it exists): its [[mcp_servers]] add
+    /// their tools.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// Where a plan comes from, and limits on its size.
@@ -375,6 +382,26 @@ pub struct DslArgs {
     pub config: Option<PathBuf>,
     #[command(flatten)]
     pub backend: BackendArgs,
+}
+
+/// `toolplan mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub tools: ToolsSelection,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio; a port alone binds 127.0.0.1.
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    pub http: Option<String>,
+    /// The environment variable holding a bearer token every HTTP request must carry
+    /// (Authorization: Bearer …). Required to bind an address other than loopback.
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+    /// Also offer every tool itself beside execute_tool_plan.
+    #[arg(long)]
+    pub expose_tools: bool,
+    /// Longest one step may take (e.g. 30s, 2m, none).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_optional_duration)]
+    pub step_timeout: OptionalDuration,
 }
 
 /// `toolplan template`.

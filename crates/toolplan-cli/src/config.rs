@@ -28,6 +28,9 @@ pub struct Config {
     /// Limits on plans and tool calls.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// MCP servers whose tools plans may call (`[[mcp_servers]]`).
+    #[serde(default)]
+    pub mcp_servers: Vec<toolplan_mcp::McpServerConfig>,
 }
 
 /// `[limits]`.
@@ -81,16 +84,27 @@ impl Config {
     }
 }
 
+/// Keys that look like secrets and hold a literal value. A value that only names environment
+/// variables (`API_KEY = "${API_KEY}"`, as MCP servers' `env` and `headers` do) is not a secret.
 fn secret_keys(table: &toml::Table, prefix: &str) -> Vec<String> {
     let mut found = Vec::new();
     for (k, v) in table {
         let name = format!("{prefix}{k}");
         let lower = k.to_ascii_lowercase();
-        if SECRET_WORDS.iter().any(|w| lower.contains(w)) {
+        let from_env = matches!(v, toml::Value::String(s) if s.contains("${"));
+        if SECRET_WORDS.iter().any(|w| lower.contains(w)) && !from_env {
             found.push(name.clone());
         }
-        if let toml::Value::Table(t) = v {
-            found.extend(secret_keys(t, &format!("{name}.")));
+        match v {
+            toml::Value::Table(t) => found.extend(secret_keys(t, &format!("{name}."))),
+            toml::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let toml::Value::Table(t) = item {
+                        found.extend(secret_keys(t, &format!("{name}[{i}].")));
+                    }
+                }
+            }
+            _ => {}
         }
     }
     found
@@ -99,6 +113,41 @@ fn secret_keys(table: &toml::Table, prefix: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mcp_servers_take_secrets_from_the_environment_only() {
+        let c = Config::parse(
+            r#"
+            [[mcp_servers]]
+            name = "everything"
+            command = "npx"
+            args = ["-y", "@modelcontextprotocol/server-everything"]
+            env = { API_KEY = "${API_KEY}" }
+
+            [[mcp_servers]]
+            name = "remote"
+            url = "http://127.0.0.1:3001/mcp"
+            headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
+            timeout = "30s"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.mcp_servers.len(), 2);
+        assert_eq!(
+            c.mcp_servers[0].args[1],
+            "@modelcontextprotocol/server-everything"
+        );
+        assert_eq!(c.mcp_servers[1].timeout.as_deref(), Some("30s"));
+        let err = Config::parse(
+            "[[mcp_servers]]\nname = \"x\"\ncommand = \"y\"\nenv = { API_KEY = \"abc\" }\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("'mcp_servers[0].env.API_KEY' looks like a secret"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn parses_a_full_file() {

@@ -34,14 +34,15 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => cmd::run::execute(a).await,
-        Command::Validate(a) => cmd::validate::execute(a),
-        Command::Tools(a) => cmd::tools::execute(a),
+        Command::Validate(a) => cmd::validate::execute(a).await,
+        Command::Tools(a) => cmd::tools::execute(a).await,
         Command::Ask(a) => cmd::ask::execute(a).await,
         Command::QueryPlan(a) => cmd::query_plan::execute(a).await,
         Command::Index(a) => cmd::index::execute(a).await,
         Command::Search(a) => cmd::search::execute(a).await,
         Command::Dsl(a) => cmd::dsl::execute(a).await,
         Command::Template(a) => cmd::template::execute(a).await,
+        Command::Mcp(a) => cmd::mcp::execute(a).await,
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -7,7 +7,8 @@ use toolplan_llm::ChatModel;
 use toolplan_search::tools::QueryPlanning;
 use toolplan_search::{DslPlanner, SearchBackend};
 
-use crate::args::{BackendArgs, BackendKind, ToolSet};
+use crate::args::{BackendArgs, BackendKind, ToolSet, ToolsSelection};
+use crate::config::Config;
 
 /// The tools of a set. The search set opens the embedded backend in the default data directory;
 /// with a model it also gets `query_planning`, over the same backend.
@@ -41,10 +42,26 @@ fn search_backend() -> anyhow::Result<Arc<dyn SearchBackend>> {
     Ok(crate::cmd::index::backend(&args)?.0)
 }
 
-/// The registry of a tool set.
-pub fn registry(set: ToolSet) -> anyhow::Result<ToolRegistry> {
+/// `tools` and the tools of the configuration's MCP servers (started here; they stop when the
+/// last tool is dropped). An MCP tool whose name another tool has is `<server>.<tool>`.
+pub async fn with_mcp(
+    mut tools: Vec<Arc<dyn Tool>>,
+    config: &Config,
+) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
+    if config.mcp_servers.is_empty() {
+        return Ok(tools);
+    }
+    let taken: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+    let (_servers, mcp) = toolplan_mcp::connect_all(&config.mcp_servers, &taken).await?;
+    tools.extend(mcp);
+    Ok(tools)
+}
+
+/// The registry of a tool selection: the set, and the MCP servers of its configuration file.
+pub async fn registry(selection: &ToolsSelection) -> anyhow::Result<ToolRegistry> {
+    let (config, _) = Config::load(selection.config.as_deref())?;
     let mut registry = ToolRegistry::new();
-    registry.register_all(tools(set, None)?)?;
+    registry.register_all(with_mcp(tools(selection.tools, None)?, &config).await?)?;
     Ok(registry)
 }
 
@@ -53,9 +70,13 @@ pub fn documents(dir: &std::path::Path) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
     Ok(toolplan_query::documents::load_dir(dir)?)
 }
 
-/// An engine over a tool set.
-pub fn engine(set: ToolSet, limits: Limits, config: RunConfig) -> anyhow::Result<Engine> {
-    Ok(Engine::new(Arc::new(registry(set)?))
+/// An engine over a tool selection.
+pub async fn engine(
+    selection: &ToolsSelection,
+    limits: Limits,
+    config: RunConfig,
+) -> anyhow::Result<Engine> {
+    Ok(Engine::new(Arc::new(registry(selection).await?))
         .with_limits(limits)
         .with_config(config))
 }

@@ -61,6 +61,7 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
     }
+    let tools = toolset::with_mcp(tools, &config).await?;
     let query_planner = args.planner == PlannerArg::QueryPlan;
     let planning = !query_planner && !args.no_plan && config.planning.unwrap_or(true);
 

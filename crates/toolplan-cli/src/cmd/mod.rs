@@ -3,6 +3,7 @@
 pub mod ask;
 pub mod dsl;
 pub mod index;
+pub mod mcp;
 pub mod query_plan;
 pub mod run;
 pub mod search;

@@ -21,6 +21,7 @@ pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
     }
+    let tools = toolset::with_mcp(tools, &config).await?;
     let mode = match args.synthesizer {
         SynthesizerArg::Compact => SynthesisMode::Compact,
         SynthesizerArg::TreeSummarize => SynthesisMode::TreeSummarize,

@@ -25,7 +25,7 @@ pub async fn execute(args: RunArgs) -> anyhow::Result<Outcome> {
         },
         ..RunConfig::default()
     };
-    let engine = toolset::engine(args.tools.tools, limits(&args.input), config)?;
+    let engine = toolset::engine(&args.tools, limits(&args.input), config).await?;
     for (tool, _) in &args.tool_limits {
         if !engine.tools().contains(tool) {
             eprintln!("warning: --tool-limit names '{tool}', which is not a tool of this tool set");

@@ -10,8 +10,8 @@ use crate::args::ToolsArgs;
 use crate::toolset;
 
 /// Runs the subcommand.
-pub fn execute(args: ToolsArgs) -> anyhow::Result<Outcome> {
-    let registry = Arc::new(toolset::registry(args.tools.tools)?);
+pub async fn execute(args: ToolsArgs) -> anyhow::Result<Outcome> {
+    let registry = Arc::new(toolset::registry(&args.tools).await?);
     let mut listed: Vec<(String, String, Value)> = registry
         .iter()
         .map(|t| {

@@ -8,9 +8,9 @@ use crate::cmd::{limits, print_problems, read_plan};
 use crate::toolset;
 
 /// Runs the subcommand.
-pub fn execute(args: ValidateArgs) -> anyhow::Result<Outcome> {
+pub async fn execute(args: ValidateArgs) -> anyhow::Result<Outcome> {
     let text = read_plan(&args.input.plan)?;
-    let engine = toolset::engine(args.tools.tools, limits(&args.input), Default::default())?;
+    let engine = toolset::engine(&args.tools, limits(&args.input), Default::default()).await?;
     match engine.compile(&text) {
         Ok(plan) => {
             let waves: Vec<Vec<&str>> = plan

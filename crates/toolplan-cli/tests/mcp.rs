@@ -1,0 +1,288 @@
+//! `toolplan mcp` driven from outside by real MCP clients — the official Python SDK and the MCP
+//! inspector CLI, over stdio and over streamable HTTP (with a bearer token) — and plans over a real
+//! MCP server configured in `toolplan.toml`. The clients and servers are installed by
+//! `bash scripts/mcp-servers.sh` (which the test script and CI run).
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+fn servers_dir() -> PathBuf {
+    let dir = std::env::var_os("TOOLPLAN_MCP_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/toolplan/mcp-servers")
+        });
+    assert!(
+        dir.join("venv/bin/python").exists(),
+        "the MCP clients and servers are not installed in {}: run `bash scripts/mcp-servers.sh`",
+        dir.display()
+    );
+    dir
+}
+
+fn toolplan() -> String {
+    assert_cmd::cargo::cargo_bin("toolplan")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs the Python SDK driver; its JSON report.
+fn python_client(args: &[&str]) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let out = Command::new(servers_dir().join("venv/bin/python"))
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn check_report(report: &Value, exposed: bool) {
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(tools[0], "execute_tool_plan");
+    assert_eq!(tools.contains(&"get_weather"), exposed, "{tools:?}");
+    assert!(report["planner_schema"]["properties"]["steps"].is_object());
+    // Tokyo 18 °C, London 12 °C.
+    assert_eq!(report["structured"]["outputs"]["diff"].as_f64(), Some(6.0));
+    assert_eq!(report["structured"]["outcome"], "completed");
+    assert!(
+        report["text"].as_str().unwrap().contains("diff"),
+        "{}",
+        report["text"]
+    );
+    assert_ne!(report["is_error"], json!(true));
+    // One notification per step, out of 3.
+    let progress = report["progress"].as_array().unwrap();
+    assert_eq!(progress.len(), 3, "{progress:?}");
+    assert!(progress.iter().all(|p| p["total"] == json!(3.0)));
+    assert!(progress.iter().any(|p| {
+        p["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("step diff (calculator) ok")
+    }));
+    assert_eq!(report["invalid"]["is_error"], json!(true));
+    assert!(
+        report["invalid"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no_such_tool")
+    );
+}
+
+#[test]
+fn the_python_sdk_plans_over_stdio() {
+    let bin = toolplan();
+    let report = python_client(&["stdio", &bin, "mcp", "--tools", "demo", "--expose-tools"]);
+    check_report(&report, true);
+    assert_eq!(report["direct"]["text"], "hi");
+    let report = python_client(&["stdio", &bin, "mcp", "--tools", "demo"]);
+    check_report(&report, false);
+}
+
+/// `toolplan mcp --http 0 …` started, and the URL it serves.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(extra: &[&str], env: &[(&str, &str)]) -> HttpServer {
+        let mut child = Command::new(toolplan())
+            .args(["mcp", "--tools", "demo", "--http", "0"])
+            .args(extra)
+            .envs(env.iter().copied())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stderr).read_line(&mut line).unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("toolplan MCP server on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+            .to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        HttpServer { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_python_sdk_plans_over_http_with_a_token() {
+    let server = HttpServer::start(
+        &["--token-env", "TOOLPLAN_TEST_TOKEN"],
+        &[("TOOLPLAN_TEST_TOKEN", "s3cret")],
+    );
+    let report = python_client(&["http", &server.url, "s3cret"]);
+    check_report(&report, false);
+    // With a wrong token, the SDK's initialize fails; on the wire it is a 401.
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let out = Command::new(servers_dir().join("venv/bin/python"))
+        .arg(script)
+        .args(["http", &server.url, "wrong"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let hostport = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    for auth in ["", "Authorization: Bearer wrong\r\n"] {
+        let mut stream = std::net::TcpStream::connect(hostport).unwrap();
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {hostport}\r\n{auth}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut status = String::new();
+        BufReader::new(stream).read_line(&mut status).unwrap();
+        assert!(status.starts_with("HTTP/1.1 401"), "{status}");
+    }
+}
+
+#[test]
+fn a_public_address_needs_a_token() {
+    let out = Command::new(toolplan())
+        .args(["mcp", "--tools", "demo", "--http", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--token-env"));
+}
+
+fn inspector(args: &[&str]) -> Value {
+    let out = Command::new(servers_dir().join("node_modules/.bin/mcp-inspector"))
+        .arg("--cli")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "inspector failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_inspector_cli_lists_and_calls_over_stdio_and_http() {
+    let bin = toolplan();
+    let plan_args = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "execute_tool_plan",
+        "--tool-arg",
+        r#"steps=[{"id": "p", "tool": "get_weather", "arguments": {"location": "Paris"}}]"#,
+    ];
+    let listed = inspector(&[&bin, "mcp", "--tools", "demo", "--method", "tools/list"]);
+    assert_eq!(listed["tools"][0]["name"], "execute_tool_plan");
+    let called = inspector(
+        &[
+            &[bin.as_str(), "mcp", "--tools", "demo"][..],
+            &plan_args[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(called["structuredContent"]["outputs"]["p"]["city"], "Paris");
+
+    let server = HttpServer::start(&[], &[]);
+    let listed = inspector(&[&server.url, "--transport", "http", "--method", "tools/list"]);
+    assert_eq!(listed["tools"][0]["name"], "execute_tool_plan");
+    let called = inspector(
+        &[
+            &[server.url.as_str(), "--transport", "http"][..],
+            &plan_args[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(called["structuredContent"]["outputs"]["p"]["city"], "Paris");
+}
+
+#[test]
+fn plans_call_the_tools_of_configured_mcp_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let everything = servers_dir().join("node_modules/.bin/mcp-server-everything");
+    let config = dir.path().join("toolplan.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp_servers]]\nname = \"everything\"\ncommand = {:?}\ntimeout = \"20s\"\n",
+            everything.to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let plan = dir.path().join("plan.json");
+    std::fs::write(
+        &plan,
+        json!({"steps": [
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}},
+            {"id": "s", "tool": "get-sum", "arguments": {"a": "$ref:w.temp", "b": 100}},
+            {"id": "e", "tool": "everything.echo", "arguments": {"message": "$ref:s"}}],
+            "output_steps": ["e"]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = Command::new(toolplan())
+        .args([
+            "run",
+            &plan.to_string_lossy(),
+            "--json",
+            "--config",
+            &config.to_string_lossy(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let echoed = report["outputs"]["e"].as_str().unwrap();
+    assert!(
+        echoed.starts_with("Echo: The sum of ") && echoed.contains(" and 100 is "),
+        "{echoed}"
+    );
+    let listed = Command::new(toolplan())
+        .args(["tools", "--json", "--config", &config.to_string_lossy()])
+        .output()
+        .unwrap();
+    let tools: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    // Both the demo set and server-everything have `echo`: the server's is prefixed.
+    for name in ["get_weather", "echo", "get-sum", "everything.echo"] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+}

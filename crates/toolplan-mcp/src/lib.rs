@@ -1,0 +1,31 @@
+//! # toolplan-mcp
+//!
+//! MCP for toolplan, on the official Rust SDK (`rmcp`): the tools of any MCP server become steps
+//! plans can call, and toolplan itself is an MCP server, so that any MCP client gets
+//! `execute_tool_plan` over all of its tools.
+//!
+//! ## How the parts fit
+//!
+//! * [`config`] — `[[mcp_servers]]` of `toolplan.toml`: a command over stdio or a streamable-HTTP
+//!   URL, environment and headers from the environment, timeouts.
+//! * [`client`] — [`McpServer`]: one server, started on first use, restarted after it exits,
+//!   tools listed and called with a timeout; errors name the server and end with its stderr.
+//! * [`tool`] — [`McpTool`]: one server tool as a toolplan [`toolplan_core::Tool`]
+//!   (`structuredContent` as JSON, text as text, `isError` as a failed step), and [`connect_all`],
+//!   which names tools `<server>.<tool>` only where names clash.
+//! * [`server`] — [`PlanServer`]: toolplan as an MCP server over stdio or streamable HTTP
+//!   (`execute_tool_plan`, optionally the tools themselves, and extra planner tools), with step
+//!   progress notifications, cancellation, and an optional bearer token.
+//! * [`error`] — [`McpError`].
+
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod server;
+pub mod tool;
+
+pub use client::McpServer;
+pub use config::McpServerConfig;
+pub use error::McpError;
+pub use server::PlanServer;
+pub use tool::{McpTool, connect_all};

@@ -1,0 +1,167 @@
+//! MCP tools as toolplan tools: every tool of every configured server becomes a [`Tool`] plans can
+//! call, under its own name — or `<server>.<tool>` where two sources offer the same name.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rmcp::model::{CallToolResult, ContentBlock, Tool as McpToolDef};
+use serde_json::Value;
+use toolplan_core::{Tool, ToolContext, ToolError, ToolResult};
+
+use crate::client::McpServer;
+use crate::config::McpServerConfig;
+use crate::error::McpError;
+
+/// One tool of an MCP server.
+pub struct McpTool {
+    server: Arc<McpServer>,
+    remote: String,
+    name: String,
+    description: String,
+    schema: Value,
+}
+
+impl McpTool {
+    /// The tool `def` of `server`, called `name` in plans.
+    pub fn new(server: Arc<McpServer>, def: &McpToolDef, name: String) -> McpTool {
+        McpTool {
+            server,
+            remote: def.name.to_string(),
+            name,
+            description: def
+                .description
+                .as_deref()
+                .map(str::to_owned)
+                .unwrap_or_default(),
+            schema: Value::Object((*def.input_schema).clone()),
+        }
+    }
+
+    /// The server it belongs to.
+    pub fn server(&self) -> &Arc<McpServer> {
+        &self.server
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn parameters(&self) -> Value {
+        self.schema.clone()
+    }
+    async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
+        let args = match arguments {
+            Value::Object(o) => o,
+            Value::Null => serde_json::Map::new(),
+            other => {
+                return Err(ToolError::invalid(format!(
+                    "MCP tools take an object of arguments, not {other}"
+                )));
+            }
+        };
+        let result = self
+            .server
+            .call(&self.remote, args)
+            .await
+            .map_err(|e| ToolError::failed(e.to_string()))?;
+        output(result)
+    }
+}
+
+/// A tool result as a step's output: `isError` is a failed step (with the text); otherwise
+/// `structuredContent` when there is some, else the text of the text blocks (JSON when the text is
+/// JSON, as for every toolplan tool), else the content blocks as JSON.
+pub fn output(result: CallToolResult) -> ToolResult {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if result.is_error == Some(true) {
+        let message = if texts.is_empty() {
+            "the tool reported an error".to_owned()
+        } else {
+            texts.join("\n")
+        };
+        return Err(ToolError::failed(message));
+    }
+    if let Some(structured) = result.structured_content {
+        return Ok(structured);
+    }
+    if texts.len() == result.content.len() && !texts.is_empty() {
+        // As every toolplan tool's text: JSON when it is JSON, else the text.
+        return Ok(toolplan_core::tool::output_from_text(texts.join("\n")));
+    }
+    serde_json::to_value(&result.content)
+        .map_err(|e| ToolError::failed(format!("cannot read the tool's content: {e}")))
+}
+
+/// The servers of `configs`, started together, and their tools named for plans: a tool keeps its
+/// name unless another source — another server, or a name in `taken` (built-in tools) — offers the
+/// same name; then it is `<server>.<tool>`.
+pub async fn connect_all(
+    configs: &[McpServerConfig],
+    taken: &[String],
+) -> Result<(Vec<Arc<McpServer>>, Vec<Arc<dyn Tool>>), McpError> {
+    let mut names = std::collections::HashSet::new();
+    for c in configs {
+        if !names.insert(c.name.as_str()) {
+            return Err(McpError::Config {
+                server: c.name.clone(),
+                message: "two servers have this name".into(),
+            });
+        }
+    }
+    let servers = futures::future::try_join_all(configs.iter().map(McpServer::connect)).await?;
+    let listed = futures::future::try_join_all(servers.iter().map(|s| s.list_tools())).await?;
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for t in taken {
+        *count.entry(t.clone()).or_default() += 1;
+    }
+    for defs in &listed {
+        for d in defs {
+            *count.entry(d.name.to_string()).or_default() += 1;
+        }
+    }
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for (server, defs) in servers.iter().zip(&listed) {
+        for d in defs {
+            let name = if count.get(d.name.as_ref()).copied().unwrap_or(0) > 1 {
+                format!("{}.{}", server.name(), d.name)
+            } else {
+                d.name.to_string()
+            };
+            tools.push(Arc::new(McpTool::new(Arc::clone(server), d, name)));
+        }
+    }
+    Ok((servers, tools))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_become_outputs() {
+        let text = CallToolResult::success(vec![ContentBlock::text("Echo: hi")]);
+        assert_eq!(output(text).ok(), Some(json!("Echo: hi")));
+        let mut structured = CallToolResult::success(vec![ContentBlock::text("{\"t\": 33}")]);
+        structured.structured_content = Some(json!({"t": 33}));
+        assert_eq!(output(structured).ok(), Some(json!({"t": 33})));
+        let failed = CallToolResult::error(vec![ContentBlock::text("no such file")]);
+        assert_eq!(
+            output(failed).err().map(|e| e.to_string()).as_deref(),
+            Some("no such file")
+        );
+    }
+}
