@@ -219,14 +219,18 @@ impl ExecuteToolPlan {
         &self.engine
     }
 
+    /// Validates a plan as the tool receives it: an object, or the whole plan as one JSON string
+    /// (models sometimes send that), parsed as plan text with the plan size limit.
+    pub fn compile(&self, plan: Value) -> Result<Plan, InvalidPlan> {
+        match plan {
+            Value::String(text) => self.engine.compile(&text),
+            other => self.engine.compile_value(other),
+        }
+    }
+
     /// Validates and runs a plan, returning the full run (the tool call returns its summary).
     pub async fn execute(&self, plan: Value, control: RunControl) -> Result<PlanRun, InvalidPlan> {
-        // Models sometimes send the whole plan as one JSON string: parse it as plan text (with the
-        // plan size limit) rather than as a value.
-        let plan = match plan {
-            Value::String(text) => self.engine.compile(&text)?,
-            other => self.engine.compile_value(other)?,
-        };
+        let plan = self.compile(plan)?;
         Ok(self.engine.run(&plan, control).await)
     }
 }

@@ -134,12 +134,8 @@ impl PlanServer {
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let engine = self.planner.engine();
-        // Models sometimes send the plan as one JSON string: it is read as plan text.
-        let compiled = match arguments {
-            Value::String(text) => engine.compile(&text),
-            other => engine.compile_value(other),
-        };
-        let plan = match compiled {
+        // Compiled here (not by `execute`) so that progress can say how many steps there are.
+        let plan = match self.planner.compile(arguments) {
             Ok(plan) => plan,
             Err(invalid) => {
                 return CallToolResult::error(vec![ContentBlock::text(invalid.to_string())]);
