@@ -34,8 +34,10 @@ TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/toolpla
 
 
 def relaunch_in_venv():
-    venv_python = os.path.join(MCP_DIR, "venv", "bin", "python")
-    if os.path.realpath(sys.executable) != os.path.realpath(venv_python):
+    venv = os.path.join(MCP_DIR, "venv")
+    venv_python = os.path.join(venv, "bin", "python")
+    # (The venv's python is a symlink to this one: tell them apart by sys.prefix.)
+    if os.path.realpath(sys.prefix) != os.path.realpath(venv):
         if not os.path.exists(venv_python):
             subprocess.run(["bash", os.path.join(ROOT, "scripts", "mcp-servers.sh")], check=True)
         os.execv(venv_python, [venv_python] + sys.argv)
@@ -68,7 +70,8 @@ async def main():
     ap.add_argument("--duration", type=float, default=0.2)
     args = ap.parse_args()
 
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "toolplan-cli"], cwd=ROOT, check=True)
+    # No local model needed here: skip building llama.cpp.
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "toolplan-cli", "--no-default-features"], cwd=ROOT, check=True)
     toolplan = os.path.join(TARGET, "release", "toolplan")
     config = os.path.join(TARGET, "mcp-bench.toml")
     with open(config, "w") as f:

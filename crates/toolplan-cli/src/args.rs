@@ -41,7 +41,8 @@ pub enum Command {
     /// `toolplan dsl --template ID=DESCRIPTION` offers the model.
     Template(TemplateArgs),
     /// Serve toolplan to MCP clients (stdio, or streamable HTTP with --http): execute_tool_plan
-    /// over every tool — the tool set, and the tools of the config's [[mcp_servers]].
+    /// over every tool — the tool set, and the tools of the config's [[mcp_servers]] — and, when
+    /// the config names a model, query_plan_tool (and query_planning with --tools search).
     Mcp(McpArgs),
 }
 

@@ -43,11 +43,7 @@ fn ask_runs_a_plan_in_two_model_calls() {
         .current_dir(std::env::temp_dir())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["answer"], "Tokyo is 6 °C warmer than London.");
     assert_eq!(v["llm_calls"], 2);
@@ -108,11 +104,7 @@ fn no_plan_does_not_offer_the_planner() {
         .current_dir(std::env::temp_dir())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "Hello.\n");
     assert!(
         String::from_utf8(out.stderr)
@@ -148,11 +140,7 @@ fn config_file_names_the_model_and_rejects_secrets() {
         .current_dir(dir.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["answer"], "From config.");
     assert_eq!(v["model"], "openai:cfg");

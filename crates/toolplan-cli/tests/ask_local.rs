@@ -4,6 +4,8 @@
 #![cfg(feature = "local")]
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use assert_cmd::Command;
 use serde_json::Value;
 
@@ -40,11 +42,7 @@ fn ask_answers_with_the_local_model_and_the_demo_tools() {
         .timeout(std::time::Duration::from_secs(300))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let answer = v["answer"].as_str().unwrap();
     assert!(!answer.trim().is_empty());
@@ -89,11 +87,7 @@ fn query_plan_branches_are_synthesized_by_the_local_model() {
         .timeout(std::time::Duration::from_secs(300))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let answer = v["answer"].as_str().unwrap_or_default();
     assert!(!answer.trim().is_empty(), "{v}");
@@ -150,11 +144,7 @@ fn the_iris_question_becomes_dsl_that_counts_fifty() {
         "--execute",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["fallback"], Value::Null, "{v}");
     assert_eq!(v["response"]["hits"]["total"]["value"], 50, "{v}");

@@ -1,6 +1,8 @@
 //! The `toolplan` binary, driven as a user would: real processes, real files, exit codes and output.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::PathBuf;
 
 use assert_cmd::Command;
@@ -191,11 +193,7 @@ fn run_stdin(plan: &str, args: &[&str]) -> Value {
         .write_stdin(plan)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

@@ -10,18 +10,27 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
-fn servers_dir() -> PathBuf {
-    let dir = std::env::var_os("TOOLPLAN_MCP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/toolplan/mcp-servers")
-        });
-    assert!(
-        dir.join("venv/bin/python").exists(),
-        "the MCP clients and servers are not installed in {}: run `bash scripts/mcp-servers.sh`",
-        dir.display()
-    );
-    dir
+/// The servers' and clients' install directory, and the server configurations the MCP crate's
+/// tests use.
+#[path = "../../toolplan-mcp/tests/common/mod.rs"]
+mod servers;
+
+mod common;
+
+use servers::servers_dir;
+
+/// A `toolplan.toml` declaring stdio MCP servers: (name, command, args).
+fn config_file(dir: &std::path::Path, servers: &[(&str, &std::path::Path, &[&str])]) -> PathBuf {
+    let mut text = String::new();
+    for (name, command, args) in servers {
+        text.push_str(&format!(
+            "[[mcp_servers]]\nname = {name:?}\ncommand = {:?}\nargs = {args:?}\ntimeout = \"20s\"\n",
+            command.to_string_lossy()
+        ));
+    }
+    let path = dir.join("toolplan.toml");
+    std::fs::write(&path, text).unwrap();
+    path
 }
 
 fn toolplan() -> String {
@@ -176,9 +185,16 @@ fn a_public_address_needs_a_token() {
 }
 
 fn inspector(args: &[&str]) -> Value {
+    inspector_in(&std::env::current_dir().unwrap(), args)
+}
+
+/// The inspector CLI run in `dir` (a server it starts reads `dir/toolplan.toml`: the inspector
+/// keeps `--config` for itself).
+fn inspector_in(dir: &std::path::Path, args: &[&str]) -> Value {
     let out = Command::new(servers_dir().join("node_modules/.bin/mcp-inspector"))
         .arg("--cli")
         .args(args)
+        .current_dir(dir)
         .output()
         .unwrap();
     assert!(
@@ -229,15 +245,7 @@ fn the_inspector_cli_lists_and_calls_over_stdio_and_http() {
 fn plans_call_the_tools_of_configured_mcp_servers() {
     let dir = tempfile::tempdir().unwrap();
     let everything = servers_dir().join("node_modules/.bin/mcp-server-everything");
-    let config = dir.path().join("toolplan.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[mcp_servers]]\nname = \"everything\"\ncommand = {:?}\ntimeout = \"20s\"\n",
-            everything.to_string_lossy()
-        ),
-    )
-    .unwrap();
+    let config = config_file(dir.path(), &[("everything", &everything, &[])]);
     let plan = dir.path().join("plan.json");
     std::fs::write(
         &plan,
@@ -259,11 +267,7 @@ fn plans_call_the_tools_of_configured_mcp_servers() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let echoed = report["outputs"]["e"].as_str().unwrap();
     assert!(
@@ -285,4 +289,144 @@ fn plans_call_the_tools_of_configured_mcp_servers() {
     for name in ["get_weather", "echo", "get-sum", "everything.echo"] {
         assert!(names.contains(&name), "{name} not in {names:?}");
     }
+}
+
+#[test]
+fn a_client_that_cancels_a_plan_stops_its_remaining_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let filesystem = servers_dir().join("node_modules/.bin/mcp-server-filesystem");
+    let root = dir.path().to_string_lossy().into_owned();
+    let config = config_file(dir.path(), &[("filesystem", &filesystem, &[&root])]);
+    let config = config.to_string_lossy().into_owned();
+    // A slow step, then a file written with its result: the file tells whether the plan went on.
+    let plan = |file: &str| {
+        json!({"steps": [
+            {"id": "slow", "tool": "sleep", "arguments": {"ms": 1500, "value": "late"}},
+            {"id": "w", "tool": "write_file",
+             "arguments": {"path": dir.path().join(file), "content": "$ref:slow"}}]})
+    };
+
+    // Not cancelled, the plan writes its file.
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan("done.txt").to_string()).unwrap();
+    let out = Command::new(toolplan())
+        .args(["run", &plan_file.to_string_lossy(), "--config", &config])
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("done.txt")).unwrap(),
+        "late"
+    );
+
+    // Cancelled by the client after 0.5 s, it does not; and the server goes on serving.
+    let report = python_client(&[
+        "cancel",
+        &plan("cancelled.txt").to_string(),
+        &toolplan(),
+        "mcp",
+        "--tools",
+        "demo",
+        "--config",
+        &config,
+    ]);
+    assert_eq!(report["cancelled"], true, "{report}");
+    assert!(
+        report["abandoned_after_s"].as_f64().unwrap() < 1.4,
+        "{report}"
+    );
+    assert_eq!(report["progress"], json!([]), "{report}");
+    assert!(!dir.path().join("cancelled.txt").exists());
+    assert_eq!(report["after"]["outputs"]["n"], 2.0, "{report}");
+}
+
+#[test]
+fn a_configured_model_adds_the_planners_that_need_one() {
+    // The model is only named (an OpenAI-compatible endpoint nobody answers): listing the tools
+    // does not call it.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolplan.toml"),
+        "model = \"openai:some-model\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    )
+    .unwrap();
+    let data = format!("TOOLPLAN_DATA_DIR={}", dir.path().join("data").display());
+    let names = |set: &str| -> Vec<String> {
+        let listed = inspector_in(
+            dir.path(),
+            &[
+                "-e",
+                &data,
+                &toolplan(),
+                "mcp",
+                "--tools",
+                set,
+                "--method",
+                "tools/list",
+            ],
+        );
+        listed["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names("search"),
+        ["execute_tool_plan", "query_planning", "query_plan_tool"]
+    );
+    assert_eq!(names("demo"), ["execute_tool_plan", "query_plan_tool"]);
+}
+
+#[test]
+fn the_readme_mcp_example_runs() {
+    // examples/mcp as the README runs it, with each `npx -y PACKAGE@VERSION` replaced by that
+    // package as the test setup installed it (same version, checked).
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/mcp");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("notes")).unwrap();
+    for file in ["plan.json", "notes/q3.txt", "notes/q4.txt"] {
+        std::fs::copy(example.join(file), dir.path().join(file)).unwrap();
+    }
+    let text = std::fs::read_to_string(example.join("toolplan.toml")).unwrap();
+    let mut config: toml::Table = toml::from_str(&text).unwrap();
+    let modules = servers_dir().join("node_modules");
+    for server in config["mcp_servers"].as_array_mut().unwrap() {
+        let server = server.as_table_mut().unwrap();
+        assert_eq!(server["command"].as_str(), Some("npx"));
+        let args = server["args"].as_array().unwrap().clone();
+        let (package, version) = args[1].as_str().unwrap().rsplit_once('@').unwrap();
+        let manifest: Value = serde_json::from_str(
+            &std::fs::read_to_string(modules.join(package).join("package.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(manifest["version"], version, "{package}");
+        let bin = package.replace("@modelcontextprotocol/", "mcp-");
+        let command = modules.join(".bin").join(bin);
+        server.insert("command".into(), command.to_string_lossy().as_ref().into());
+        server.insert("args".into(), toml::Value::Array(args[2..].to_vec()));
+    }
+    std::fs::write(dir.path().join("toolplan.toml"), config.to_string()).unwrap();
+
+    let out = Command::new(toolplan())
+        .args(["run", "plan.json", "--tools", "none", "--json"])
+        .current_dir(dir.path())
+        .env("PWD", dir.path())
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let outputs = &report["outputs"];
+    let files = outputs["files"].to_string();
+    assert!(
+        files.contains("q3.txt") && files.contains("q4.txt"),
+        "{files}"
+    );
+    assert_eq!(outputs["recall"]["entities"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        outputs["say"],
+        "Echo: Q3 and Q4 revenue (M): The sum of 4.2 and 4.5 is 8.7."
+    );
+    assert!(dir.path().join("memory.jsonl").exists());
 }

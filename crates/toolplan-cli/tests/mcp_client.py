@@ -4,8 +4,16 @@ tool directly, and prints one JSON object with what it saw.
 
     python mcp_client.py stdio TOOLPLAN_BINARY [toolplan mcp args...]
     python mcp_client.py http URL [TOKEN]
+    python mcp_client.py cancel PLAN_JSON TOOLPLAN_BINARY [toolplan mcp args...]
+
+`cancel` calls execute_tool_plan with PLAN_JSON, gives up on it after 0.5 s (the SDK then sends
+notifications/cancelled), waits 3 s, and reports how long the call ran, what progress it saw, and
+that the server still answers a quick plan afterwards.
 """
 import asyncio
+import time
+
+import anyio
 import json
 import sys
 
@@ -52,9 +60,37 @@ async def session_checks(session):
     }
 
 
+async def cancel_checks(session, plan):
+    await session.initialize()
+    progress = []
+
+    async def on_progress(done, total, message):
+        progress.append(message)
+
+    started = time.monotonic()
+    with anyio.move_on_after(0.5) as scope:
+        await session.call_tool("execute_tool_plan", plan, progress_callback=on_progress)
+    abandoned_after = time.monotonic() - started
+    await asyncio.sleep(3)
+    after = await session.call_tool(
+        "execute_tool_plan",
+        {"steps": [{"id": "n", "tool": "calculator", "arguments": {"expression": "1 + 1"}}]})
+    return {
+        "cancelled": scope.cancelled_caught,
+        "abandoned_after_s": abandoned_after,
+        "progress": progress,
+        "after": after.structured_content,
+    }
+
+
 async def main():
     mode = sys.argv[1]
-    if mode == "stdio":
+    if mode == "cancel":
+        params = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                out = await cancel_checks(session, json.loads(sys.argv[2]))
+    elif mode == "stdio":
         params = StdioServerParameters(command=sys.argv[2], args=sys.argv[3:])
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:

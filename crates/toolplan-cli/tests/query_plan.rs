@@ -39,11 +39,7 @@ fn the_example_plan_runs_with_concat() {
         "concat",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let answer = v["answer"].as_str().unwrap();
     assert!(
@@ -137,11 +133,7 @@ fn compact_synthesis_sends_each_child_as_query_and_response() {
         &url,
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["answer"], "Tokyo is warmer than London.");
     assert_eq!(v["llm_calls"], 1);
@@ -198,11 +190,7 @@ fn ask_can_offer_the_query_planner() {
         &url,
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["answer"], "Tokyo is sunny and 6 degrees warmer.");
     let requests = seen.lock().unwrap();

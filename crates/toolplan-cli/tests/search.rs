@@ -30,11 +30,7 @@ fn toolplan(data: &std::path::Path, args: &[&str]) -> std::process::Output {
 
 /// The JSON a successful run printed (the run's stderr if it failed).
 fn success_json(out: &std::process::Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -69,17 +65,9 @@ fn create_load_list_search_delete() {
             &shared("iris-mapping.json"),
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let out = toolplan(data.path(), &["index", "bulk", &shared("iris.ndjson")]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     assert!(String::from_utf8_lossy(&out.stderr).contains("indexed 150, deleted 0, 0 failed"));
     let out = toolplan(data.path(), &["index", "list", "--json"]);
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -97,11 +85,7 @@ fn create_load_list_search_delete() {
             r#"{"size": 0, "query": {"term": {"species.keyword": "setosa"}}}"#,
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["hits"]["total"]["value"], 50);
     assert!(
@@ -222,11 +206,7 @@ fn search_runs_on_an_opensearch_cluster_too() {
         .env_remove("OPENSEARCH_USER")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r, answer);
     let seen = seen.lock().unwrap();

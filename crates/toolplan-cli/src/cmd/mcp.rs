@@ -14,6 +14,9 @@ use crate::cmd::ask::connect_model;
 use crate::config::Config;
 use crate::toolset;
 
+/// The search set's query-DSL planner, served beside `execute_tool_plan` when a model is configured.
+const QUERY_PLANNING: &str = "query_planning";
+
 /// Runs the subcommand.
 pub async fn execute(args: McpArgs) -> anyhow::Result<Outcome> {
     let (config, _) = Config::load(args.tools.config.as_deref())?;
@@ -47,7 +50,12 @@ pub async fn execute(args: McpArgs) -> anyhow::Result<Outcome> {
         step_timeout: args.step_timeout.0,
         ..RunConfig::default()
     };
+    // The planners are served on their own even without --expose-tools: query_planning (in the
+    // search set when a model is configured) and query_plan_tool.
     let mut extra: Vec<Arc<dyn Tool>> = Vec::new();
+    if !args.expose_tools {
+        extra.extend(tools.iter().filter(|t| t.name() == QUERY_PLANNING).cloned());
+    }
     if let Some(model) = &model {
         let planner = QueryPlanner::new(tools.clone(), Synthesizer::compact(Arc::clone(model)))?
             .with_config(run.clone());

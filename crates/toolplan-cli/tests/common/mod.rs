@@ -1,5 +1,6 @@
 //! Shared by the CLI tests: a loopback OpenAI-compatible server that replays chat-completions
-//! responses (a test double; the providers' wire formats are tested in toolplan-llm).
+//! responses (a test double; the providers' wire formats are tested in toolplan-llm), and the check
+//! that a command succeeded.
 #![allow(clippy::unwrap_used, dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -58,4 +59,14 @@ pub fn completion(message: Value, prompt: u64, completion: u64) -> Value {
 #[allow(dead_code)]
 pub fn text_reply(content: &str) -> Value {
     completion(json!({"role": "assistant", "content": content}), 500, 20)
+}
+
+/// Asserts that a finished command succeeded, showing its stderr when it did not.
+pub fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
