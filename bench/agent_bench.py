@@ -2,7 +2,9 @@
 """Agent benchmark: the same multi-tool tasks answered with tool planning and without, side by side.
 
 Each task in bench/agent_tasks.json is asked through `toolplan ask --json` in each mode: plan-only
-(only execute_tool_plan is offered, so every tool use is a plan), plan (the planner beside the
+(only execute_tool_plan is offered, so every tool use is a plan), plan-answer (plan-only, and a plan
+may end with an `answer` step whose text is the answer: a plan that succeeds costs one model call),
+plan (the planner beside the
 individual tools) and no-plan (one model round-trip per tool call, several calls per turn allowed). The answer
 is checked against the task's regular expressions. Reported per task, per kind of task and in total:
 model calls, input tokens, output tokens, wall time of the interaction (model load excluded), success.
@@ -25,7 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-MODE_FLAGS = {"plan-only": ["--plan-only"], "plan": [], "no-plan": ["--no-plan"]}
+MODE_FLAGS = {"plan-only": ["--plan-only"], "plan-answer": ["--plan-only", "--answer-in-plan"],
+              "plan": [], "no-plan": ["--no-plan"]}
 
 
 def run(binary, model, question, mode, timeout):
@@ -56,7 +59,7 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="only the first N tasks")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per question")
     ap.add_argument("--modes", default="plan-only,no-plan",
-                    help="comma-separated: plan-only (only execute_tool_plan offered), plan (planner beside the tools), no-plan")
+                    help="comma-separated: plan-only (only execute_tool_plan offered), plan-answer (plan-only, plans may end with the answer), plan (planner beside the tools), no-plan")
     args = ap.parse_args()
 
     tasks = json.load(open(args.tasks))
@@ -72,7 +75,7 @@ def main():
     emit(f"# date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
     emit(f"# command: python3 bench/agent_bench.py --model {args.model} --modes {args.modes}" + (f" --limit {args.limit}" if args.limit else ""))
     emit()
-    emit(f"{'task':26} {'mode':9} {'ok':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'plans':>5} {'secs':>7}  answer")
+    emit(f"{'task':26} {'mode':11} {'ok':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'plans':>5} {'secs':>7}  answer")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in modes:
         if m not in MODE_FLAGS:
@@ -94,7 +97,7 @@ def main():
                 t["ok"] += ok
                 t["n"] += 1
             if "error" in r:
-                emit(f"{task['id']:26} {mode:9} {'no':>3} {'-':>5} {'-':>7} {'-':>7} {'-':>5} {r['wall_s']:7.1f}  ERROR {r['error'][:80]}")
+                emit(f"{task['id']:26} {mode:11} {'no':>3} {'-':>5} {'-':>7} {'-':>7} {'-':>5} {r['wall_s']:7.1f}  ERROR {r['error'][:80]}")
                 continue
             for t in (totals[mode], by_kind[(mode, task.get("kind", "-"))]):
                 if r.get("planning_ms", 0) > 0:
@@ -106,18 +109,18 @@ def main():
                 t["out"] += r["output_tokens"]
                 t["secs"] += r["elapsed_ms"] / 1000
             shown = " ".join(answer.split())[:70]
-            emit(f"{task['id']:26} {mode:9} {'yes' if ok else 'no':>3} {r['llm_calls']:5} {r['input_tokens']:7} {r['output_tokens']:7} {r['plans']:5} {r['elapsed_ms']/1000:7.1f}  {shown}")
+            emit(f"{task['id']:26} {mode:11} {'yes' if ok else 'no':>3} {r['llm_calls']:5} {r['input_tokens']:7} {r['output_tokens']:7} {r['plans']:5} {r['elapsed_ms']/1000:7.1f}  {shown}")
     emit()
-    emit(f"{'mode':10} {'success':>9} {'model calls':>11} {'input tokens':>12} {'output tokens':>13} {'seconds':>8}")
+    emit(f"{'mode':11} {'success':>9} {'model calls':>11} {'input tokens':>12} {'output tokens':>13} {'seconds':>8}")
     for mode, t in totals.items():
-        emit(f"{mode:10} {t['ok']:>4}/{len(tasks):<4} {t['calls']:>11} {t['in']:>12} {t['out']:>13} {t['secs']:>8.1f}")
+        emit(f"{mode:11} {t['ok']:>4}/{len(tasks):<4} {t['calls']:>11} {t['in']:>12} {t['out']:>13} {t['secs']:>8.1f}")
     if len(kinds) > 1:
         emit()
-        emit(f"{'kind':9} {'mode':10} {'success':>9} {'model calls':>11} {'input tokens':>12} {'output tokens':>13} {'seconds':>8}")
+        emit(f"{'kind':9} {'mode':11} {'success':>9} {'model calls':>11} {'input tokens':>12} {'output tokens':>13} {'seconds':>8}")
         for k in kinds:
             for mode in modes:
                 t = by_kind[(mode, k)]
-                emit(f"{k:9} {mode:10} {t['ok']:>4}/{t['n']:<4} {t['calls']:>11} {t['in']:>12} {t['out']:>13} {t['secs']:>8.1f}")
+                emit(f"{k:9} {mode:11} {t['ok']:>4}/{t['n']:<4} {t['calls']:>11} {t['in']:>12} {t['out']:>13} {t['secs']:>8.1f}")
     for mode, t in totals.items():
         if t["plan_calls"]:
             emit()

@@ -20,6 +20,9 @@ use toolplan_core::{
 };
 use toolplan_llm::{ChatModel, ChatRequest, Message, ToolCall, ToolChoice, ToolDefinition};
 
+use crate::answer::{
+    ANSWER_EXAMPLE, ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool, prepare_answers,
+};
 use crate::error::AgentError;
 use crate::record::Record;
 
@@ -66,6 +69,7 @@ pub struct AgentBuilder {
     tools: Vec<Arc<dyn Tool>>,
     planning: bool,
     plan_only: bool,
+    answer_in_plan: bool,
     parallel_tool_calls: Option<bool>,
     max_turns: usize,
     run_config: RunConfig,
@@ -121,6 +125,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Lets plans end with an `answer` step (the built-in [`AnswerTool`]) whose text, with results
+    /// inserted through `$ref:`, is the answer: a plan whose steps all succeed then ends the
+    /// interaction without another model call. Only with tool planning; off by default.
+    pub fn answer_in_plan(mut self, on: bool) -> Self {
+        self.answer_in_plan = on;
+        self
+    }
+
     /// Sets whether tool planning is offered.
     pub fn tool_planning(mut self, on: bool) -> Self {
         self.planning = on;
@@ -150,12 +162,23 @@ impl AgentBuilder {
         let model = self
             .model
             .ok_or_else(|| AgentError::Config(format!("agent '{}' has no model", self.name)))?;
+        let answer_in_plan = self.planning && self.answer_in_plan;
         let mut registry = ToolRegistry::new();
+        if answer_in_plan {
+            registry
+                .register(Arc::new(AnswerTool))
+                .map_err(|e| AgentError::Config(e.to_string()))?;
+        }
         for tool in self.tools {
             if tool.name() == EXECUTE_TOOL_PLAN {
                 return Err(AgentError::Config(
                     "execute_tool_plan is added by enable_tool_planning(), not as a tool".into(),
                 ));
+            }
+            if answer_in_plan && tool.name() == ANSWER_TOOL {
+                return Err(AgentError::Config(format!(
+                    "a tool named '{ANSWER_TOOL}' clashes with the answer step of answer_in_plan()"
+                )));
             }
             registry
                 .register(tool)
@@ -169,6 +192,8 @@ impl AgentBuilder {
         let mut definitions: Vec<ToolDefinition> = engine
             .tools()
             .iter()
+            // The answer step exists in plans only.
+            .filter(|t| t.tool().name() != ANSWER_TOOL || !answer_in_plan)
             .map(|t| ToolDefinition {
                 name: t.tool().name().to_owned(),
                 description: t.tool().description().to_owned(),
@@ -182,7 +207,9 @@ impl AgentBuilder {
         let plan_only = self.plan_only;
         let planner = self.planning.then(|| {
             let planner = ExecuteToolPlan::new(Arc::clone(&engine));
-            Arc::new(if plan_only {
+            Arc::new(if plan_only && answer_in_plan {
+                planner.with_tool_signatures_and_example(ANSWER_EXAMPLE)
+            } else if plan_only {
                 planner.with_tool_signatures()
             } else {
                 // The tools are offered one by one beside the planner: no need to list them again.
@@ -218,6 +245,10 @@ impl AgentBuilder {
             } else {
                 PLANNING_INSTRUCTIONS
             });
+            if answer_in_plan {
+                system.push(' ');
+                system.push_str(ANSWER_IN_PLAN_INSTRUCTIONS);
+            }
         }
         Ok(Agent {
             name: self.name,
@@ -226,6 +257,7 @@ impl AgentBuilder {
             engine,
             planner,
             definitions,
+            answer_in_plan,
             max_turns: self.max_turns,
             // Plan-only: one plan per turn (a plan holds the parallel calls; plans of one turn could
             // not refer to each other), unless the caller says otherwise.
@@ -242,6 +274,7 @@ pub struct Agent {
     engine: Arc<Engine>,
     planner: Option<Arc<ExecuteToolPlan>>,
     definitions: Vec<ToolDefinition>,
+    answer_in_plan: bool,
     max_turns: usize,
     parallel_tool_calls: Option<bool>,
 }
@@ -256,6 +289,7 @@ impl Agent {
             tools: Vec::new(),
             planning: false,
             plan_only: false,
+            answer_in_plan: false,
             parallel_tool_calls: None,
             max_turns: 10,
             run_config: RunConfig::default(),
@@ -344,11 +378,21 @@ impl Agent {
                 });
             }
             record.tool_calls += calls.len();
-            let results = self.run_calls(&calls, cancel, &mut record).await;
+            let (results, answer) = self.run_calls(&calls, cancel, &mut record).await;
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
             messages.extend(results);
+            if let Some(answer) = answer {
+                record.answered_by_plan = true;
+                record.elapsed = start.elapsed();
+                messages.push(Message::assistant(answer.clone(), Vec::new()));
+                return Ok(Interaction {
+                    answer,
+                    record,
+                    messages,
+                });
+            }
         }
         record.elapsed = start.elapsed();
         Err(AgentError::MaxTurns {
@@ -357,13 +401,14 @@ impl Agent {
     }
 
     /// Runs one turn's tool calls: plans through the planner, the other calls together as one plan of
-    /// independent steps. Returns one tool-result message per call, in call order.
+    /// independent steps. Returns one tool-result message per call, in call order, and the answer
+    /// when the turn was one plan that succeeded with an `answer` step ([`AgentBuilder::answer_in_plan`]).
     async fn run_calls(
         &self,
         calls: &[ToolCall],
         cancel: &CancellationToken,
         record: &mut Record,
-    ) -> Vec<Message> {
+    ) -> (Vec<Message>, Option<String>) {
         let mut results: Vec<Option<Message>> = vec![None; calls.len()];
         let mut direct: Vec<usize> = Vec::new();
         let mut plans = Vec::new();
@@ -398,15 +443,30 @@ impl Agent {
 
         let plan_runs = futures::future::join_all(plans.iter().map(|(i, planner)| {
             let control = RunControl::with_cancel(cancel.child_token());
-            planner.execute(calls[*i].arguments.clone(), control)
+            let arguments = if self.answer_in_plan {
+                prepare_answers(calls[*i].arguments.clone())
+            } else {
+                calls[*i].arguments.clone()
+            };
+            planner.execute(arguments, control)
         }));
         let direct_run = self.run_direct(calls, &direct, cancel);
         let (plan_runs, direct_results) = tokio::join!(plan_runs, direct_run);
 
+        let mut answer = None;
+        let only_call = calls.len() == 1;
         for ((i, _), outcome) in plans.iter().zip(plan_runs) {
             record.plans += 1;
             let message = match outcome {
                 Ok(run) => {
+                    if only_call && run.all_ok() {
+                        answer = run
+                            .steps
+                            .iter()
+                            .rev()
+                            .filter(|s| s.tool == ANSWER_TOOL)
+                            .find_map(|s| s.output.as_ref().map(value_text));
+                    }
                     record.plan_steps += run.steps.len();
                     record.tool_errors += run.problems().count();
                     let mut summary = run.summary();
@@ -434,13 +494,14 @@ impl Agent {
             }
             results[i] = Some(message);
         }
-        results
+        let messages = results
             .into_iter()
             .zip(calls)
             .map(|(m, call)| {
                 m.unwrap_or_else(|| Message::tool_result(call, "Error: the call was not run", true))
             })
-            .collect()
+            .collect();
+        (messages, answer)
     }
 
     /// Runs individual calls (known tools, object arguments) as one plan of independent steps. The

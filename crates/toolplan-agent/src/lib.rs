@@ -13,11 +13,14 @@
 //! ## Layout
 //!
 //! * [`agent`] — the builder and the loop.
+//! * [`answer`] — the `answer` step that lets a plan end the interaction
+//!   ([`AgentBuilder::answer_in_plan`]).
 //! * [`record`] — what an interaction cost.
 //! * [`error`] — [`AgentError`].
 //! * `scripted` (feature `test-util`) — a scripted model for tests.
 
 pub mod agent;
+pub mod answer;
 pub mod error;
 pub mod record;
 #[cfg(feature = "test-util")]
@@ -26,5 +29,6 @@ pub mod scripted;
 pub use agent::{
     Agent, AgentBuilder, Interaction, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, REPLAN_HINT,
 };
+pub use answer::{ANSWER_EXAMPLE, ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool};
 pub use error::AgentError;
 pub use record::Record;

@@ -503,3 +503,116 @@ async fn plan_only_offers_just_the_planner_with_every_tool_signature() {
             .starts_with("Error: unknown tool 'get_weather'. Available tools: execute_tool_plan")
     );
 }
+
+fn answering_agent(model: Arc<ScriptedModel>) -> Agent {
+    Agent::builder("test")
+        .model(model)
+        .tools(demo::tools())
+        .plan_only()
+        .answer_in_plan(true)
+        .max_turns(4)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_plan_that_ends_with_its_answer_costs_one_model_call() {
+    let model = Arc::new(ScriptedModel::new([ScriptedModel::calls(&[(
+        "execute_tool_plan",
+        json!({"steps": [
+            {"id": "u", "tool": "get_user", "arguments": {"name": "Dave"}},
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}},
+            {"id": "ans", "tool": "answer",
+             "arguments": {"text": "Dave lives in $ref:u.city, where it is $ref:w.temp °C."}}],
+            "output_steps": ["w"]}),
+    )])]));
+    let agent = answering_agent(Arc::clone(&model));
+    // The answer step is offered inside plans only, and the prompt says how to use it.
+    let tools = agent.tool_definitions();
+    assert_eq!(tools.len(), 1);
+    assert!(tools[0].description.contains("answer(text: string)"));
+    assert!(
+        tools[0]
+            .description
+            .contains(toolplan_agent::ANSWER_EXAMPLE)
+    );
+    assert!(
+        agent
+            .system_prompt()
+            .contains(toolplan_agent::ANSWER_IN_PLAN_INSTRUCTIONS)
+    );
+    let out = agent
+        .interact("How cold is it where Dave lives?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "Dave lives in Oslo, where it is 3 °C.");
+    assert_eq!(out.record.llm_calls, 1);
+    assert!(out.record.answered_by_plan);
+    assert_eq!(out.messages.last().unwrap().role, Role::Assistant);
+}
+
+#[tokio::test]
+async fn a_failed_plan_goes_back_to_the_model_despite_its_answer_step() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[(
+            "execute_tool_plan",
+            json!({"steps": [
+                {"id": "w", "tool": "get_weather", "arguments": {"location": "Dave"}},
+                {"id": "ans", "tool": "answer", "arguments": {"text": "It is $ref:w.temp °C."}}]}),
+        )]),
+        ScriptedModel::answer("I could not find out."),
+    ]));
+    let out = answering_agent(Arc::clone(&model))
+        .interact("How cold is it where Dave lives?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "I could not find out.");
+    assert_eq!(out.record.llm_calls, 2);
+    assert!(!out.record.answered_by_plan);
+    // The model read why: the person is not a city, and the answer step was skipped.
+    let result = &tool_messages(&out.messages)[0].content;
+    assert!(result.contains("'Dave' is a person"), "{result}");
+}
+
+#[tokio::test]
+async fn without_answer_in_plan_there_is_no_answer_tool() {
+    let model = Arc::new(ScriptedModel::new([ScriptedModel::answer("hi")]));
+    let agent = Agent::builder("test")
+        .model(model)
+        .tools(demo::tools())
+        .plan_only()
+        .build()
+        .unwrap();
+    assert!(!agent.tool_definitions()[0].description.contains("answer("));
+    assert!(
+        !agent
+            .system_prompt()
+            .contains(toolplan_agent::ANSWER_IN_PLAN_INSTRUCTIONS)
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_refers_to_nothing_goes_back_to_the_model() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[(
+            "execute_tool_plan",
+            json!({"steps": [
+                {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}},
+                {"id": "ans", "tool": "answer", "arguments": {"text": "It is $ref:w.fahrenheit °F."}}],
+                "output_steps": ["ans"]}),
+        )]),
+        ScriptedModel::answer("It is 3 °C in Oslo."),
+    ]));
+    let out = answering_agent(Arc::clone(&model))
+        .interact("How cold is it in Oslo?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "It is 3 °C in Oslo.");
+    assert_eq!(out.record.llm_calls, 2);
+    assert!(!out.record.answered_by_plan);
+    let result = &tool_messages(&out.messages)[0].content;
+    assert!(
+        result.contains("$ref:w.fahrenheit with no value"),
+        "{result}"
+    );
+}

@@ -160,6 +160,10 @@ pub struct AskArgs {
     /// Offer only execute_tool_plan (listing every tool's arguments): every tool use is a plan.
     #[arg(long, conflicts_with = "no_plan")]
     pub plan_only: bool,
+    /// Let a plan end with an `answer` step whose text (results inserted by $ref) is the answer:
+    /// a plan whose steps all succeed then needs no second model call.
+    #[arg(long, conflicts_with = "no_plan")]
+    pub answer_in_plan: bool,
     /// The planner offered to the model: tool-plan (execute_tool_plan beside the tools) or
     /// query-plan (query_plan_tool only: a DAG of sub-questions, branches answered by the model).
     #[arg(long, value_enum, default_value = "tool-plan", conflicts_with_all = ["no_plan", "plan_only"])]

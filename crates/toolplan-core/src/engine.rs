@@ -172,9 +172,15 @@ impl ExecuteToolPlan {
     /// [`tool_signature`]) and a worked example of a chain: the shortest description that still tells a
     /// model every tool's arguments, for callers that offer only the planner. Pair it with
     /// [`typed_parameters`](Self::typed_parameters) where decoding can be constrained.
-    pub fn with_tool_signatures(mut self) -> Self {
+    pub fn with_tool_signatures(self) -> Self {
+        self.with_tool_signatures_and_example(PLAN_EXAMPLE)
+    }
+
+    /// [`with_tool_signatures`](Self::with_tool_signatures) with another worked example (text that
+    /// follows the description; small models copy the shape of its plan closely).
+    pub fn with_tool_signatures_and_example(mut self, example: &str) -> Self {
         let mut description = COMPACT_DESCRIPTION.to_owned();
-        description.push_str(PLAN_EXAMPLE);
+        description.push_str(example);
         description.push_str("\nTools a plan can call:");
         for t in self.engine.tools().plan_tools() {
             description.push_str("\n- ");

@@ -79,6 +79,7 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
                 .unwrap_or_else(|| DEFAULT_INSTRUCTIONS.into()),
         )
         .tool_planning(planning)
+        .answer_in_plan(args.answer_in_plan)
         .max_turns(args.max_turns.or(config.max_turns).unwrap_or(8))
         .run_config(run_config.clone())
         .limits(limits);
