@@ -47,11 +47,7 @@ fn python_client(args: &[&str]) -> Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "python client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

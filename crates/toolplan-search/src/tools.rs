@@ -89,6 +89,9 @@ impl Tool for SearchIndex {
     }
 }
 
+/// The name of the [`QueryPlanning`] tool.
+pub const QUERY_PLANNING: &str = "query_planning";
+
 /// `query_planning`: a question → OpenSearch DSL for an index (checked, repaired, or the fallback).
 /// The planner carries the registration-time parameters; every argument beside `question` and
 /// `index_name` is an execution-time parameter that replaces the registered one.
@@ -97,7 +100,7 @@ pub struct QueryPlanning(pub Arc<DslPlanner>);
 #[async_trait]
 impl Tool for QueryPlanning {
     fn name(&self) -> &str {
-        "query_planning"
+        QUERY_PLANNING
     }
     fn description(&self) -> &str {
         "Writes the OpenSearch query DSL that answers a question about an index, checked against its mapping: JSON {dsl, fallback}. Run it with search_index."

@@ -7,15 +7,13 @@ use anyhow::{Context, bail};
 use toolplan_core::{Limits, RunConfig, Tool};
 use toolplan_mcp::PlanServer;
 use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
+use toolplan_search::tools::QUERY_PLANNING;
 
 use crate::Outcome;
 use crate::args::McpArgs;
 use crate::cmd::ask::connect_model;
 use crate::config::Config;
 use crate::toolset;
-
-/// The search set's query-DSL planner, served beside `execute_tool_plan` when a model is configured.
-const QUERY_PLANNING: &str = "query_planning";
 
 /// Runs the subcommand.
 pub async fn execute(args: McpArgs) -> anyhow::Result<Outcome> {
