@@ -6,8 +6,17 @@
 
 mod common;
 
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use assert_cmd::Command;
 use serde_json::Value;
+
+/// The tests that run the model take turns: each `toolplan` process uses every core for inference,
+/// and three at once on a 2-core machine pushed a single model call past its 120 s timeout.
+fn one_model_at_a_time() -> MutexGuard<'static, ()> {
+    static MODEL: Mutex<()> = Mutex::new(());
+    MODEL.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 fn small_model() -> String {
     let dir = std::env::var_os("TOOLPLAN_MODEL_DIR")
@@ -26,7 +35,12 @@ fn small_model() -> String {
 
 #[test]
 fn ask_answers_with_the_local_model_and_the_demo_tools() {
+    let _turn = one_model_at_a_time();
     let model = format!("local:{}", small_model());
+    // A slow CI machine may need more than the default 120 s for one call; the config's
+    // limits.model_timeout gives it that.
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), "[limits]\nmodel_timeout = \"280s\"\n").unwrap();
     let out = Command::cargo_bin("toolplan")
         .unwrap()
         .args([
@@ -38,6 +52,8 @@ fn ask_answers_with_the_local_model_and_the_demo_tools() {
             "--max-turns",
             "4",
         ])
+        .arg("--config")
+        .arg(config.path())
         .current_dir(std::env::temp_dir())
         .timeout(std::time::Duration::from_secs(300))
         .output()
@@ -73,6 +89,7 @@ fn a_missing_local_model_names_the_command_that_fetches_it() {
 
 #[test]
 fn query_plan_branches_are_synthesized_by_the_local_model() {
+    let _turn = one_model_at_a_time();
     let model = format!("local:{}", small_model());
     let root =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/query-plan");
@@ -103,6 +120,7 @@ fn query_plan_branches_are_synthesized_by_the_local_model() {
 
 #[test]
 fn the_iris_question_becomes_dsl_that_counts_fifty() {
+    let _turn = one_model_at_a_time();
     let model = format!("local:{}", small_model());
     let shared = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
     let data = tempfile::tempdir().unwrap();
