@@ -8,6 +8,7 @@ plan (the planner beside the
 individual tools) and no-plan (one model round-trip per tool call, several calls per turn allowed). The answer
 is checked against the task's regular expressions. Reported per task, per kind of task and in total:
 model calls, input tokens, output tokens, wall time of the interaction (model load excluded), success.
+An interaction that runs out of turns fails, and what it cost still counts in the totals.
 
 Kinds: `chain` (a directory lookup whose result the next call needs: get_user -> get_weather, often
 -> calculator), `compute` (weather lookups, then a calculation on them), `parallel` (independent
@@ -40,7 +41,16 @@ def run(binary, model, question, mode, timeout):
         return {"error": f"timed out after {timeout}s", "wall_s": time.monotonic() - started}
     wall = time.monotonic() - started
     if proc.returncode != 0:
-        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}", "wall_s": wall}
+        error = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+        try:
+            # An interaction that ran out of turns still reports what it cost.
+            out = json.loads(proc.stdout)
+            if isinstance(out, dict) and "llm_calls" in out:
+                out.update({"error": error, "wall_s": wall, "answer": out.get("answer") or ""})
+                return out
+        except json.JSONDecodeError:
+            pass
+        return {"error": error, "wall_s": wall}
     try:
         out = json.loads(proc.stdout)
     except json.JSONDecodeError:
@@ -96,7 +106,7 @@ def main():
             for t in (totals[mode], by_kind[(mode, task.get("kind", "-"))]):
                 t["ok"] += ok
                 t["n"] += 1
-            if "error" in r:
+            if "error" in r and "llm_calls" not in r:
                 emit(f"{task['id']:26} {mode:11} {'no':>3} {'-':>5} {'-':>7} {'-':>7} {'-':>5} {r['wall_s']:7.1f}  ERROR {r['error'][:80]}")
                 continue
             for t in (totals[mode], by_kind[(mode, task.get("kind", "-"))]):
@@ -108,7 +118,7 @@ def main():
                 t["in"] += r["input_tokens"]
                 t["out"] += r["output_tokens"]
                 t["secs"] += r["elapsed_ms"] / 1000
-            shown = " ".join(answer.split())[:70]
+            shown = " ".join(answer.split())[:70] if "error" not in r else "ERROR " + r["error"][:64]
             emit(f"{task['id']:26} {mode:11} {'yes' if ok else 'no':>3} {r['llm_calls']:5} {r['input_tokens']:7} {r['output_tokens']:7} {r['plans']:5} {r['elapsed_ms']/1000:7.1f}  {shown}")
     emit()
     emit(f"{'mode':11} {'success':>9} {'model calls':>11} {'input tokens':>12} {'output tokens':>13} {'seconds':>8}")

@@ -71,6 +71,7 @@ pub struct AgentBuilder {
     plan_only: bool,
     answer_in_plan: bool,
     parallel_tool_calls: Option<bool>,
+    think_first: Option<bool>,
     max_turns: usize,
     run_config: RunConfig,
     limits: Limits,
@@ -82,6 +83,16 @@ impl AgentBuilder {
     /// plan; small local models may instead just make fewer calls.
     pub fn parallel_tool_calls(mut self, allowed: bool) -> Self {
         self.parallel_tool_calls = Some(allowed);
+        self
+    }
+
+    /// Whether the model is asked to write a short thought before each reply
+    /// ([`ChatRequest::think_first`]; models with constrained replies, the local ones, honour it).
+    /// Default: on without tool planning, where a model that answers from half the results it needs
+    /// is the common failure; off with planning, where a plan carries its own `thought` and a thought
+    /// outside it leads small models to plan one step at a time.
+    pub fn think_first(mut self, on: bool) -> Self {
+        self.think_first = Some(on);
         self
     }
 
@@ -262,6 +273,7 @@ impl AgentBuilder {
             // Plan-only: one plan per turn (a plan holds the parallel calls; plans of one turn could
             // not refer to each other), unless the caller says otherwise.
             parallel_tool_calls: self.parallel_tool_calls.or(self.plan_only.then_some(false)),
+            think_first: self.think_first.unwrap_or(!self.planning),
         })
     }
 }
@@ -277,6 +289,7 @@ pub struct Agent {
     answer_in_plan: bool,
     max_turns: usize,
     parallel_tool_calls: Option<bool>,
+    think_first: bool,
 }
 
 impl Agent {
@@ -291,6 +304,7 @@ impl Agent {
             plan_only: false,
             answer_in_plan: false,
             parallel_tool_calls: None,
+            think_first: None,
             max_turns: 10,
             run_config: RunConfig::default(),
             limits: Limits::default(),
@@ -345,6 +359,7 @@ impl Agent {
                     ToolChoice::Auto
                 },
                 parallel_tool_calls: self.parallel_tool_calls,
+                think_first: self.think_first,
                 ..ChatRequest::default()
             };
             let asked = Instant::now();

@@ -414,6 +414,32 @@ async fn parallel_tool_calls_setting_reaches_the_model() {
 }
 
 #[tokio::test]
+async fn models_think_first_without_planning_unless_told_otherwise() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::answer("a"),
+        ScriptedModel::answer("b"),
+        ScriptedModel::answer("c"),
+    ]));
+    agent(Arc::clone(&model), false)
+        .interact("x")
+        .await
+        .unwrap();
+    agent(Arc::clone(&model), true).interact("y").await.unwrap();
+    Agent::builder("t")
+        .model(Arc::clone(&model) as Arc<dyn toolplan_llm::ChatModel>)
+        .tools(demo::tools())
+        .enable_tool_planning()
+        .think_first(true)
+        .build()
+        .unwrap()
+        .interact("z")
+        .await
+        .unwrap();
+    let thinking: Vec<bool> = model.requests().iter().map(|r| r.think_first).collect();
+    assert_eq!(thinking, [true, false, true]);
+}
+
+#[tokio::test]
 async fn the_planner_does_not_repeat_the_tool_list() {
     let model = Arc::new(ScriptedModel::new([ScriptedModel::answer("ok")]));
     agent(Arc::clone(&model), true).interact("x").await.unwrap();

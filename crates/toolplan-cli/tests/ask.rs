@@ -172,3 +172,46 @@ fn bad_model_spec_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown model spec \"gpt-4o\""));
 }
+
+#[test]
+fn running_out_of_turns_still_reports_the_cost_in_json() {
+    let call = |id: &str| {
+        completion(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+                   "function": {"name": "get_weather", "arguments": "{\"location\": \"Tokyo\"}"}}]}),
+            500,
+            20,
+        )
+    };
+    let (url, _seen) = serve(vec![call("call_1"), call("call_2")]);
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args([
+            "ask",
+            "Weather in Tokyo?",
+            "--model",
+            "openai:test",
+            "--base-url",
+            &url,
+            "--no-plan",
+            "--max-turns",
+            "2",
+            "--json",
+        ])
+        .env_remove("OPENAI_API_KEY")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no answer after 2 turns"), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["answer"], Value::Null, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("2 model calls"),
+        "{v}"
+    );
+    assert_eq!(v["llm_calls"], 2, "{v}");
+    assert_eq!(v["input_tokens"], 1000, "{v}");
+    assert_eq!(v["tool_calls"], 2, "{v}");
+}

@@ -156,6 +156,11 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
+    /// Asks for a short thought (what is known so far, what is still needed) before the reply: a
+    /// scratchpad that keeps a small model from answering before it has made every call a question
+    /// needs. The local provider puts a `thought` field first in its constrained replies and keeps it
+    /// as the content of a tool-call message; hosted providers, which reason on their own, ignore it.
+    pub think_first: bool,
 }
 
 /// Tokens a call consumed.

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::ValueEnum;
 use serde_json::json;
 use std::sync::Arc;
-use toolplan_agent::{Agent, AgentError};
+use toolplan_agent::{Agent, AgentError, Record};
 use toolplan_core::{Limits, RunConfig};
 
 use indicatif::ProgressBar;
@@ -109,12 +109,16 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
     let interaction = match result {
         Ok(i) => i,
         Err(AgentError::MaxTurns { record }) => {
-            anyhow::bail!(
+            let message = format!(
                 "no answer after {} turns ({} model calls, {} tool calls); raise --max-turns or simplify the question",
-                record.turns,
-                record.llm_calls,
-                record.tool_calls
-            )
+                record.turns, record.llm_calls, record.tool_calls
+            );
+            if args.json {
+                // What the attempt cost still goes to stdout, for scripts that count it.
+                let head = json!({"answer": null, "error": message, "model": spec.to_string(), "planning": planning});
+                println!("{}", with_record(head, &record));
+            }
+            anyhow::bail!(message)
         }
         Err(e) => return Err(e.into()),
     };
@@ -123,17 +127,9 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
     }
     let r = &interaction.record;
     if args.json {
-        let mut out = json!({
-            "answer": interaction.answer,
-            "model": spec.to_string(),
-            "planning": planning,
-        });
-        if let (Some(obj), Ok(serde_json::Value::Object(rec))) =
-            (out.as_object_mut(), serde_json::to_value(r))
-        {
-            obj.extend(rec);
-        }
-        println!("{out}");
+        let head =
+            json!({"answer": interaction.answer, "model": spec.to_string(), "planning": planning});
+        println!("{}", with_record(head, r));
     } else {
         println!("{}", interaction.answer.trim());
         eprintln!(
@@ -150,6 +146,16 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
         );
     }
     Ok(Outcome::Ok)
+}
+
+/// `head` (an object) with the record's fields added: what `--json` prints.
+fn with_record(mut head: serde_json::Value, record: &Record) -> serde_json::Value {
+    if let (Some(obj), Ok(serde_json::Value::Object(rec))) =
+        (head.as_object_mut(), serde_json::to_value(record))
+    {
+        obj.extend(rec);
+    }
+    head
 }
 
 /// The run configuration `toolplan.toml` sets.

@@ -384,14 +384,42 @@ pub fn reply_grammar(
     tools: &[ToolDefinition],
     mode: ReplyMode,
 ) -> Result<Option<String>, LlmError> {
-    reply_grammar_with(tools, mode, true)
+    reply_grammar_with(tools, mode, GrammarOptions::default())
 }
 
-/// [`reply_grammar`], with `parallel` false allowing only one tool call per reply.
+/// How [`reply_grammar_with`] shapes the replies beyond their mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrammarOptions {
+    /// Whether one reply may hold several tool calls ([`ChatRequest::parallel_tool_calls`]).
+    pub parallel: bool,
+    /// Whether every reply starts with a thought ([`ChatRequest::think_first`]).
+    pub think: bool,
+}
+
+impl Default for GrammarOptions {
+    fn default() -> Self {
+        GrammarOptions {
+            parallel: true,
+            think: false,
+        }
+    }
+}
+
+impl GrammarOptions {
+    /// The options `request` asks for.
+    pub fn of(request: &ChatRequest) -> Self {
+        GrammarOptions {
+            parallel: request.parallel_tool_calls != Some(false),
+            think: request.think_first,
+        }
+    }
+}
+
+/// [`reply_grammar`], shaped by `options`.
 pub fn reply_grammar_with(
     tools: &[ToolDefinition],
     mode: ReplyMode,
-    parallel: bool,
+    options: GrammarOptions,
 ) -> Result<Option<String>, LlmError> {
     let converts = |schema: &Value| {
         schema.is_object() && llama_cpp_2::json_schema_to_grammar(&schema.to_string()).is_ok()
@@ -409,10 +437,10 @@ pub fn reply_grammar_with(
             _ => None,
         })
         .collect();
-    let Some(mut schema) = reply::reply_schema(tools, mode, &overrides) else {
+    let Some(mut schema) = reply::reply_schema(tools, mode, &overrides, options.think) else {
         return Ok(None);
     };
-    if !parallel {
+    if !options.parallel {
         reply::limit_to_one_call(&mut schema);
     }
     llama_cpp_2::json_schema_to_grammar(&schema.to_string())
@@ -558,7 +586,7 @@ fn generate(
     let grammar = reply_grammar_with(
         &job.request.tools,
         job.mode,
-        job.request.parallel_tool_calls != Some(false),
+        GrammarOptions::of(&job.request),
     )?;
     let temperature = job.request.temperature.unwrap_or(0.0);
     let mut sampler = Sampler::new(model, grammar.as_deref(), temperature, job.options.seed)?;
@@ -749,7 +777,9 @@ impl ChatModel for LocalModel {
                 };
                 (Message::assistant(text, Vec::new()), stop)
             }
-            Ok(Reply::ToolCalls(calls)) => (Message::assistant("", calls), StopReason::ToolUse),
+            Ok(Reply::ToolCalls { calls, thought }) => {
+                (Message::assistant(thought, calls), StopReason::ToolUse)
+            }
             // Cut off by the token limit: a JSON reply that never closed is nothing to act on
             // (handing it back as an answer would pass a fragment of a tool call off as one).
             Err(_) if generated.hit_limit => {
@@ -923,6 +953,38 @@ mod tests {
             .expect("constrained");
         assert!(!required.contains("answer"), "{required}");
         assert_eq!(reply_grammar(&tools, ReplyMode::Text), Ok(None));
+    }
+
+    #[test]
+    fn thinking_grammars_convert_and_start_with_the_thought() {
+        let tools = vec![tool(
+            "get_weather",
+            json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
+        )];
+        let think = GrammarOptions {
+            parallel: false,
+            think: true,
+        };
+        for mode in [ReplyMode::AnswerOrTools, ReplyMode::ToolsOnly] {
+            let grammar = reply_grammar_with(&tools, mode, think)
+                .expect("converts")
+                .expect("constrained");
+            assert!(grammar.contains("thought"), "{grammar}");
+            let plain = reply_grammar_with(&tools, mode, GrammarOptions::default())
+                .expect("converts")
+                .expect("constrained");
+            assert!(!plain.contains("thought"), "{plain}");
+        }
+        let request = ChatRequest {
+            parallel_tool_calls: Some(false),
+            think_first: true,
+            ..ChatRequest::default()
+        };
+        assert_eq!(GrammarOptions::of(&request), think);
+        assert_eq!(
+            GrammarOptions::of(&ChatRequest::default()),
+            GrammarOptions::default()
+        );
     }
 
     #[test]

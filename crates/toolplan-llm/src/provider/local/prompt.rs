@@ -94,9 +94,18 @@ fn tools_section(request: &ChatRequest, mode: ReplyMode) -> String {
     }
     s.push_str("</tools>\n\n# Reply format\n\nReply with exactly one JSON object and nothing else");
     match mode {
+        ReplyMode::ToolsOnly if request.think_first => s.push_str(
+            ". You must call at least one tool now, after your thought (what you know so far and what you still need):\n\
+             {\"thought\": \"<what you know, what you still need>\", \"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments that match the tool's parameters>}}]}\n",
+        ),
         ReplyMode::ToolsOnly => s.push_str(
             ". You must call at least one tool now:\n\
              {\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments that match the tool's parameters>}}]}\n",
+        ),
+        _ if request.think_first => s.push_str(
+            ", in one of two forms, each starting with your thought (what you know so far and what you still need):\n\
+             1. To call tools: {\"thought\": \"<what you know, what you still need>\", \"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments that match the tool's parameters>}}]}\n\
+             2. To give your final answer: {\"thought\": \"<what you know>\", \"answer\": \"<your answer to the user>\"}\n",
         ),
         _ => s.push_str(
             ", in one of two forms:\n\
@@ -116,15 +125,20 @@ fn tools_section(request: &ChatRequest, mode: ReplyMode) -> String {
     s
 }
 
-/// How an earlier assistant message is written back into the chat.
-fn assistant_text(message: &Message, mode: ReplyMode) -> String {
+/// How an earlier assistant message is written back into the chat: a tool-call message keeps its
+/// thought (its text) when the replies start with one.
+fn assistant_text(message: &Message, mode: ReplyMode, think: bool) -> String {
     if !message.tool_calls.is_empty() {
         let calls: Vec<Value> = message
             .tool_calls
             .iter()
             .map(|c| json!({"name": c.name, "arguments": c.arguments}))
             .collect();
-        spaced_json(&json!({"tool_calls": calls}))
+        if think && !message.content.trim().is_empty() {
+            spaced_json(&json!({"thought": message.content, "tool_calls": calls}))
+        } else {
+            spaced_json(&json!({"tool_calls": calls}))
+        }
     } else if mode.is_constrained() {
         spaced_json(&json!({"answer": message.content}))
     } else {
@@ -172,7 +186,10 @@ pub fn render(request: &ChatRequest, mode: ReplyMode) -> Vec<Turn> {
         match message.role {
             Role::System => {}
             Role::User => turns.push(Turn::new("user", message.content.clone())),
-            Role::Assistant => turns.push(Turn::new("assistant", assistant_text(message, mode))),
+            Role::Assistant => turns.push(Turn::new(
+                "assistant",
+                assistant_text(message, mode, request.think_first && mode.is_constrained()),
+            )),
             Role::Tool => pending_results.push(tool_response(message)),
         }
     }
@@ -198,9 +215,10 @@ pub fn render(request: &ChatRequest, mode: ReplyMode) -> Vec<Turn> {
 }
 
 /// Follows the tool results that end the chat, when the model may answer.
-pub const RESULTS_REMINDER: &str = "\nThese are the results of your tool calls. If they give what the \
-    question needs, reply with your final answer ({\"answer\": ...}); call a tool only for something still \
-    missing, and do not repeat a call whose result you already have.";
+pub const RESULTS_REMINDER: &str = "\nThese are the results of your tool calls. If the question needs \
+    another lookup or a calculation with these results, call that tool now. Reply with your final answer \
+    ({\"answer\": ...}) only when the results hold every fact the question asks for; do not repeat a call \
+    whose result you already have.";
 
 /// Follows the tool results that end the chat when one of them is an error and the model may answer:
 /// a failed call is worth a corrected call more often than an answer made up around it.
@@ -322,6 +340,49 @@ mod tests {
         // Without tools, the earlier answer is plain text again.
         let plain = render(&request, ReplyMode::Text);
         assert_eq!(plain[4].content, "Tokyo is 21.");
+    }
+
+    #[test]
+    fn thinking_first_shows_the_thought_in_the_format_and_keeps_it_in_the_history() {
+        let call = ToolCall {
+            id: "call_0".into(),
+            name: "get_weather".into(),
+            arguments: json!({"location": "Tokyo"}),
+        };
+        let request = ChatRequest {
+            messages: vec![
+                Message::user("Weather where Alice lives?"),
+                Message::assistant("Alice lives in Tokyo.", vec![call.clone()]),
+                Message::tool_result(&call, r#"{"temp": 18}"#, false),
+            ],
+            tools: vec![weather()],
+            think_first: true,
+            ..ChatRequest::default()
+        };
+        let turns = render(&request, ReplyMode::AnswerOrTools);
+        assert!(
+            turns[0].content.contains(r#"{"thought": "#),
+            "{}",
+            turns[0].content
+        );
+        assert_eq!(
+            turns[2].content,
+            r#"{"thought": "Alice lives in Tokyo.", "tool_calls": [{"name": "get_weather", "arguments": {"location": "Tokyo"}}]}"#
+        );
+        let required = render(&request, ReplyMode::ToolsOnly);
+        assert!(required[0].content.contains(r#"{"thought": "#));
+        // Without thinking, neither the format nor the history shows a thought.
+        let plain = ChatRequest {
+            think_first: false,
+            ..request
+        };
+        let turns = render(&plain, ReplyMode::AnswerOrTools);
+        assert!(
+            !turns[0].content.contains("thought"),
+            "{}",
+            turns[0].content
+        );
+        assert!(turns[2].content.starts_with(r#"{"tool_calls": "#));
     }
 
     #[test]

@@ -45,6 +45,10 @@ impl ReplyMode {
     }
 }
 
+/// The longest `thought` a reply may start with ([`ChatRequest::think_first`]): a sentence or two,
+/// so that thinking costs a few dozen tokens per call.
+pub const THOUGHT_MAX_CHARS: u64 = 300;
+
 /// A schema that accepts any JSON object: the fallback for tools whose parameters schema is not a
 /// JSON object (or cannot be turned into a grammar).
 pub fn any_object_schema() -> Value {
@@ -115,11 +119,14 @@ pub fn limit_to_one_call(schema: &mut Value) {
 /// The JSON Schema of the replies allowed in `mode` (`None` for free text).
 ///
 /// `parameters` may override a tool's parameters schema (by index into `tools`), e.g. with
-/// [`any_object_schema`] for a schema that llama.cpp cannot turn into a grammar.
+/// [`any_object_schema`] for a schema that llama.cpp cannot turn into a grammar. With `think`, every
+/// form starts with a `thought` of at most [`THOUGHT_MAX_CHARS`] characters
+/// ([`ChatRequest::think_first`]).
 pub fn reply_schema(
     tools: &[ToolDefinition],
     mode: ReplyMode,
     overrides: &[(usize, Value)],
+    think: bool,
 ) -> Option<Value> {
     if !mode.is_constrained() {
         return None;
@@ -149,26 +156,34 @@ pub fn reply_schema(
             })
         })
         .collect();
-    let tool_calls = json!({
-        "type": "object",
-        "properties": {
-            "tool_calls": {"type": "array", "minItems": 1, "items": {"anyOf": calls}},
-        },
-        "required": ["tool_calls"],
-        "additionalProperties": false,
-    });
+    // One form of reply: an object with `key` (after the thought, when there is one).
+    let form = |key: &str, value: Value| {
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        if think {
+            properties.insert(
+                "thought".to_owned(),
+                json!({"type": "string", "maxLength": THOUGHT_MAX_CHARS}),
+            );
+            required.push("thought");
+        }
+        properties.insert(key.to_owned(), value);
+        required.push(key);
+        json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        })
+    };
+    let tool_calls = form(
+        "tool_calls",
+        json!({"type": "array", "minItems": 1, "items": {"anyOf": calls}}),
+    );
     let mut schema = if mode == ReplyMode::ToolsOnly {
         tool_calls
     } else {
-        json!({"anyOf": [
-            {
-                "type": "object",
-                "properties": {"answer": {"type": "string"}},
-                "required": ["answer"],
-                "additionalProperties": false,
-            },
-            tool_calls,
-        ]})
+        json!({"anyOf": [form("answer", json!({"type": "string"})), tool_calls]})
     };
     if !defs.is_empty()
         && let Value::Object(o) = &mut schema
@@ -183,8 +198,14 @@ pub fn reply_schema(
 pub enum Reply {
     /// A text answer.
     Answer(String),
-    /// Calls of offered tools (at least one).
-    ToolCalls(Vec<ToolCall>),
+    /// Calls of offered tools (at least one), and the thought that led to them (empty when the
+    /// reply had none).
+    ToolCalls {
+        /// The calls, in the order the model wrote them.
+        calls: Vec<ToolCall>,
+        /// The reply's `thought` ([`ChatRequest::think_first`]).
+        thought: String,
+    },
 }
 
 /// Parses a reply given in `mode`. `next_id` gives each tool call its id (`call_0`, …).
@@ -249,7 +270,14 @@ pub fn parse_reply(
             arguments,
         });
     }
-    Ok(Reply::ToolCalls(out))
+    let thought = match object.remove("thought") {
+        Some(Value::String(thought)) => thought,
+        _ => String::new(),
+    };
+    Ok(Reply::ToolCalls {
+        calls: out,
+        thought,
+    })
 }
 
 #[cfg(test)]
@@ -325,7 +353,7 @@ mod tests {
     #[test]
     fn free_text_has_no_schema() {
         assert_eq!(
-            reply_schema(&weather_and_calculator(), ReplyMode::Text, &[]),
+            reply_schema(&weather_and_calculator(), ReplyMode::Text, &[], false),
             None
         );
     }
@@ -333,7 +361,8 @@ mod tests {
     #[test]
     fn schema_accepts_answers_and_calls_of_offered_tools_only() {
         let tools = weather_and_calculator();
-        let schema = reply_schema(&tools, ReplyMode::AnswerOrTools, &[]).expect("constrained");
+        let schema =
+            reply_schema(&tools, ReplyMode::AnswerOrTools, &[], false).expect("constrained");
         for ok in [
             json!({"answer": "It is sunny."}),
             json!({"tool_calls": [{"name": "get_weather", "arguments": {"location": "Tokyo"}}]}),
@@ -362,7 +391,7 @@ mod tests {
     #[test]
     fn required_allows_only_tool_calls() {
         let tools = weather_and_calculator();
-        let schema = reply_schema(&tools, ReplyMode::ToolsOnly, &[]).expect("constrained");
+        let schema = reply_schema(&tools, ReplyMode::ToolsOnly, &[], false).expect("constrained");
         assert!(!valid(&schema, &json!({"answer": "no"})));
         assert!(valid(
             &schema,
@@ -373,7 +402,7 @@ mod tests {
     #[test]
     fn tools_without_a_schema_take_any_object() {
         let tools = vec![tool("ping", Value::Null), tool("pong", json!({}))];
-        let schema = reply_schema(&tools, ReplyMode::ToolsOnly, &[]).expect("constrained");
+        let schema = reply_schema(&tools, ReplyMode::ToolsOnly, &[], false).expect("constrained");
         assert!(valid(
             &schema,
             &json!({"tool_calls": [{"name": "ping", "arguments": {"a": [1]}}]})
@@ -391,8 +420,13 @@ mod tests {
     #[test]
     fn overrides_replace_a_tools_schema() {
         let tools = weather_and_calculator();
-        let schema = reply_schema(&tools, ReplyMode::ToolsOnly, &[(0, any_object_schema())])
-            .expect("constrained");
+        let schema = reply_schema(
+            &tools,
+            ReplyMode::ToolsOnly,
+            &[(0, any_object_schema())],
+            false,
+        )
+        .expect("constrained");
         assert!(valid(
             &schema,
             &json!({"tool_calls": [{"name": "get_weather", "arguments": {"x": 1}}]})
@@ -414,7 +448,8 @@ mod tests {
                 "$defs": {"step": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
             }),
         )];
-        let schema = reply_schema(&tools, ReplyMode::AnswerOrTools, &[]).expect("constrained");
+        let schema =
+            reply_schema(&tools, ReplyMode::AnswerOrTools, &[], false).expect("constrained");
         assert_eq!(
             schema["$defs"]["tool_0"]["properties"]["steps"]["items"]["$ref"],
             json!("#/$defs/tool_0/$defs/step")
@@ -443,11 +478,12 @@ mod tests {
         );
         let reply = r#"{"tool_calls": [{"name": "get_weather", "arguments": {"location": "Tokyo"}},
                         {"name": "calculator", "arguments": "{\"expression\": \"1+1\"}"}]}"#;
-        let Ok(Reply::ToolCalls(calls)) =
+        let Ok(Reply::ToolCalls { calls, thought }) =
             parse_reply(reply, ReplyMode::AnswerOrTools, &tools, ids())
         else {
             panic!("expected tool calls");
         };
+        assert_eq!(thought, "");
         assert_eq!(calls.len(), 2);
         assert_eq!(
             (calls[0].id.as_str(), calls[0].name.as_str()),
@@ -459,6 +495,61 @@ mod tests {
             ("call_1", "calculator")
         );
         assert_eq!(calls[1].arguments, json!({"expression": "1+1"}));
+    }
+
+    #[test]
+    fn thinking_puts_a_bounded_thought_before_every_form() {
+        let tools = weather_and_calculator();
+        let schema =
+            reply_schema(&tools, ReplyMode::AnswerOrTools, &[], true).expect("constrained");
+        let call = json!([{"name": "get_weather", "arguments": {"location": "Tokyo"}}]);
+        assert!(valid(
+            &schema,
+            &json!({"thought": "I need the weather.", "tool_calls": call})
+        ));
+        assert!(valid(
+            &schema,
+            &json!({"thought": "I have it.", "answer": "18 °C"})
+        ));
+        // The thought is required, and bounded.
+        assert!(!valid(&schema, &json!({"answer": "18 °C"})));
+        assert!(!valid(&schema, &json!({"tool_calls": call})));
+        let long = "x".repeat(THOUGHT_MAX_CHARS as usize + 1);
+        assert!(!valid(
+            &schema,
+            &json!({"thought": long, "answer": "18 °C"})
+        ));
+        // It comes first, so that the model thinks before it chooses.
+        let first = schema["anyOf"][1]["properties"]
+            .as_object()
+            .and_then(|p| p.keys().next().cloned());
+        assert_eq!(first.as_deref(), Some("thought"));
+        let required = reply_schema(&tools, ReplyMode::ToolsOnly, &[], true).expect("constrained");
+        assert!(!valid(
+            &required,
+            &json!({"thought": "done", "answer": "18 °C"})
+        ));
+        assert!(valid(
+            &required,
+            &json!({"thought": "I need it.", "tool_calls": call})
+        ));
+
+        let reply = r#"{"thought": "Alice's city first.", "tool_calls": [{"name": "get_weather", "arguments": {"location": "Tokyo"}}]}"#;
+        let Ok(Reply::ToolCalls { calls, thought }) =
+            parse_reply(reply, ReplyMode::AnswerOrTools, &tools, ids())
+        else {
+            panic!("expected tool calls");
+        };
+        assert_eq!((calls.len(), thought.as_str()), (1, "Alice's city first."));
+        assert_eq!(
+            parse_reply(
+                r#"{"thought": "I have it.", "answer": "18 °C"}"#,
+                ReplyMode::AnswerOrTools,
+                &tools,
+                ids()
+            ),
+            Ok(Reply::Answer("18 °C".into()))
+        );
     }
 
     #[test]
