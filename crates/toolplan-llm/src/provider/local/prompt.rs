@@ -93,25 +93,40 @@ fn tools_section(request: &ChatRequest, mode: ReplyMode) -> String {
         s.push('\n');
     }
     s.push_str("</tools>\n\n# Reply format\n\nReply with exactly one JSON object and nothing else");
+    // With think_first, each form opens with a thought (the grammar asks for it in the same place).
+    let (why, call_thought, answer_thought) = if request.think_first {
+        (
+            " (what you know so far and what you still need)",
+            "\"thought\": \"<what you know, what you still need>\", ",
+            "\"thought\": \"<what you know>\", ",
+        )
+    } else {
+        ("", "", "")
+    };
+    let calls = "\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments that match the tool's parameters>}}]}\n";
     match mode {
-        ReplyMode::ToolsOnly if request.think_first => s.push_str(
-            ". You must call at least one tool now, after your thought (what you know so far and what you still need):\n\
-             {\"thought\": \"<what you know, what you still need>\", \"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments that match the tool's parameters>}}]}\n",
-        ),
-        ReplyMode::ToolsOnly => s.push_str(
-            ". You must call at least one tool now:\n\
-             {\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments that match the tool's parameters>}}]}\n",
-        ),
-        _ if request.think_first => s.push_str(
-            ", in one of two forms, each starting with your thought (what you know so far and what you still need):\n\
-             1. To call tools: {\"thought\": \"<what you know, what you still need>\", \"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments that match the tool's parameters>}}]}\n\
-             2. To give your final answer: {\"thought\": \"<what you know>\", \"answer\": \"<your answer to the user>\"}\n",
-        ),
-        _ => s.push_str(
-            ", in one of two forms:\n\
-             1. To call tools: {\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments that match the tool's parameters>}}]}\n\
-             2. To give your final answer: {\"answer\": \"<your answer to the user>\"}\n",
-        ),
+        ReplyMode::ToolsOnly => {
+            let after = if request.think_first {
+                ", after your thought"
+            } else {
+                ""
+            };
+            s.push_str(&format!(
+                ". You must call at least one tool now{after}{why}:\n{{{call_thought}{calls}"
+            ));
+        }
+        _ => {
+            let each = if request.think_first {
+                ", each starting with your thought"
+            } else {
+                ""
+            };
+            s.push_str(&format!(
+                ", in one of two forms{each}{why}:\n\
+                 1. To call tools: {{{call_thought}{calls}\
+                 2. To give your final answer: {{{answer_thought}\"answer\": \"<your answer to the user>\"}}\n"
+            ));
+        }
     }
     if request.parallel_tool_calls == Some(false) {
         s.push_str("Call one tool per reply. ");
