@@ -50,6 +50,18 @@ pub const REPLAN_HINT: &str = "\nIf a failed step was planned wrong (a missing s
 reference or argument), call execute_tool_plan again with a corrected plan; otherwise answer from the \
 results you have.";
 
+/// Answers a tool call that repeats an earlier successful one; the earlier result follows.
+pub const REPEATED_CALL: &str =
+    "This exact call was already made; it is not run again. Its result was:";
+
+/// Follows [`REPEATED_CALL`]'s result.
+pub const REPEATED_CALL_HINT: &str =
+    "Use this result: call the tool the next step needs, or answer.";
+
+/// Turns in a row made only of repeated calls after which the model must answer (no tools offered).
+/// One: with the local 1.5B model, a second turn after a repeat brought the same call again.
+pub const REPEAT_TURNS_BEFORE_ANSWER: usize = 1;
+
 /// The result of [`Agent::interact`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interaction {
@@ -344,6 +356,14 @@ impl Agent {
             messages.push(Message::system(self.system.clone()));
         }
         messages.push(Message::user(input));
+        // Successful direct calls of this interaction: a call repeated with the same arguments gets
+        // the earlier result instead of another run.
+        let mut done: Vec<(ToolCall, String)> = Vec::new();
+        // Turns in a row whose calls were all such repeats: a model that has every result it asked
+        // for and keeps asking is not helped by more turns (small models repeat a call even when
+        // told they have its result), so after such a turn the next one offers no tools and it
+        // answers.
+        let mut repeat_turns = 0;
 
         while record.turns < self.max_turns {
             if cancel.is_cancelled() {
@@ -353,7 +373,9 @@ impl Agent {
             let request = ChatRequest {
                 messages: messages.clone(),
                 tools: self.definitions.clone(),
-                tool_choice: if self.definitions.is_empty() {
+                tool_choice: if self.definitions.is_empty()
+                    || repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER
+                {
                     ToolChoice::None
                 } else {
                     ToolChoice::Auto
@@ -393,10 +415,44 @@ impl Agent {
                 });
             }
             record.tool_calls += calls.len();
-            let (results, answer) = self.run_calls(&calls, cancel, &mut record).await;
+            let mut repeats = vec![None; calls.len()];
+            for (i, call) in calls.iter().enumerate() {
+                if let Some((_, result)) = done.iter().find(|(earlier, _)| {
+                    earlier.name == call.name && earlier.arguments == call.arguments
+                }) {
+                    repeats[i] = Some(Message::tool_result(
+                        call,
+                        format!("{REPEATED_CALL}\n{result}\n{REPEATED_CALL_HINT}"),
+                        false,
+                    ));
+                }
+            }
+            let fresh: Vec<ToolCall> = calls
+                .iter()
+                .zip(&repeats)
+                .filter(|(_, r)| r.is_none())
+                .map(|(c, _)| c.clone())
+                .collect();
+            record.repeated_calls += calls.len() - fresh.len();
+            repeat_turns = if fresh.is_empty() {
+                repeat_turns + 1
+            } else {
+                0
+            };
+            let (fresh_results, answer) = self.run_calls(&fresh, cancel, &mut record).await;
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
+            for (call, result) in fresh.iter().zip(&fresh_results) {
+                if !result.is_error && call.name != EXECUTE_TOOL_PLAN {
+                    done.push((call.clone(), result.content.clone()));
+                }
+            }
+            let mut fresh_results = fresh_results.into_iter();
+            let results: Vec<Message> = repeats
+                .into_iter()
+                .filter_map(|r| r.or_else(|| fresh_results.next()))
+                .collect();
             messages.extend(results);
             if let Some(answer) = answer {
                 record.answered_by_plan = true;
@@ -412,6 +468,7 @@ impl Agent {
         record.elapsed = start.elapsed();
         Err(AgentError::MaxTurns {
             record: Box::new(record),
+            messages,
         })
     }
 

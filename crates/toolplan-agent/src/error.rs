@@ -2,6 +2,8 @@
 
 use toolplan_llm::LlmError;
 
+use toolplan_llm::Message;
+
 use crate::record::Record;
 
 /// Why an interaction ended without an answer.
@@ -17,6 +19,8 @@ pub enum AgentError {
     MaxTurns {
         /// What was done until then.
         record: Box<Record>,
+        /// The conversation until then, system prompt first: what the model kept calling.
+        messages: Vec<Message>,
     },
     /// The agent was built wrong (no model, clashing tool names …).
     #[error("agent configuration: {0}")]

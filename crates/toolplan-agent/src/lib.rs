@@ -27,7 +27,8 @@ pub mod record;
 pub mod scripted;
 
 pub use agent::{
-    Agent, AgentBuilder, Interaction, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, REPLAN_HINT,
+    Agent, AgentBuilder, Interaction, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, REPEATED_CALL,
+    REPEATED_CALL_HINT, REPLAN_HINT,
 };
 pub use answer::{ANSWER_EXAMPLE, ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool};
 pub use error::AgentError;

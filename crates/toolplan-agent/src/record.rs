@@ -23,6 +23,9 @@ pub struct Record {
     pub plan_steps: usize,
     /// Tool calls and plan steps that failed or were rejected.
     pub tool_errors: usize,
+    /// Tool calls that repeated an earlier successful call with the same arguments: answered with
+    /// that call's result instead of running the tool again.
+    pub repeated_calls: usize,
     /// Wall time of the whole interaction.
     #[serde(rename = "elapsed_ms", serialize_with = "as_ms")]
     pub elapsed: Duration,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolplan_agent::scripted::ScriptedModel;
 use toolplan_agent::{Agent, AgentError, PLANNING_INSTRUCTIONS};
 use toolplan_core::demo;
-use toolplan_llm::{Message, Role};
+use toolplan_llm::{Message, Role, ToolChoice};
 
 fn agent(model: Arc<ScriptedModel>, planning: bool) -> Agent {
     Agent::builder("test")
@@ -339,19 +339,22 @@ async fn calls_of_one_turn_run_in_parallel() {
 
 #[tokio::test]
 async fn max_turns_stops_a_loop() {
-    let model =
-        Arc::new(ScriptedModel::new((0..10).map(|_| {
-            ScriptedModel::calls(&[("echo", json!({"text": "again"}))])
-        })));
+    let model = Arc::new(ScriptedModel::new((0..10).map(|n| {
+        ScriptedModel::calls(&[("echo", json!({"text": format!("again {n}")}))])
+    })));
     let err = agent(Arc::clone(&model), true)
         .interact("loop")
         .await
         .unwrap_err();
     match err {
-        AgentError::MaxTurns { record } => {
+        AgentError::MaxTurns { record, messages } => {
             assert_eq!(record.turns, 6);
             assert_eq!(record.llm_calls, 6);
             assert_eq!(record.tool_calls, 6);
+            assert_eq!(record.repeated_calls, 0);
+            // The conversation comes with the error: six calls, six results.
+            assert_eq!(tool_messages(&messages).len(), 6);
+            assert_eq!(tool_messages(&messages)[5].content, "again 5");
         }
         other => panic!("expected MaxTurns, got {other:?}"),
     }
@@ -640,5 +643,60 @@ async fn an_answer_that_refers_to_nothing_goes_back_to_the_model() {
     assert!(
         result.contains("$ref:w.fahrenheit with no value"),
         "{result}"
+    );
+}
+
+#[tokio::test]
+async fn a_repeated_call_gets_the_earlier_result_and_the_next_turn_must_answer() {
+    let weather = || ("get_weather", json!({"location": "Cairo"}));
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[weather()]),
+        // The same call again, beside a new one: only the new one runs.
+        ScriptedModel::calls(&[weather(), ("get_weather", json!({"location": "Oslo"}))]),
+        // Nothing new: both are repeats.
+        ScriptedModel::calls(&[("get_weather", json!({"location": "Oslo"})), weather()]),
+        ScriptedModel::answer("Cairo is 28 degrees warmer."),
+    ]));
+    let out = agent(Arc::clone(&model), false)
+        .interact("How much warmer is Cairo than Oslo?")
+        .await
+        .unwrap();
+    assert_eq!(out.record.tool_calls, 5);
+    assert_eq!(out.record.repeated_calls, 3);
+    let results = tool_messages(&out.messages);
+    let cairo = r#"{"temp":31,"condition":"clear","city":"Cairo"}"#;
+    assert_eq!(results[0].content, cairo);
+    assert!(
+        results[1]
+            .content
+            .starts_with(toolplan_agent::REPEATED_CALL)
+    );
+    assert!(results[1].content.contains(cairo), "{}", results[1].content);
+    assert!(!results[1].is_error);
+    assert!(results[2].content.contains("Oslo"));
+    assert!(
+        !results[2]
+            .content
+            .starts_with(toolplan_agent::REPEATED_CALL)
+    );
+    // Each result answers its own call, in order.
+    assert_eq!(results[3].tool_call_id.as_deref(), Some("call_0"));
+    assert!(results[3].content.contains("Oslo"));
+    assert!(results[4].content.contains("Cairo"));
+    // Tools stay offered while calls bring something new; after a turn of repeats only, the model
+    // is asked to answer.
+    let choices: Vec<_> = model
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect();
+    assert_eq!(
+        choices,
+        [
+            ToolChoice::Auto,
+            ToolChoice::Auto,
+            ToolChoice::Auto,
+            ToolChoice::None
+        ]
     );
 }

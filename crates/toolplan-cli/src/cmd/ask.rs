@@ -108,7 +108,10 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
     }
     let interaction = match result {
         Ok(i) => i,
-        Err(AgentError::MaxTurns { record }) => {
+        Err(AgentError::MaxTurns { record, messages }) => {
+            if args.verbose {
+                print_conversation(&messages);
+            }
             let message = format!(
                 "no answer after {} turns ({} model calls, {} tool calls); raise --max-turns or simplify the question",
                 record.turns, record.llm_calls, record.tool_calls

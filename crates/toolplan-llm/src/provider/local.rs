@@ -965,7 +965,11 @@ mod tests {
             parallel: false,
             think: true,
         };
-        for mode in [ReplyMode::AnswerOrTools, ReplyMode::ToolsOnly] {
+        for mode in [
+            ReplyMode::AnswerOrTools,
+            ReplyMode::ToolsOnly,
+            ReplyMode::AnswerOnly,
+        ] {
             let grammar = reply_grammar_with(&tools, mode, think)
                 .expect("converts")
                 .expect("constrained");

@@ -115,6 +115,17 @@ fn tools_section(request: &ChatRequest, mode: ReplyMode) -> String {
                 ". You must call at least one tool now{after}{why}:\n{{{call_thought}{calls}"
             ));
         }
+        ReplyMode::AnswerOnly => {
+            s.push_str(&format!(
+                ". Tool calls are over: give your final answer now, from the tool results you have{}:\n                 {{{answer_thought}\"answer\": \"<your answer to the user>\"}}\n",
+                if request.think_first {
+                    ", after your thought (what you know)"
+                } else {
+                    ""
+                }
+            ));
+            return s;
+        }
         _ => {
             let each = if request.think_first {
                 ", each starting with your thought"
@@ -211,7 +222,9 @@ pub fn render(request: &ChatRequest, mode: ReplyMode) -> Vec<Turn> {
     if !pending_results.is_empty() {
         let mut results = pending_results.join("\n");
         // Small models tend to repeat a call whose result they already have: remind them.
-        if mode == ReplyMode::AnswerOrTools {
+        if mode == ReplyMode::AnswerOnly {
+            results.push_str(ANSWER_NOW_REMINDER);
+        } else if mode == ReplyMode::AnswerOrTools {
             let failed = request
                 .messages
                 .iter()
@@ -234,6 +247,10 @@ pub const RESULTS_REMINDER: &str = "\nThese are the results of your tool calls. 
     another lookup or a calculation with these results, call that tool now. Reply with your final answer \
     ({\"answer\": ...}) only when the results hold every fact the question asks for; do not repeat a call \
     whose result you already have.";
+
+/// Follows the tool results that end the chat when tools are switched off ([`ReplyMode::AnswerOnly`]).
+pub const ANSWER_NOW_REMINDER: &str = "\nThese are the results of your tool calls. No more tool calls: \
+give your final answer now ({\"answer\": ...}) from the results you have.";
 
 /// Follows the tool results that end the chat when one of them is an error and the model may answer:
 /// a failed call is worth a corrected call more often than an answer made up around it.
@@ -422,6 +439,16 @@ mod tests {
         let ok = render(&chat(false), ReplyMode::AnswerOrTools);
         let last = &ok.last().expect("turns").content;
         assert!(last.ends_with(RESULTS_REMINDER), "{last}");
+        // With tools switched off, the model is told to answer, in the system prompt and after
+        // the results; the tools and the earlier calls stay in the chat as they were.
+        let answer_only = render(&chat(false), ReplyMode::AnswerOnly);
+        let last = &answer_only.last().expect("turns").content;
+        assert!(last.ends_with(ANSWER_NOW_REMINDER), "{last}");
+        let system = &answer_only[0].content;
+        assert!(system.contains("give your final answer now"), "{system}");
+        assert!(system.contains(r#""name": "get_weather""#), "{system}");
+        assert!(!system.contains("To call tools"), "{system}");
+        assert!(answer_only[2].content.starts_with(r#"{"tool_calls": "#));
         // No reminder where the model must call a tool anyway.
         let required = render(&chat(true), ReplyMode::ToolsOnly);
         assert!(

@@ -8,8 +8,9 @@
 //!   with arguments that match that tool's parameters schema (`anyOf` over the tools, the name a
 //!   `const`), so every call the grammar lets through names a registered tool.
 //!
-//! With [`ToolChoice::Required`] only the second form is allowed; with no tools (or
-//! [`ToolChoice::None`]) the reply is free text.
+//! With [`ToolChoice::Required`] only the second form is allowed; with [`ToolChoice::None`] and
+//! tools offered, only the first (the model has been calling tools and must now answer); with no
+//! tools the reply is free text.
 
 use serde_json::{Map, Value, json};
 
@@ -18,8 +19,11 @@ use crate::message::{ChatRequest, ToolCall, ToolChoice, ToolDefinition};
 /// How the model must reply to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyMode {
-    /// Free text: no tools offered, or tools switched off with [`ToolChoice::None`].
+    /// Free text: no tools offered.
     Text,
+    /// Only `{"answer": …}`: tools offered but switched off with [`ToolChoice::None`] (a chat whose
+    /// earlier replies were tool calls in JSON goes on in JSON; free text would imitate them).
+    AnswerOnly,
     /// `{"answer": …}` or `{"tool_calls": […]}`.
     AnswerOrTools,
     /// Only `{"tool_calls": […]}` ([`ToolChoice::Required`]).
@@ -33,7 +37,8 @@ impl ReplyMode {
             (ToolChoice::Required, true) => {
                 Err("tool_choice is `required` but the request offers no tools".to_owned())
             }
-            (ToolChoice::None, _) | (ToolChoice::Auto, true) => Ok(ReplyMode::Text),
+            (ToolChoice::None | ToolChoice::Auto, true) => Ok(ReplyMode::Text),
+            (ToolChoice::None, false) => Ok(ReplyMode::AnswerOnly),
             (ToolChoice::Auto, false) => Ok(ReplyMode::AnswerOrTools),
             (ToolChoice::Required, false) => Ok(ReplyMode::ToolsOnly),
         }
@@ -180,10 +185,11 @@ pub fn reply_schema(
         "tool_calls",
         json!({"type": "array", "minItems": 1, "items": {"anyOf": calls}}),
     );
-    let mut schema = if mode == ReplyMode::ToolsOnly {
-        tool_calls
-    } else {
-        json!({"anyOf": [form("answer", json!({"type": "string"})), tool_calls]})
+    let answer = form("answer", json!({"type": "string"}));
+    let mut schema = match mode {
+        ReplyMode::ToolsOnly => tool_calls,
+        ReplyMode::AnswerOnly => return Some(answer),
+        _ => json!({"anyOf": [answer, tool_calls]}),
     };
     if !defs.is_empty()
         && let Value::Object(o) = &mut schema
@@ -235,6 +241,11 @@ pub fn parse_reply(
             Value::String(s) => Ok(Reply::Answer(s)),
             other => Err(format!("`answer` is not a string: {other}")),
         };
+    }
+    if mode == ReplyMode::AnswerOnly {
+        return Err(format!(
+            "the reply calls tools although tools are switched off: {text}"
+        ));
     }
     let Some(Value::Array(calls)) = object.remove("tool_calls") else {
         return Err(format!(
@@ -336,8 +347,12 @@ mod tests {
             Ok(ReplyMode::Text)
         );
         assert_eq!(
-            ReplyMode::of(&request(tools.clone(), ToolChoice::None)),
+            ReplyMode::of(&request(vec![], ToolChoice::None)),
             Ok(ReplyMode::Text)
+        );
+        assert_eq!(
+            ReplyMode::of(&request(tools.clone(), ToolChoice::None)),
+            Ok(ReplyMode::AnswerOnly)
         );
         assert_eq!(
             ReplyMode::of(&request(tools.clone(), ToolChoice::Auto)),
@@ -397,6 +412,30 @@ mod tests {
             &schema,
             &json!({"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]})
         ));
+    }
+
+    #[test]
+    fn tools_switched_off_allow_only_an_answer() {
+        let tools = weather_and_calculator();
+        for think in [false, true] {
+            let schema =
+                reply_schema(&tools, ReplyMode::AnswerOnly, &[], think).expect("constrained");
+            let call =
+                json!({"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]});
+            assert!(!valid(&schema, &call));
+            let answer = if think {
+                json!({"thought": "I have both.", "answer": "42"})
+            } else {
+                json!({"answer": "42"})
+            };
+            assert!(valid(&schema, &answer), "{answer}");
+        }
+        let parsed = parse_reply(r#"{"answer": "42"}"#, ReplyMode::AnswerOnly, &tools, ids());
+        assert_eq!(parsed, Ok(Reply::Answer("42".into())));
+        let call =
+            r#"{"tool_calls": [{"name": "calculator", "arguments": {"expression": "6*7"}}]}"#;
+        let err = parse_reply(call, ReplyMode::AnswerOnly, &tools, ids()).unwrap_err();
+        assert!(err.contains("switched off"), "{err}");
     }
 
     #[test]
