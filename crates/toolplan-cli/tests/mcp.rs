@@ -288,6 +288,63 @@ fn plans_call_the_tools_of_configured_mcp_servers() {
 }
 
 #[test]
+fn plans_call_the_tools_of_a_streamable_http_server_with_headers_from_the_environment() {
+    // The remote server: `toolplan mcp --http` exposing the demo tools behind a bearer token.
+    let server = HttpServer::start(
+        &["--expose-tools", "--token-env", "TOOLPLAN_REMOTE_TOKEN"],
+        &[("TOOLPLAN_REMOTE_TOKEN", "r3mote")],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("toolplan.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp_servers]]\nname = \"remote\"\nurl = \"{}\"\ntimeout = \"20s\"\n\
+             headers = {{ Authorization = \"Bearer ${{TOOLPLAN_REMOTE_TOKEN}}\" }}\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let config = config.to_string_lossy().into_owned();
+    // The remote weather, then the local calculator on it: the remote tools clash with the local
+    // demo set and are prefixed.
+    let plan = json!({"steps": [
+        {"id": "w", "tool": "remote.get_weather", "arguments": {"location": "Oslo"}},
+        {"id": "f", "tool": "calculator", "arguments": {"expression": "$ref:w.temp * 9 / 5 + 32"}}],
+        "output_steps": ["w", "f"]});
+    let run = |token: &str| {
+        Command::new(toolplan())
+            .args(["run", "-", "--json", "--config", &config])
+            .env("TOOLPLAN_REMOTE_TOKEN", token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(plan.to_string().as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap()
+    };
+    let out = run("r3mote");
+    common::assert_ok(&out);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["outputs"]["w"]["city"], "Oslo", "{report}");
+    // Oslo is 3 °C.
+    assert_eq!(report["outputs"]["f"].as_f64(), Some(37.4), "{report}");
+    // The header's value comes from the environment: with the wrong token the server refuses, and
+    // the error names the server.
+    let out = run("wrong");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("remote"), "{stderr}");
+}
+
+#[test]
 fn a_client_that_cancels_a_plan_stops_its_remaining_steps() {
     let dir = tempfile::tempdir().unwrap();
     let filesystem = servers_dir().join("node_modules/.bin/mcp-server-filesystem");
