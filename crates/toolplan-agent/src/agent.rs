@@ -25,6 +25,7 @@ use crate::answer::{
 };
 use crate::error::AgentError;
 use crate::record::Record;
+use crate::repeats::CallMemory;
 
 /// What the system prompt adds when tool planning is enabled.
 pub const PLANNING_INSTRUCTIONS: &str = "\
@@ -49,14 +50,6 @@ its results.";
 pub const REPLAN_HINT: &str = "\nIf a failed step was planned wrong (a missing step, a wrong \
 reference or argument), call execute_tool_plan again with a corrected plan; otherwise answer from the \
 results you have.";
-
-/// Answers a tool call that repeats an earlier successful one; the earlier result follows.
-pub const REPEATED_CALL: &str =
-    "This exact call was already made; it is not run again. Its result was:";
-
-/// Follows [`REPEATED_CALL`]'s result.
-pub const REPEATED_CALL_HINT: &str =
-    "Use this result: call the tool the next step needs, or answer.";
 
 /// Turns in a row made only of repeated calls after which the model must answer (no tools offered).
 /// One: with the local 1.5B model, a second turn after a repeat brought the same call again.
@@ -356,12 +349,12 @@ impl Agent {
             messages.push(Message::system(self.system.clone()));
         }
         messages.push(Message::user(input));
-        // Successful direct calls of this interaction: a call repeated with the same arguments gets
-        // the earlier result instead of another run.
-        let mut done: Vec<(ToolCall, String)> = Vec::new();
-        // Turns in a row whose calls were all such repeats: a model that has every result it asked
-        // for and keeps asking is not helped by more turns (small models repeat a call even when
-        // told they have its result), so after such a turn the next one offers no tools and it
+        // The direct calls of this interaction: a call repeated with the same arguments is answered
+        // from here instead of another run.
+        let mut memory = CallMemory::new();
+        // Turns in a row whose calls were all answered from memory: a model that has every result
+        // it asked for and keeps asking is not helped by more turns (small models repeat a call even
+        // when told they have its result), so after such a turn the next one offers no tools and it
         // answers.
         let mut repeat_turns = 0;
 
@@ -415,18 +408,7 @@ impl Agent {
                 });
             }
             record.tool_calls += calls.len();
-            let mut repeats = vec![None; calls.len()];
-            for (i, call) in calls.iter().enumerate() {
-                if let Some((_, result)) = done.iter().find(|(earlier, _)| {
-                    earlier.name == call.name && earlier.arguments == call.arguments
-                }) {
-                    repeats[i] = Some(Message::tool_result(
-                        call,
-                        format!("{REPEATED_CALL}\n{result}\n{REPEATED_CALL_HINT}"),
-                        false,
-                    ));
-                }
-            }
+            let repeats: Vec<Option<Message>> = calls.iter().map(|c| memory.answer(c)).collect();
             let fresh: Vec<ToolCall> = calls
                 .iter()
                 .zip(&repeats)
@@ -444,8 +426,8 @@ impl Agent {
                 return Err(AgentError::Cancelled);
             }
             for (call, result) in fresh.iter().zip(&fresh_results) {
-                if !result.is_error && call.name != EXECUTE_TOOL_PLAN {
-                    done.push((call.clone(), result.content.clone()));
+                if call.name != EXECUTE_TOOL_PLAN {
+                    memory.remember(call, result);
                 }
             }
             let mut fresh_results = fresh_results.into_iter();

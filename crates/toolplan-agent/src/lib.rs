@@ -16,6 +16,8 @@
 //! * [`answer`] — the `answer` step that lets a plan end the interaction
 //!   ([`AgentBuilder::answer_in_plan`]).
 //! * [`record`] — what an interaction cost.
+//! * [`repeats`] — the calls of an interaction, so that a call repeated with the same arguments is
+//!   answered from memory instead of run again.
 //! * [`error`] — [`AgentError`].
 //! * `scripted` (feature `test-util`) — a scripted model for tests.
 
@@ -23,13 +25,14 @@ pub mod agent;
 pub mod answer;
 pub mod error;
 pub mod record;
+pub mod repeats;
 #[cfg(feature = "test-util")]
 pub mod scripted;
 
 pub use agent::{
-    Agent, AgentBuilder, Interaction, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, REPEATED_CALL,
-    REPEATED_CALL_HINT, REPLAN_HINT,
+    Agent, AgentBuilder, Interaction, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, REPLAN_HINT,
 };
 pub use answer::{ANSWER_EXAMPLE, ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool};
 pub use error::AgentError;
 pub use record::Record;
+pub use repeats::{REPEATED_CALL, REPEATED_CALL_HINT, REPEATED_FAILURE, REPEATED_FAILURE_HINT};
