@@ -141,7 +141,10 @@ mod tests {
         // Other arguments, or another tool: not a repeat.
         assert!(
             memory
-                .answer(&call("get_weather", json!({"location": "Cairo", "unit": "c"})))
+                .answer(&call(
+                    "get_weather",
+                    json!({"location": "Cairo", "unit": "c"})
+                ))
                 .is_none()
         );
         assert!(
@@ -157,7 +160,10 @@ mod tests {
         let sum = call("calculator", json!({"expression": "Tokyo * Paris"}));
         memory.remember(&sum, &Message::tool_result(&sum, "Error: timed out", true));
         assert!(memory.answer(&sum).is_none(), "a second try runs");
-        memory.remember(&sum, &Message::tool_result(&sum, "Error: unknown name", true));
+        memory.remember(
+            &sum,
+            &Message::tool_result(&sum, "Error: unknown name", true),
+        );
         let answer = memory.answer(&sum).expect("no third run");
         assert!(answer.is_error);
         assert_eq!(
@@ -170,7 +176,10 @@ mod tests {
     fn a_call_that_failed_and_then_worked_is_answered_with_the_result() {
         let mut memory = CallMemory::new();
         let weather = call("get_weather", json!({"location": "Oslo"}));
-        memory.remember(&weather, &Message::tool_result(&weather, "Error: timed out", true));
+        memory.remember(
+            &weather,
+            &Message::tool_result(&weather, "Error: timed out", true),
+        );
         memory.remember(&weather, &Message::tool_result(&weather, "3 °C", false));
         let answer = memory.answer(&weather).expect("a repeat");
         assert!(!answer.is_error);

@@ -719,7 +719,11 @@ async fn a_call_that_fails_twice_is_not_run_a_third_time() {
     assert_eq!(out.record.tool_errors, 2, "two runs failed");
     let results = tool_messages(&out.messages);
     assert!(results.iter().all(|r| r.is_error));
-    assert!(!results[1].content.starts_with(toolplan_agent::REPEATED_FAILURE));
+    assert!(
+        !results[1]
+            .content
+            .starts_with(toolplan_agent::REPEATED_FAILURE)
+    );
     assert!(
         results[2]
             .content
@@ -729,7 +733,11 @@ async fn a_call_that_fails_twice_is_not_run_a_third_time() {
     );
     assert!(results[2].content.contains(&results[1].content));
     // The third turn brought nothing new: the fourth must answer.
-    let choices: Vec<_> = model.requests().iter().map(|r| r.tool_choice.clone()).collect();
+    let choices: Vec<_> = model
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect();
     assert_eq!(
         choices,
         [

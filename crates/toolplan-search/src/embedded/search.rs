@@ -114,9 +114,12 @@ pub fn run(
     let sort = sort_keys(obj.get("sort"), schema)?;
     let tantivy_err = |e: tantivy::TantivyError| SearchError::Index(e.to_string());
 
-    let total = searcher.search(&query, &Count).map_err(tantivy_err)?;
-    let hits: Vec<(Option<f32>, Vec<Value>, DocAddress)> = if size == 0 {
-        Vec::new()
+    // One pass over the matches counts them and collects the page of hits.
+    let (total, hits): (usize, Vec<Hit>) = if size == 0 {
+        (
+            searcher.search(&query, &Count).map_err(tantivy_err)?,
+            Vec::new(),
+        )
     } else {
         let top = TopDocs::with_limit(size).and_offset(from);
         let fields: Vec<(String, Order)> = sort
@@ -128,43 +131,42 @@ pub fn run(
             .collect();
         let v = |o: OwnedValue| owned_to_json(&o);
         match (fields.as_slice(), sort.len()) {
-            ([], _) => searcher
-                .search(&query, &top.order_by_score())
-                .map_err(tantivy_err)?
-                .into_iter()
-                .map(|(s, a)| (Some(s), Vec::new(), a))
-                .collect(),
-            ([(a, oa)], 1) => searcher
-                .search(&query, &top.order_by((SortByErasedType::for_field(a), *oa)))
-                .map_err(tantivy_err)?
-                .into_iter()
-                .map(|(k, d)| (None, vec![v(k)], d))
-                .collect(),
-            ([(a, oa), (b, ob)], 2) => searcher
-                .search(
-                    &query,
-                    &top.order_by((
-                        (SortByErasedType::for_field(a), *oa),
-                        (SortByErasedType::for_field(b), *ob),
-                    )),
-                )
-                .map_err(tantivy_err)?
-                .into_iter()
-                .map(|((x, y), d)| (None, vec![v(x), v(y)], d))
-                .collect(),
-            ([(a, oa), (b, ob), (c, oc)], 3) => searcher
-                .search(
-                    &query,
-                    &top.order_by((
-                        (SortByErasedType::for_field(a), *oa),
-                        (SortByErasedType::for_field(b), *ob),
-                        (SortByErasedType::for_field(c), *oc),
-                    )),
-                )
-                .map_err(tantivy_err)?
-                .into_iter()
-                .map(|((x, y, z), d)| (None, vec![v(x), v(y), v(z)], d))
-                .collect(),
+            ([], _) => {
+                let (total, top) = searcher
+                    .search(&query, &(Count, top.order_by_score()))
+                    .map_err(tantivy_err)?;
+                let hits = top.into_iter().map(|(s, a)| (Some(s), Vec::new(), a));
+                (total, hits.collect())
+            }
+            ([(a, oa)], 1) => {
+                let by = top.order_by((SortByErasedType::for_field(a), *oa));
+                let (total, top) = searcher.search(&query, &(Count, by)).map_err(tantivy_err)?;
+                let hits = top.into_iter().map(|(k, d)| (None, vec![v(k)], d));
+                (total, hits.collect())
+            }
+            ([(a, oa), (b, ob)], 2) => {
+                let by = top.order_by((
+                    (SortByErasedType::for_field(a), *oa),
+                    (SortByErasedType::for_field(b), *ob),
+                ));
+                let (total, top) = searcher.search(&query, &(Count, by)).map_err(tantivy_err)?;
+                let hits = top
+                    .into_iter()
+                    .map(|((x, y), d)| (None, vec![v(x), v(y)], d));
+                (total, hits.collect())
+            }
+            ([(a, oa), (b, ob), (c, oc)], 3) => {
+                let by = top.order_by((
+                    (SortByErasedType::for_field(a), *oa),
+                    (SortByErasedType::for_field(b), *ob),
+                    (SortByErasedType::for_field(c), *oc),
+                ));
+                let (total, top) = searcher.search(&query, &(Count, by)).map_err(tantivy_err)?;
+                let hits = top
+                    .into_iter()
+                    .map(|((x, y, z), d)| (None, vec![v(x), v(y), v(z)], d));
+                (total, hits.collect())
+            }
             _ => {
                 return Err(SearchError::Unsupported {
                     path: "sort".into(),
@@ -244,6 +246,9 @@ pub fn run(
     }
     Ok(response)
 }
+
+/// One hit as collected: its score (when sorted by score), its sort values, where it is.
+type Hit = (Option<f32>, Vec<Value>, DocAddress);
 
 fn count(v: Option<&Value>, name: &str, default: usize) -> Result<usize, SearchError> {
     match v {
