@@ -426,9 +426,7 @@ impl Agent {
                 return Err(AgentError::Cancelled);
             }
             for (call, result) in fresh.iter().zip(&fresh_results) {
-                if call.name != EXECUTE_TOOL_PLAN {
-                    memory.remember(call, result);
-                }
+                memory.remember(call, result);
             }
             let mut fresh_results = fresh_results.into_iter();
             let results: Vec<Message> = repeats

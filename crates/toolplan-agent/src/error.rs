@@ -1,8 +1,6 @@
 //! Errors of the agent loop.
 
-use toolplan_llm::LlmError;
-
-use toolplan_llm::Message;
+use toolplan_llm::{LlmError, Message};
 
 use crate::record::Record;
 

@@ -23,8 +23,9 @@ pub struct Record {
     pub plan_steps: usize,
     /// Tool calls and plan steps that failed or were rejected.
     pub tool_errors: usize,
-    /// Tool calls that repeated an earlier successful call with the same arguments: answered with
-    /// that call's result instead of running the tool again.
+    /// Tool calls answered from memory instead of run again: repeats of an earlier successful call
+    /// with the same arguments (answered with its result), or of one that already failed twice (its
+    /// error).
     pub repeated_calls: usize,
     /// Wall time of the whole interaction.
     #[serde(rename = "elapsed_ms", serialize_with = "as_ms")]

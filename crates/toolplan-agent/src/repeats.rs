@@ -7,6 +7,7 @@
 //! [`FAILED_ATTEMPTS`] failures the same call gets the earlier error instead of a third run. The
 //! agent counts a turn made only of such answers as a turn that brought nothing new.
 
+use toolplan_core::EXECUTE_TOOL_PLAN;
 use toolplan_llm::{Message, ToolCall};
 
 /// Answers a tool call that repeats an earlier successful one; the earlier result follows.
@@ -52,16 +53,16 @@ impl CallMemory {
         Self::default()
     }
 
-    fn find(&self, call: &ToolCall) -> Option<&Entry> {
+    fn position(&self, call: &ToolCall) -> Option<usize> {
         self.entries
             .iter()
-            .find(|e| e.call.name == call.name && e.call.arguments == call.arguments)
+            .position(|e| e.call.name == call.name && e.call.arguments == call.arguments)
     }
 
     /// The answer to `call` when it is not to be run again: the earlier result of the same call, or
     /// its error once it has failed [`FAILED_ATTEMPTS`] times.
     pub fn answer(&self, call: &ToolCall) -> Option<Message> {
-        let entry = self.find(call)?;
+        let entry = &self.entries[self.position(call)?];
         if entry.succeeded {
             Some(Message::tool_result(
                 call,
@@ -82,25 +83,22 @@ impl CallMemory {
         }
     }
 
-    /// Records how a call that ran went (`result` is its tool-result message).
+    /// Records how a call that ran went (`result` is its tool-result message); plans
+    /// (`execute_tool_plan`) are not remembered.
     pub fn remember(&mut self, call: &ToolCall, result: &Message) {
-        let index = self
-            .entries
-            .iter()
-            .position(|e| e.call.name == call.name && e.call.arguments == call.arguments);
-        let entry = match index {
-            Some(i) => &mut self.entries[i],
-            None => {
-                self.entries.push(Entry {
-                    call: call.clone(),
-                    text: String::new(),
-                    failures: 0,
-                    succeeded: false,
-                });
-                let last = self.entries.len() - 1;
-                &mut self.entries[last]
-            }
-        };
+        if call.name == EXECUTE_TOOL_PLAN {
+            return;
+        }
+        let index = self.position(call).unwrap_or_else(|| {
+            self.entries.push(Entry {
+                call: call.clone(),
+                text: String::new(),
+                failures: 0,
+                succeeded: false,
+            });
+            self.entries.len() - 1
+        });
+        let entry = &mut self.entries[index];
         entry.text = result.content.clone();
         if result.is_error {
             entry.failures += 1;

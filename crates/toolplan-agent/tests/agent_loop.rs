@@ -685,20 +685,7 @@ async fn a_repeated_call_gets_the_earlier_result_and_the_next_turn_must_answer()
     assert!(results[4].content.contains("Cairo"));
     // Tools stay offered while calls bring something new; after a turn of repeats only, the model
     // is asked to answer.
-    let choices: Vec<_> = model
-        .requests()
-        .iter()
-        .map(|r| r.tool_choice.clone())
-        .collect();
-    assert_eq!(
-        choices,
-        [
-            ToolChoice::Auto,
-            ToolChoice::Auto,
-            ToolChoice::Auto,
-            ToolChoice::None
-        ]
-    );
+    assert_answer_forced_on_fourth_turn(&model);
 }
 
 #[tokio::test]
@@ -733,6 +720,11 @@ async fn a_call_that_fails_twice_is_not_run_a_third_time() {
     );
     assert!(results[2].content.contains(&results[1].content));
     // The third turn brought nothing new: the fourth must answer.
+    assert_answer_forced_on_fourth_turn(&model);
+}
+
+/// The tool choice of each request: tools offered for three turns, switched off for the fourth.
+fn assert_answer_forced_on_fourth_turn(model: &ScriptedModel) {
     let choices: Vec<_> = model
         .requests()
         .iter()

@@ -116,13 +116,14 @@ fn tools_section(request: &ChatRequest, mode: ReplyMode) -> String {
             ));
         }
         ReplyMode::AnswerOnly => {
+            let after = if request.think_first {
+                ", after your thought (what you know)"
+            } else {
+                ""
+            };
             s.push_str(&format!(
-                ". Tool calls are over: give your final answer now, from the tool results you have{}:\n                 {{{answer_thought}\"answer\": \"<your answer to the user>\"}}\n",
-                if request.think_first {
-                    ", after your thought (what you know)"
-                } else {
-                    ""
-                }
+                ". Tool calls are over: give your final answer now, from the tool results you have{after}:\n\
+                 {{{answer_thought}\"answer\": \"<your answer to the user>\"}}\n"
             ));
             return s;
         }
@@ -446,6 +447,10 @@ mod tests {
         assert!(last.ends_with(ANSWER_NOW_REMINDER), "{last}");
         let system = &answer_only[0].content;
         assert!(system.contains("give your final answer now"), "{system}");
+        assert!(
+            system.contains("results you have:\n{\"answer\": "),
+            "{system}"
+        );
         assert!(system.contains(r#""name": "get_weather""#), "{system}");
         assert!(!system.contains("To call tools"), "{system}");
         assert!(answer_only[2].content.starts_with(r#"{"tool_calls": "#));
