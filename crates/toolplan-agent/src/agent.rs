@@ -22,6 +22,7 @@ use toolplan_llm::{ChatModel, ChatRequest, Message, ToolCall, ToolChoice, ToolDe
 
 use crate::answer::{
     ANSWER_EXAMPLE, ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool, prepare_answers,
+    with_answer_field,
 };
 use crate::error::AgentError;
 use crate::record::Record;
@@ -141,9 +142,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Lets plans end with an `answer` step (the built-in [`AnswerTool`]) whose text, with results
-    /// inserted through `$ref:`, is the answer: a plan whose steps all succeed then ends the
-    /// interaction without another model call. Only with tool planning; off by default.
+    /// Gives plans an `answer` field (run as a last step of the built-in [`AnswerTool`]) whose text,
+    /// with results inserted through `$ref:`, is the answer: a plan whose steps all succeed then ends
+    /// the interaction without another model call. Only with tool planning; off by default.
     pub fn answer_in_plan(mut self, on: bool) -> Self {
         self.answer_in_plan = on;
         self
@@ -222,7 +223,9 @@ impl AgentBuilder {
         }
         let plan_only = self.plan_only;
         let planner = self.planning.then(|| {
-            let planner = ExecuteToolPlan::new(Arc::clone(&engine));
+            // The answer tool is reached through the plan's answer field alone.
+            let hidden: &[&str] = if answer_in_plan { &[ANSWER_TOOL] } else { &[] };
+            let planner = ExecuteToolPlan::hiding_tools(Arc::clone(&engine), hidden);
             Arc::new(if plan_only && answer_in_plan {
                 planner.with_tool_signatures_and_example(ANSWER_EXAMPLE)
             } else if plan_only {
@@ -234,20 +237,21 @@ impl AgentBuilder {
         });
         if let Some(p) = &planner {
             // First in the list: small models favour the tools they read first.
+            let mut parameters = p.parameters();
+            let mut strict = p.typed_parameters();
+            if answer_in_plan {
+                parameters = with_answer_field(parameters, false);
+                strict = with_answer_field(strict, true);
+            }
+            if plan_only {
+                // Its description explains every field already.
+                parameters = strip_annotations(&parameters);
+            }
             definitions.insert(
                 0,
                 // Providers that constrain decoding hold every step to its tool's arguments.
-                ToolDefinition::new(
-                    p.name(),
-                    p.description(),
-                    if plan_only {
-                        // Its description explains every field already.
-                        strip_annotations(&p.parameters())
-                    } else {
-                        p.parameters()
-                    },
-                )
-                .with_strict_parameters(p.typed_parameters()),
+                ToolDefinition::new(p.name(), p.description(), parameters)
+                    .with_strict_parameters(strict),
             );
         }
         let mut system = self.instructions;
@@ -454,7 +458,7 @@ impl Agent {
 
     /// Runs one turn's tool calls: plans through the planner, the other calls together as one plan of
     /// independent steps. Returns one tool-result message per call, in call order, and the answer
-    /// when the turn was one plan that succeeded with an `answer` step ([`AgentBuilder::answer_in_plan`]).
+    /// when the turn was one plan that succeeded with its answer ([`AgentBuilder::answer_in_plan`]).
     async fn run_calls(
         &self,
         calls: &[ToolCall],

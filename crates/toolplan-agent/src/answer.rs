@@ -1,37 +1,75 @@
-//! The `answer` step: a plan that ends with the answer itself, so that a plan that succeeds costs
+//! The plan's `answer`: a plan that ends with the answer itself, so that a plan that succeeds costs
 //! one model call instead of two (the plan, then the answer written from its results).
 //!
-//! With [`AgentBuilder::answer_in_plan`](crate::AgentBuilder::answer_in_plan), plans may call the
-//! built-in `answer` tool, whose text refers to results with `$ref:` (the engine inserts them). When
-//! every step of such a plan succeeds, the agent returns that text as the answer without asking the
-//! model again; when a step fails, the model reads the plan's summary as usual and plans again or
-//! answers.
+//! With [`AgentBuilder::answer_in_plan`](crate::AgentBuilder::answer_in_plan), a plan has an
+//! `answer` field ([`with_answer_field`]): the reply to the user, with `$ref:` where results go, or
+//! null when the reply needs a judgement on the results. Before the plan runs, [`prepare_answers`]
+//! turns the field into a last step that calls the built-in `answer` tool (the engine inserts the
+//! results, and validates the references like any other). When every step succeeds, the agent
+//! returns that text as the answer without asking the model again; when a step fails, the model
+//! reads the plan's summary as usual and plans again or answers. The tool itself is hidden from the
+//! model's list of tools: the field is the one way to use it.
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use toolplan_core::reference::{Piece, REF_PREFIX, Reference, split_pieces};
 use toolplan_core::{Tool, ToolContext, ToolError, ToolResult};
 
-/// The name of the built-in answer tool.
+/// The name of the built-in answer tool, and of the plan field that becomes its step.
 pub const ANSWER_TOOL: &str = "answer";
 
-/// What the system prompt adds when plans may end with an `answer` step.
+/// What the system prompt adds when plans may end with their answer.
 pub const ANSWER_IN_PLAN_INSTRUCTIONS: &str = "\
-A plan may end with an answer step, as in the example: its text goes to the user as it is.";
+A plan's answer, as in the example, goes to the user as it is, with the results inserted.";
 
-/// The worked example of the planner's description when plans may end with an `answer` step: the
-/// chain of the default example, then the answer written with the result inserted.
+/// The worked example of the planner's description when plans may end with their answer: the chain
+/// of the default example, then the answer written with the result inserted.
 pub const ANSWER_EXAMPLE: &str = "\nExample, for the price in euros of the product of order A7: \
 {\"thought\": \"get_order gives the sku of order A7, get_product gives the price of that sku, calculator \
-converts the price, answer tells the user.\", \
+converts the price, the answer puts it into words.\", \
 \"steps\": [{\"id\": \"o\", \"tool\": \"get_order\", \"arguments\": {\"order_id\": \"A7\"}}, \
 {\"id\": \"p\", \"tool\": \"get_product\", \"arguments\": {\"sku\": \"$ref:o.sku\"}}, \
-{\"id\": \"e\", \"tool\": \"calculator\", \"arguments\": {\"expression\": \"$ref:p.price * 0.92\"}}, \
-{\"id\": \"a\", \"tool\": \"answer\", \"arguments\": {\"text\": \"The product of order A7 costs $ref:e euros.\"}}], \
-\"output_steps\": [\"a\"]}. A field can only be referenced from a step whose tool returns it: \
-plan a step for every lookup the answer needs. End with an answer step when the answer is the \
-results put into words; leave it out when the answer needs a judgement on them (yes or no, which \
-one is larger): you then answer when the results come back.";
+{\"id\": \"e\", \"tool\": \"calculator\", \"arguments\": {\"expression\": \"$ref:p.price * 0.92\"}}], \
+\"answer\": \"The product of order A7 costs $ref:e euros.\"}. A field can only be referenced from a \
+step whose tool returns it: plan a step for every lookup the answer needs. answer is the reply to \
+the user with $ref: where each result goes: you do not know the results yet, so never write a value \
+yourself. It is null when the reply needs a judgement on the results (yes or no, which one is \
+larger): you then reply when they come back.";
+
+/// The longest `answer` the strict plan schema lets a model write.
+pub const ANSWER_MAX_CHARS: u64 = 400;
+
+/// A plan schema with the `answer` field, after `steps` and before `output_steps`. In the `strict`
+/// schema (for constrained decoding) it is required, so that the model decides on it in every plan:
+/// text, or null; otherwise it is optional and explained.
+pub fn with_answer_field(mut schema: Value, strict: bool) -> Value {
+    let field = if strict {
+        json!({"anyOf": [{"type": "string", "minLength": 1, "maxLength": ANSWER_MAX_CHARS},
+                         {"type": "null"}]})
+    } else {
+        json!({"type": ["string", "null"],
+               "description": "The reply to the user, with $ref:<step>.<field> where results go, when it is the results put into words (it then goes to the user as it is, and no further call is needed); null when the reply needs a judgement on the results."})
+    };
+    let Some(object) = schema.as_object_mut() else {
+        return schema;
+    };
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        let mut ordered = Map::with_capacity(properties.len() + 1);
+        for (name, property) in std::mem::take(properties) {
+            let steps = name == "steps";
+            ordered.insert(name, property);
+            if steps {
+                ordered.insert(ANSWER_TOOL.into(), field.clone());
+            }
+        }
+        ordered.entry(ANSWER_TOOL).or_insert(field);
+        *properties = ordered;
+    }
+    if let (true, Some(Value::Array(required))) = (strict, object.get_mut("required")) {
+        required.push(json!(ANSWER_TOOL));
+    }
+    schema
+}
 
 /// The `answer` tool: returns its text (with the results its `$ref:`s name inserted). A reference
 /// that found no value (a missing field, a null result) fails the step instead of putting "null" in
@@ -85,11 +123,13 @@ impl Tool for AnswerTool {
     }
 }
 
-/// A plan's arguments made ready for its `answer` steps: each one's references are listed beside its
-/// text, as whole values (`values`) and by name (`names`), so that the tool can tell a reference
-/// that found nothing; and the steps are added to `output_steps` (when the plan lists output steps
-/// and leaves them out), so that their text is kept.
+/// A plan's arguments made ready for its answer: an `answer` field that inserts results becomes a
+/// last step that calls the `answer` tool (one that inserts none, or null, is dropped); each `answer` step's references are listed
+/// beside its text, as whole values (`values`) and by name (`names`), so that the tool can tell a
+/// reference that found nothing; and the steps are added to `output_steps` (when the plan lists
+/// output steps and leaves them out), so that their text is kept.
 pub fn prepare_answers(mut plan: Value) -> Value {
+    answer_field_to_step(&mut plan);
     let mut answers = Vec::new();
     if let Some(steps) = plan.get_mut("steps").and_then(Value::as_array_mut) {
         for step in steps {
@@ -135,6 +175,40 @@ pub fn prepare_answers(mut plan: Value) -> Value {
     plan
 }
 
+/// Moves a plan's `answer` field into a last step (see [`prepare_answers`]).
+fn answer_field_to_step(plan: &mut Value) {
+    let Some(object) = plan.as_object_mut() else {
+        return;
+    };
+    let Some(text) = object.remove(ANSWER_TOOL) else {
+        return;
+    };
+    // Only an answer that inserts results is taken as it is: one that inserts none was written
+    // before the results, and is a guess; the model answers from the results instead.
+    let inserts_results = text
+        .as_str()
+        .and_then(split_pieces)
+        .is_some_and(|pieces| pieces.iter().any(|p| matches!(p, Piece::Ref(_))));
+    if !inserts_results {
+        return;
+    }
+    let Some(Value::Array(steps)) = object.get_mut("steps") else {
+        // Not a plan the engine accepts: keep the field, so that validation names it.
+        object.insert(ANSWER_TOOL.into(), text);
+        return;
+    };
+    let taken = |id: &str| {
+        steps
+            .iter()
+            .any(|s| s.get("id").and_then(Value::as_str) == Some(id))
+    };
+    let id = std::iter::once(ANSWER_TOOL.to_owned())
+        .chain((2..).map(|n| format!("{ANSWER_TOOL}_{n}")))
+        .find(|id| !taken(id))
+        .unwrap_or_else(|| ANSWER_TOOL.to_owned());
+    steps.push(json!({"id": id, "tool": ANSWER_TOOL, "arguments": {"text": text}}));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +231,60 @@ mod tests {
         assert_eq!(prepare_answers(plan.clone()), plan);
         // Not a plan: left alone (validation says what is wrong).
         assert_eq!(prepare_answers(json!("text")), json!("text"));
+    }
+
+    #[test]
+    fn the_answer_field_becomes_a_last_step() {
+        let plan = json!({"thought": "t", "steps": [
+            {"id": "answer", "tool": "get_weather", "arguments": {"location": "Oslo"}}],
+            "answer": "It is $ref:answer.temp °C", "output_steps": ["answer"]});
+        let plan = prepare_answers(plan);
+        assert_eq!(
+            plan,
+            json!({"thought": "t", "steps": [
+                {"id": "answer", "tool": "get_weather", "arguments": {"location": "Oslo"}},
+                {"id": "answer_2", "tool": "answer", "arguments": {
+                    "text": "It is $ref:answer.temp °C",
+                    "names": ["answer.temp"], "values": ["$ref:answer.temp"]}}],
+                "output_steps": ["answer", "answer_2"]})
+        );
+        // null, or text that inserts no result: no answer step, and the field is gone (the engine
+        // knows no such field).
+        for empty in [json!(null), json!(" "), json!("It is sunny.")] {
+            let plan = json!({"steps": [{"id": "w", "tool": "get_weather", "arguments": {}}],
+                              "answer": empty});
+            assert_eq!(
+                prepare_answers(plan),
+                json!({"steps": [{"id": "w", "tool": "get_weather", "arguments": {}}]})
+            );
+        }
+        // No steps to add it to: left for validation to report.
+        let plan = json!({"answer": "$ref:w"});
+        assert_eq!(prepare_answers(plan.clone()), plan);
+    }
+
+    #[test]
+    fn the_answer_field_sits_after_the_steps() {
+        let schema = json!({"type": "object", "properties": {
+            "thought": {"type": "string"}, "steps": {"type": "array"},
+            "output_steps": {"type": "array"}}, "required": ["thought", "steps"]});
+        let strict = with_answer_field(schema.clone(), true);
+        let order: Vec<&String> = strict["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(order, ["thought", "steps", "answer", "output_steps"]);
+        assert_eq!(strict["required"], json!(["thought", "steps", "answer"]));
+        let validator = jsonschema::validator_for(&strict).unwrap();
+        let plan = |answer: Value| json!({"thought": "t", "steps": [], "answer": answer});
+        assert!(validator.is_valid(&plan(json!("It is $ref:w.temp °C in Oslo."))));
+        assert!(validator.is_valid(&plan(json!(null))));
+        let long = "a".repeat(ANSWER_MAX_CHARS as usize + 1);
+        for bad in [json!(""), json!(long), json!(3)] {
+            assert!(!validator.is_valid(&plan(bad.clone())), "{bad}");
+        }
+        assert!(!validator.is_valid(&json!({"thought": "t", "steps": []})));
+        let loose = with_answer_field(schema, false);
+        assert_eq!(loose["required"], json!(["thought", "steps"]));
+        assert!(loose["properties"]["answer"]["description"].is_string());
+        assert_eq!(with_answer_field(json!(true), true), json!(true));
     }
 
     #[tokio::test]

@@ -13,7 +13,7 @@
 //! ## Layout
 //!
 //! * [`agent`] — the builder and the loop.
-//! * [`answer`] — the `answer` step that lets a plan end the interaction
+//! * [`answer`] — the plan's `answer` field that lets a plan end the interaction
 //!   ([`AgentBuilder::answer_in_plan`]).
 //! * [`record`] — what an interaction cost.
 //! * [`repeats`] — the calls of an interaction, so that a call repeated with the same arguments is

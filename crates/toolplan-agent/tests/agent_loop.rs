@@ -548,23 +548,28 @@ fn answering_agent(model: Arc<ScriptedModel>) -> Agent {
 async fn a_plan_that_ends_with_its_answer_costs_one_model_call() {
     let model = Arc::new(ScriptedModel::new([ScriptedModel::calls(&[(
         "execute_tool_plan",
-        json!({"steps": [
+        json!({"thought": "Where Dave lives, then its weather.", "steps": [
             {"id": "u", "tool": "get_user", "arguments": {"name": "Dave"}},
-            {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}},
-            {"id": "ans", "tool": "answer",
-             "arguments": {"text": "Dave lives in $ref:u.city, where it is $ref:w.temp °C."}}],
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}}],
+            "answer": "Dave lives in $ref:u.city, where it is $ref:w.temp °C.",
             "output_steps": ["w"]}),
     )])]));
     let agent = answering_agent(Arc::clone(&model));
-    // The answer step is offered inside plans only, and the prompt says how to use it.
+    // The answer is a field of the plan (the tool behind it is not listed), and the prompt says how
+    // to use it.
     let tools = agent.tool_definitions();
     assert_eq!(tools.len(), 1);
-    assert!(tools[0].description.contains("answer(text: string)"));
+    assert!(!tools[0].description.contains("answer("));
     assert!(
         tools[0]
             .description
             .contains(toolplan_agent::ANSWER_EXAMPLE)
     );
+    assert!(tools[0].parameters["properties"]["answer"].is_object());
+    let strict = tools[0].strict_parameters.as_ref().unwrap();
+    assert_eq!(strict["required"], json!(["thought", "steps", "answer"]));
+    let step_tools = strict["properties"]["steps"]["items"]["anyOf"].to_string();
+    assert!(!step_tools.contains(r#""const":"answer""#), "{step_tools}");
     assert!(
         agent
             .system_prompt()
@@ -581,13 +586,55 @@ async fn a_plan_that_ends_with_its_answer_costs_one_model_call() {
 }
 
 #[tokio::test]
-async fn a_failed_plan_goes_back_to_the_model_despite_its_answer_step() {
+async fn a_plan_whose_answer_is_null_goes_back_to_the_model() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[(
+            "execute_tool_plan",
+            json!({"thought": "Both temperatures, then compare.", "steps": [
+                {"id": "b", "tool": "get_weather", "arguments": {"location": "Berlin"}},
+                {"id": "l", "tool": "get_weather", "arguments": {"location": "London"}}],
+                "answer": null}),
+        )]),
+        ScriptedModel::answer("Berlin"),
+    ]));
+    let out = answering_agent(Arc::clone(&model))
+        .interact("Which city is colder, Berlin or London?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "Berlin");
+    assert_eq!(out.record.llm_calls, 2);
+    assert!(!out.record.answered_by_plan);
+    let result = &tool_messages(&out.messages)[0].content;
+    assert!(
+        result.starts_with("Plan executed successfully (2 steps)"),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_step_written_by_hand_still_ends_the_interaction() {
+    let model = Arc::new(ScriptedModel::new([ScriptedModel::calls(&[(
+        "execute_tool_plan",
+        json!({"steps": [
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}},
+            {"id": "ans", "tool": "answer", "arguments": {"text": "It is $ref:w.temp °C."}}]}),
+    )])]));
+    let out = answering_agent(Arc::clone(&model))
+        .interact("How cold is it in Oslo?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "It is 3 °C.");
+    assert_eq!(out.record.llm_calls, 1);
+}
+
+#[tokio::test]
+async fn a_failed_plan_goes_back_to_the_model_despite_its_answer() {
     let model = Arc::new(ScriptedModel::new([
         ScriptedModel::calls(&[(
             "execute_tool_plan",
             json!({"steps": [
-                {"id": "w", "tool": "get_weather", "arguments": {"location": "Dave"}},
-                {"id": "ans", "tool": "answer", "arguments": {"text": "It is $ref:w.temp °C."}}]}),
+                {"id": "w", "tool": "get_weather", "arguments": {"location": "Dave"}}],
+                "answer": "It is $ref:w.temp °C."}),
         )]),
         ScriptedModel::answer("I could not find out."),
     ]));
@@ -626,9 +673,8 @@ async fn an_answer_that_refers_to_nothing_goes_back_to_the_model() {
         ScriptedModel::calls(&[(
             "execute_tool_plan",
             json!({"steps": [
-                {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}},
-                {"id": "ans", "tool": "answer", "arguments": {"text": "It is $ref:w.fahrenheit °F."}}],
-                "output_steps": ["ans"]}),
+                {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}}],
+                "answer": "It is $ref:w.fahrenheit °F.", "output_steps": ["w"]}),
         )]),
         ScriptedModel::answer("It is 3 °C in Oslo."),
     ]));

@@ -30,3 +30,27 @@ fn the_typed_plan_schema_of_the_demo_tools_converts_into_a_grammar() {
         assert!(strict.contains(name), "{name} missing from\n{strict}");
     }
 }
+
+#[test]
+fn the_plan_schema_with_an_answer_converts_into_a_grammar() {
+    let planner = ExecuteToolPlan::new(Arc::new(Engine::new(Arc::new(demo::registry()))));
+    let shown = ToolDefinition::new(planner.name(), planner.description(), planner.parameters());
+    let grammar_of = |strict| {
+        reply_grammar(
+            &[shown.clone().with_strict_parameters(strict)],
+            ReplyMode::ToolsOnly,
+        )
+        .unwrap()
+        .unwrap()
+    };
+    let plain = grammar_of(planner.typed_parameters());
+    let grammar = grammar_of(toolplan_agent::answer::with_answer_field(
+        planner.typed_parameters(),
+        true,
+    ));
+    // Tool calls only: "answer" can come from the plan's field alone.
+    assert!(!plain.contains("answer"), "{plain}");
+    for piece in ["answer", "null", "output_steps"] {
+        assert!(grammar.contains(piece), "{piece} missing from\n{grammar}");
+    }
+}

@@ -12,8 +12,8 @@ use crate::limits::Limits;
 use crate::plan::{EXECUTE_TOOL_PLAN, Plan};
 use crate::run::PlanRun;
 use crate::scheduler::{self, RunConfig, RunControl};
-use crate::signature::{tool_signature, typed_plan_schema};
-use crate::tool::{Tool, ToolContext, ToolRegistry, ToolResult};
+use crate::signature::{tool_signature, typed_plan_schema_of};
+use crate::tool::{RegisteredTool, Tool, ToolContext, ToolRegistry, ToolResult};
 
 /// Validates and runs plans over one set of tools.
 #[derive(Debug, Clone)]
@@ -93,6 +93,7 @@ pub struct ExecuteToolPlan {
     description: String,
     style: ArgumentsStyle,
     tool_names: Vec<String>,
+    hidden: Vec<String>,
 }
 
 const PLAN_DESCRIPTION: &str = "\
@@ -126,27 +127,43 @@ plan a step for every lookup the answer needs.";
 impl ExecuteToolPlan {
     /// The tool over an engine; its description lists the engine's tools.
     pub fn new(engine: Arc<Engine>) -> Self {
-        let mut description = PLAN_DESCRIPTION.to_owned();
-        let tool_names: Vec<String> = engine
-            .tools()
-            .plan_tools()
+        Self::hiding_tools(engine, &[])
+    }
+
+    /// The tool over an engine whose tools named in `hidden` are left out of the description, the
+    /// tool names of [`parameters`](Tool::parameters) and [`typed_parameters`](Self::typed_parameters):
+    /// plans can still call them, for a caller that writes such steps into plans itself (an agent's
+    /// `answer` step). The other builders keep them hidden.
+    pub fn hiding_tools(engine: Arc<Engine>, hidden: &[&str]) -> Self {
+        let mut planner = Self {
+            engine,
+            description: String::new(),
+            style: ArgumentsStyle::default(),
+            tool_names: Vec::new(),
+            hidden: hidden.iter().map(|h| (*h).to_owned()).collect(),
+        };
+        planner.tool_names = planner
+            .listed_tools()
             .map(|t| t.tool().name().to_owned())
             .collect();
-        let tools: Vec<String> = engine
-            .tools()
-            .plan_tools()
+        let tools: Vec<String> = planner
+            .listed_tools()
             .map(|t| format!("- {}: {}", t.tool().name(), t.tool().description()))
             .collect();
+        planner.description = PLAN_DESCRIPTION.to_owned();
         if !tools.is_empty() {
-            description.push_str("\nTools a plan can call:\n");
-            description.push_str(&tools.join("\n"));
+            planner.description.push_str("\nTools a plan can call:\n");
+            planner.description.push_str(&tools.join("\n"));
         }
-        Self {
-            engine,
-            description,
-            style: ArgumentsStyle::default(),
-            tool_names,
-        }
+        planner
+    }
+
+    /// The tools the model is told about: those a plan may call, less the hidden ones.
+    fn listed_tools(&self) -> impl Iterator<Item = &Arc<RegisteredTool>> {
+        self.engine
+            .tools()
+            .plan_tools()
+            .filter(|t| !self.hidden.iter().any(|h| h == t.tool().name()))
     }
 
     /// The description with each tool's argument schema in the list, for callers that offer only the
@@ -156,7 +173,7 @@ impl ExecuteToolPlan {
         description.push_str(
             "\nTools a plan can call (name, JSON Schema of its arguments, what it does):",
         );
-        for t in self.engine.tools().plan_tools() {
+        for t in self.listed_tools() {
             description.push_str(&format!(
                 "\n- {} {}: {}",
                 t.tool().name(),
@@ -182,7 +199,7 @@ impl ExecuteToolPlan {
         let mut description = COMPACT_DESCRIPTION.to_owned();
         description.push_str(example);
         description.push_str("\nTools a plan can call:");
-        for t in self.engine.tools().plan_tools() {
+        for t in self.listed_tools() {
             description.push_str("\n- ");
             description.push_str(&tool_signature(
                 t.tool().name(),
@@ -198,7 +215,7 @@ impl ExecuteToolPlan {
     /// arguments must be an object that matches its tool's schema, `"$ref:…"` allowed for any value.
     /// Stricter than [`parameters`](Tool::parameters), for providers that constrain decoding.
     pub fn typed_parameters(&self) -> Value {
-        typed_plan_schema(self.engine.tools())
+        typed_plan_schema_of(self.listed_tools())
     }
 
     /// The description without the list of tools, for callers that offer the tools to the model

@@ -8,9 +8,11 @@
 //! to its tool's arguments — with `"$ref:…"` text allowed wherever a value may come from an earlier
 //! step.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
-use crate::tool::ToolRegistry;
+use crate::tool::{RegisteredTool, ToolRegistry};
 
 /// The pattern of a whole-value reference (`$ref:step` or `$ref:step.path.0`), as a JSON Schema
 /// `pattern`.
@@ -145,8 +147,13 @@ pub fn strip_annotations(schema: &Value) -> Value {
 /// engine's parser accepts; it is stricter than [`plan_schema`](crate::plan_schema) (no arguments as
 /// a JSON string, no `depends_on`), which is what makes it a good grammar for a model's plans.
 pub fn typed_plan_schema(tools: &ToolRegistry) -> Value {
+    typed_plan_schema_of(tools.plan_tools())
+}
+
+/// [`typed_plan_schema`] over some of a registry's tools.
+pub fn typed_plan_schema_of<'t>(tools: impl IntoIterator<Item = &'t Arc<RegisteredTool>>) -> Value {
     let steps: Vec<Value> = tools
-        .plan_tools()
+        .into_iter()
         .map(|t| {
             json!({
                 "type": "object",
@@ -183,8 +190,6 @@ pub const THOUGHT_MAX_CHARS: u64 = 400;
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::demo;
     use crate::engine::Engine;

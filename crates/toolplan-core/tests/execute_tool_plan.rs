@@ -425,3 +425,54 @@ fn typed_parameters_type_each_step_by_its_tool() {
     assert!(!validator.is_valid(&json!({"thought": "t", "steps": [
         {"id": "u", "tool": "get_user", "arguments": {"location": "Erin"}}]})));
 }
+
+#[tokio::test]
+async fn hidden_tools_are_left_unlisted_but_still_run() {
+    let engine = Arc::new(Engine::new(Arc::new(demo::registry())));
+    let planner = ExecuteToolPlan::hiding_tools(Arc::clone(&engine), &["fail", "compare_data"]);
+    for description in [
+        planner.description().to_owned(),
+        ExecuteToolPlan::hiding_tools(Arc::clone(&engine), &["fail", "compare_data"])
+            .with_tool_signatures()
+            .description()
+            .to_owned(),
+        ExecuteToolPlan::hiding_tools(Arc::clone(&engine), &["fail", "compare_data"])
+            .with_tool_schemas()
+            .description()
+            .to_owned(),
+    ] {
+        assert!(description.contains("- get_weather"), "{description}");
+        assert!(!description.contains("- fail"), "{description}");
+        assert!(!description.contains("- compare_data"), "{description}");
+    }
+    let names =
+        planner.parameters()["properties"]["steps"]["items"]["properties"]["tool"]["enum"].clone();
+    assert_eq!(
+        names,
+        json!([
+            "echo",
+            "concat",
+            "sleep",
+            "get_weather",
+            "get_user",
+            "calculator"
+        ])
+    );
+    let typed = planner.typed_parameters();
+    let branches = typed["properties"]["steps"]["items"]["anyOf"]
+        .as_array()
+        .unwrap();
+    assert_eq!(branches.len(), 6);
+    // A plan that calls a hidden tool still runs it.
+    let run = planner
+        .execute(
+            json!({"steps": [{"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}},
+                             {"id": "c", "tool": "compare_data",
+                              "arguments": {"data_a": "$ref:w", "data_b": "$ref:w"}}]}),
+            RunControl::default(),
+        )
+        .await
+        .unwrap();
+    assert!(run.all_ok(), "{}", run.summary());
+    assert_eq!(run.output("c").unwrap()["equal"], json!(true));
+}
