@@ -21,7 +21,7 @@ use toolplan_core::{
 use toolplan_llm::{ChatModel, ChatRequest, Message, ToolCall, ToolChoice, ToolDefinition};
 
 use crate::answer::{
-    ANSWER_EXAMPLE, ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool, prepare_answers,
+    ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool, answer_example, prepare_answers,
     with_answer_field,
 };
 use crate::error::AgentError;
@@ -95,8 +95,10 @@ impl AgentBuilder {
     /// Whether the model is asked to write a short thought before each reply
     /// ([`ChatRequest::think_first`]; models with constrained replies, the local ones, honour it).
     /// Default: on without tool planning, where a model that answers from half the results it needs
-    /// is the common failure; off with planning, where a plan carries its own `thought` and a thought
-    /// outside it leads small models to plan one step at a time.
+    /// is the common failure; with planning, only in the turn after a plan (a plan
+    /// carries its own `thought`, and a thought outside it leads small models to plan one step at a
+    /// time; but the reply written from a plan's results, a judgement on them more often than not, is
+    /// better for the thought that reads them first).
     pub fn think_first(mut self, on: bool) -> Self {
         self.think_first = Some(on);
         self
@@ -194,7 +196,7 @@ impl AgentBuilder {
             }
             if answer_in_plan && tool.name() == ANSWER_TOOL {
                 return Err(AgentError::Config(format!(
-                    "a tool named '{ANSWER_TOOL}' clashes with the answer step of answer_in_plan()"
+                    "a tool named '{ANSWER_TOOL}' clashes with the plan answers of answer_in_plan()"
                 )));
             }
             registry
@@ -209,7 +211,7 @@ impl AgentBuilder {
         let mut definitions: Vec<ToolDefinition> = engine
             .tools()
             .iter()
-            // The answer step exists in plans only.
+            // The answer tool runs the plan's answer field only.
             .filter(|t| t.tool().name() != ANSWER_TOOL || !answer_in_plan)
             .map(|t| ToolDefinition {
                 name: t.tool().name().to_owned(),
@@ -227,7 +229,7 @@ impl AgentBuilder {
             let hidden: &[&str] = if answer_in_plan { &[ANSWER_TOOL] } else { &[] };
             let planner = ExecuteToolPlan::hiding_tools(Arc::clone(&engine), hidden);
             Arc::new(if plan_only && answer_in_plan {
-                planner.with_tool_signatures_and_example(ANSWER_EXAMPLE)
+                planner.with_tool_signatures_and_example(&answer_example())
             } else if plan_only {
                 planner.with_tool_signatures()
             } else {
@@ -283,6 +285,7 @@ impl AgentBuilder {
             // not refer to each other), unless the caller says otherwise.
             parallel_tool_calls: self.parallel_tool_calls.or(self.plan_only.then_some(false)),
             think_first: self.think_first.unwrap_or(!self.planning),
+            think_after_plan: self.think_first.is_none() && self.planning,
         })
     }
 }
@@ -299,6 +302,7 @@ pub struct Agent {
     max_turns: usize,
     parallel_tool_calls: Option<bool>,
     think_first: bool,
+    think_after_plan: bool,
 }
 
 impl Agent {
@@ -361,6 +365,8 @@ impl Agent {
         // when told they have its result), so after such a turn the next one offers no tools and it
         // answers.
         let mut repeat_turns = 0;
+        // Whether the last turn ran a plan: the next reply is written from its results.
+        let mut after_plan = false;
 
         while record.turns < self.max_turns {
             if cancel.is_cancelled() {
@@ -378,7 +384,7 @@ impl Agent {
                     ToolChoice::Auto
                 },
                 parallel_tool_calls: self.parallel_tool_calls,
-                think_first: self.think_first,
+                think_first: self.think_first || (self.think_after_plan && after_plan),
                 ..ChatRequest::default()
             };
             let asked = Instant::now();
@@ -432,6 +438,7 @@ impl Agent {
             for (call, result) in fresh.iter().zip(&fresh_results) {
                 memory.remember(call, result);
             }
+            after_plan = fresh.iter().any(|c| c.name == EXECUTE_TOOL_PLAN);
             let mut fresh_results = fresh_results.into_iter();
             let results: Vec<Message> = repeats
                 .into_iter()

@@ -13,7 +13,7 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use toolplan_core::reference::{Piece, REF_PREFIX, Reference, split_pieces};
-use toolplan_core::{Tool, ToolContext, ToolError, ToolResult};
+use toolplan_core::{Tool, ToolContext, ToolError, ToolResult, worked_example};
 
 /// The name of the built-in answer tool, and of the plan field that becomes its step.
 pub const ANSWER_TOOL: &str = "answer";
@@ -23,18 +23,22 @@ pub const ANSWER_IN_PLAN_INSTRUCTIONS: &str = "\
 A plan's answer, as in the example, goes to the user as it is, with the results inserted.";
 
 /// The worked example of the planner's description when plans may end with their answer: the chain
-/// of the default example, then the answer written with the result inserted.
-pub const ANSWER_EXAMPLE: &str = "\nExample, for the price in euros of the product of order A7: \
-{\"thought\": \"get_order gives the sku of order A7, get_product gives the price of that sku, calculator \
-converts the price, the answer puts it into words.\", \
-\"steps\": [{\"id\": \"o\", \"tool\": \"get_order\", \"arguments\": {\"order_id\": \"A7\"}}, \
-{\"id\": \"p\", \"tool\": \"get_product\", \"arguments\": {\"sku\": \"$ref:o.sku\"}}, \
-{\"id\": \"e\", \"tool\": \"calculator\", \"arguments\": {\"expression\": \"$ref:p.price * 0.92\"}}], \
-\"answer\": \"The product of order A7 costs $ref:e euros.\"}. A field can only be referenced from a \
-step whose tool returns it: plan a step for every lookup the answer needs. answer is the reply to \
-the user with $ref: where each result goes: you do not know the results yet, so never write a value \
-yourself. It is null when the reply needs a judgement on the results (yes or no, which one is \
-larger): you then reply when they come back.";
+/// of the default example ([`worked_example`]), then the answer written with the result inserted,
+/// and what the field is for.
+pub fn answer_example() -> String {
+    let mut example = worked_example(
+        Some("the answer puts it into words"),
+        r#""answer": "The product of order A7 costs $ref:e euros.""#,
+    );
+    example.push_str(ANSWER_FIELD_USE);
+    example
+}
+
+/// What the example says of the `answer` field after the plan.
+const ANSWER_FIELD_USE: &str = " answer is the reply to the user with $ref: where each result \
+goes: you do not know the results yet, so never write a value yourself. It is null when the reply \
+needs a judgement on the results (yes or no, which one is larger): you then reply when they come \
+back.";
 
 /// The longest `answer` the strict plan schema lets a model write.
 pub const ANSWER_MAX_CHARS: u64 = 400;
@@ -124,7 +128,8 @@ impl Tool for AnswerTool {
 }
 
 /// A plan's arguments made ready for its answer: an `answer` field that inserts results becomes a
-/// last step that calls the `answer` tool (one that inserts none, or null, is dropped); each `answer` step's references are listed
+/// last step that calls the `answer` tool (one that inserts none or refers to a step the plan does
+/// not have, or null, is dropped); each `answer` step's references are listed
 /// beside its text, as whole values (`values`) and by name (`names`), so that the tool can tell a
 /// reference that found nothing; and the steps are added to `output_steps` (when the plan lists
 /// output steps and leaves them out), so that their text is kept.
@@ -142,17 +147,7 @@ pub fn prepare_answers(mut plan: Value) -> Value {
             let Some(arguments) = step.get_mut("arguments").and_then(Value::as_object_mut) else {
                 continue;
             };
-            let refs: Vec<Reference> = arguments
-                .get("text")
-                .and_then(Value::as_str)
-                .and_then(split_pieces)
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|p| match p {
-                    Piece::Ref(r) => Some(r),
-                    Piece::Text(_) => None,
-                })
-                .collect();
+            let refs = references(arguments.get("text"));
             if refs.is_empty() {
                 continue;
             }
@@ -175,6 +170,19 @@ pub fn prepare_answers(mut plan: Value) -> Value {
     plan
 }
 
+/// The references in an answer's text (none when it is not text).
+fn references(text: Option<&Value>) -> Vec<Reference> {
+    text.and_then(Value::as_str)
+        .and_then(split_pieces)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| match p {
+            Piece::Ref(r) => Some(r),
+            Piece::Text(_) => None,
+        })
+        .collect()
+}
+
 /// Moves a plan's `answer` field into a last step (see [`prepare_answers`]).
 fn answer_field_to_step(plan: &mut Value) {
     let Some(object) = plan.as_object_mut() else {
@@ -185,11 +193,8 @@ fn answer_field_to_step(plan: &mut Value) {
     };
     // Only an answer that inserts results is taken as it is: one that inserts none was written
     // before the results, and is a guess; the model answers from the results instead.
-    let inserts_results = text
-        .as_str()
-        .and_then(split_pieces)
-        .is_some_and(|pieces| pieces.iter().any(|p| matches!(p, Piece::Ref(_))));
-    if !inserts_results {
+    let refs = references(Some(&text));
+    if refs.is_empty() {
         return;
     }
     let Some(Value::Array(steps)) = object.get_mut("steps") else {
@@ -202,6 +207,12 @@ fn answer_field_to_step(plan: &mut Value) {
             .iter()
             .any(|s| s.get("id").and_then(Value::as_str) == Some(id))
     };
+    // An answer that refers to a step the plan does not have (copied from the example, or a step
+    // left out) would make the whole plan invalid: the steps run without it, and the model answers
+    // from their results.
+    if !refs.iter().all(|r| taken(&r.step)) {
+        return;
+    }
     let id = std::iter::once(ANSWER_TOOL.to_owned())
         .chain((2..).map(|n| format!("{ANSWER_TOOL}_{n}")))
         .find(|id| !taken(id))
@@ -258,6 +269,13 @@ mod tests {
                 json!({"steps": [{"id": "w", "tool": "get_weather", "arguments": {}}]})
             );
         }
+        // A reference to a step the plan does not have: dropped, so that the steps still run.
+        let plan = json!({"steps": [{"id": "w", "tool": "get_weather", "arguments": {}}],
+                          "answer": "It costs $ref:e euros."});
+        assert_eq!(
+            prepare_answers(plan),
+            json!({"steps": [{"id": "w", "tool": "get_weather", "arguments": {}}]})
+        );
         // No steps to add it to: left for validation to report.
         let plan = json!({"answer": "$ref:w"});
         assert_eq!(prepare_answers(plan.clone()), plan);

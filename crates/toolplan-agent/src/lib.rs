@@ -32,7 +32,7 @@ pub mod scripted;
 pub use agent::{
     Agent, AgentBuilder, Interaction, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, REPLAN_HINT,
 };
-pub use answer::{ANSWER_EXAMPLE, ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool};
+pub use answer::{ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool, answer_example};
 pub use error::AgentError;
 pub use record::Record;
 pub use repeats::{REPEATED_CALL, REPEATED_CALL_HINT, REPEATED_FAILURE, REPEATED_FAILURE_HINT};

@@ -563,7 +563,7 @@ async fn a_plan_that_ends_with_its_answer_costs_one_model_call() {
     assert!(
         tools[0]
             .description
-            .contains(toolplan_agent::ANSWER_EXAMPLE)
+            .contains(&toolplan_agent::answer_example())
     );
     assert!(tools[0].parameters["properties"]["answer"].is_object());
     let strict = tools[0].strict_parameters.as_ref().unwrap();
@@ -609,6 +609,9 @@ async fn a_plan_whose_answer_is_null_goes_back_to_the_model() {
         result.starts_with("Plan executed successfully (2 steps)"),
         "{result}"
     );
+    // The plan is written without a thought outside it; the reply from its results with one.
+    let thinking: Vec<bool> = model.requests().iter().map(|r| r.think_first).collect();
+    assert_eq!(thinking, [false, true]);
 }
 
 #[tokio::test]

@@ -160,8 +160,8 @@ pub struct AskArgs {
     /// Offer only execute_tool_plan (listing every tool's arguments): every tool use is a plan.
     #[arg(long, conflicts_with = "no_plan")]
     pub plan_only: bool,
-    /// Let a plan end with an `answer` step whose text (results inserted by $ref) is the answer:
-    /// a plan whose steps all succeed then needs no second model call.
+    /// Give plans an `answer` field whose text (results inserted by $ref) is the answer: a plan
+    /// whose steps all succeed then needs no second model call.
     #[arg(long, conflicts_with = "no_plan")]
     pub answer_in_plan: bool,
     /// The planner offered to the model: tool-plan (execute_tool_plan beside the tools) or

@@ -114,15 +114,22 @@ result of step ID, \"$ref:ID.field\" one field of it; inside longer text it is i
 Steps run in parallel unless one refers to another. output_steps: the ids whose results you need. \
 A failed step skips the steps that depend on it.";
 
-/// A worked example of a chain, for descriptions meant for small models.
-const PLAN_EXAMPLE: &str = "\nExample, for the price in euros of the product of order A7: \
-{\"thought\": \"get_order gives the sku of order A7, get_product gives the price of that sku, calculator \
-converts the price.\", \
-\"steps\": [{\"id\": \"o\", \"tool\": \"get_order\", \"arguments\": {\"order_id\": \"A7\"}}, \
-{\"id\": \"p\", \"tool\": \"get_product\", \"arguments\": {\"sku\": \"$ref:o.sku\"}}, \
-{\"id\": \"e\", \"tool\": \"calculator\", \"arguments\": {\"expression\": \"$ref:p.price * 0.92\"}}], \
-\"output_steps\": [\"e\"]}. A field can only be referenced from a step whose tool returns it: \
-plan a step for every lookup the answer needs.";
+/// A worked example of a chain, for descriptions meant for small models (they copy the shape of its
+/// plan closely): the price in euros of the product of order A7, through `get_order`, `get_product`
+/// and `calculator`. `thought_end` goes at the end of the plan's thought, after the lookups it lists;
+/// `ending` is the plan's last field as JSON text (the default example's is `"output_steps": ["e"]`).
+pub fn worked_example(thought_end: Option<&str>, ending: &str) -> String {
+    let thought_end = thought_end.map(|t| format!(", {t}")).unwrap_or_default();
+    format!(
+        "\nExample, for the price in euros of the product of order A7: {{\"thought\": \"get_order gives \
+         the sku of order A7, get_product gives the price of that sku, calculator converts the \
+         price{thought_end}.\", \"steps\": [{{\"id\": \"o\", \"tool\": \"get_order\", \"arguments\": \
+         {{\"order_id\": \"A7\"}}}}, {{\"id\": \"p\", \"tool\": \"get_product\", \"arguments\": \
+         {{\"sku\": \"$ref:o.sku\"}}}}, {{\"id\": \"e\", \"tool\": \"calculator\", \"arguments\": \
+         {{\"expression\": \"$ref:p.price * 0.92\"}}}}], {ending}}}. A field can only be referenced from \
+         a step whose tool returns it: plan a step for every lookup the answer needs."
+    )
+}
 
 impl ExecuteToolPlan {
     /// The tool over an engine; its description lists the engine's tools.
@@ -190,7 +197,7 @@ impl ExecuteToolPlan {
     /// model every tool's arguments, for callers that offer only the planner. Pair it with
     /// [`typed_parameters`](Self::typed_parameters) where decoding can be constrained.
     pub fn with_tool_signatures(self) -> Self {
-        self.with_tool_signatures_and_example(PLAN_EXAMPLE)
+        self.with_tool_signatures_and_example(&worked_example(None, r#""output_steps": ["e"]"#))
     }
 
     /// [`with_tool_signatures`](Self::with_tool_signatures) with another worked example (text that

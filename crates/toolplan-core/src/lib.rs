@@ -56,7 +56,9 @@ pub mod signature;
 pub mod template;
 pub mod tool;
 
-pub use engine::{ArgumentsStyle, Engine, ExecuteToolPlan, plan_schema, plan_schema_for_tools};
+pub use engine::{
+    ArgumentsStyle, Engine, ExecuteToolPlan, plan_schema, plan_schema_for_tools, worked_example,
+};
 pub use error::{InvalidPlan, Problem, RegistryError, ToolError};
 pub use limits::Limits;
 pub use plan::{EXECUTE_TOOL_PLAN, Plan, Step};
