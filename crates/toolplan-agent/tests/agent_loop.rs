@@ -544,6 +544,25 @@ fn answering_agent(model: Arc<ScriptedModel>) -> Agent {
         .unwrap()
 }
 
+/// Runs a plan-answer agent whose model sends `plan` and then answers `reply`; checks that the plan
+/// did not end the interaction (2 model calls, the reply is the answer) and returns the model and the
+/// plan's result as the model read it.
+async fn plan_then_reply(plan: Value, reply: &str, question: &str) -> (Arc<ScriptedModel>, String) {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan)]),
+        ScriptedModel::answer(reply),
+    ]));
+    let out = answering_agent(Arc::clone(&model))
+        .interact(question)
+        .await
+        .unwrap();
+    assert_eq!(out.answer, reply);
+    assert_eq!(out.record.llm_calls, 2);
+    assert!(!out.record.answered_by_plan);
+    let result = tool_messages(&out.messages)[0].content.clone();
+    (model, result)
+}
+
 #[tokio::test]
 async fn a_plan_that_ends_with_its_answer_costs_one_model_call() {
     let model = Arc::new(ScriptedModel::new([ScriptedModel::calls(&[(
@@ -587,24 +606,15 @@ async fn a_plan_that_ends_with_its_answer_costs_one_model_call() {
 
 #[tokio::test]
 async fn a_plan_whose_answer_is_null_goes_back_to_the_model() {
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedModel::calls(&[(
-            "execute_tool_plan",
-            json!({"thought": "Both temperatures, then compare.", "steps": [
-                {"id": "b", "tool": "get_weather", "arguments": {"location": "Berlin"}},
-                {"id": "l", "tool": "get_weather", "arguments": {"location": "London"}}],
-                "answer": null}),
-        )]),
-        ScriptedModel::answer("Berlin"),
-    ]));
-    let out = answering_agent(Arc::clone(&model))
-        .interact("Which city is colder, Berlin or London?")
-        .await
-        .unwrap();
-    assert_eq!(out.answer, "Berlin");
-    assert_eq!(out.record.llm_calls, 2);
-    assert!(!out.record.answered_by_plan);
-    let result = &tool_messages(&out.messages)[0].content;
+    let (model, result) = plan_then_reply(
+        json!({"thought": "Both temperatures, then compare.", "steps": [
+            {"id": "b", "tool": "get_weather", "arguments": {"location": "Berlin"}},
+            {"id": "l", "tool": "get_weather", "arguments": {"location": "London"}}],
+            "answer": null}),
+        "Berlin",
+        "Which city is colder, Berlin or London?",
+    )
+    .await;
     assert!(
         result.starts_with("Plan executed successfully (2 steps)"),
         "{result}"
@@ -632,24 +642,15 @@ async fn an_answer_step_written_by_hand_still_ends_the_interaction() {
 
 #[tokio::test]
 async fn a_failed_plan_goes_back_to_the_model_despite_its_answer() {
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedModel::calls(&[(
-            "execute_tool_plan",
-            json!({"steps": [
-                {"id": "w", "tool": "get_weather", "arguments": {"location": "Dave"}}],
-                "answer": "It is $ref:w.temp °C."}),
-        )]),
-        ScriptedModel::answer("I could not find out."),
-    ]));
-    let out = answering_agent(Arc::clone(&model))
-        .interact("How cold is it where Dave lives?")
-        .await
-        .unwrap();
-    assert_eq!(out.answer, "I could not find out.");
-    assert_eq!(out.record.llm_calls, 2);
-    assert!(!out.record.answered_by_plan);
+    let (_, result) = plan_then_reply(
+        json!({"steps": [
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "Dave"}}],
+            "answer": "It is $ref:w.temp °C."}),
+        "I could not find out.",
+        "How cold is it where Dave lives?",
+    )
+    .await;
     // The model read why: the person is not a city, and the answer step was skipped.
-    let result = &tool_messages(&out.messages)[0].content;
     assert!(result.contains("'Dave' is a person"), "{result}");
 }
 
@@ -672,23 +673,14 @@ async fn without_answer_in_plan_there_is_no_answer_tool() {
 
 #[tokio::test]
 async fn an_answer_that_refers_to_nothing_goes_back_to_the_model() {
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedModel::calls(&[(
-            "execute_tool_plan",
-            json!({"steps": [
-                {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}}],
-                "answer": "It is $ref:w.fahrenheit °F.", "output_steps": ["w"]}),
-        )]),
-        ScriptedModel::answer("It is 3 °C in Oslo."),
-    ]));
-    let out = answering_agent(Arc::clone(&model))
-        .interact("How cold is it in Oslo?")
-        .await
-        .unwrap();
-    assert_eq!(out.answer, "It is 3 °C in Oslo.");
-    assert_eq!(out.record.llm_calls, 2);
-    assert!(!out.record.answered_by_plan);
-    let result = &tool_messages(&out.messages)[0].content;
+    let (_, result) = plan_then_reply(
+        json!({"steps": [
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}}],
+            "answer": "It is $ref:w.fahrenheit °F.", "output_steps": ["w"]}),
+        "It is 3 °C in Oslo.",
+        "How cold is it in Oslo?",
+    )
+    .await;
     assert!(
         result.contains("$ref:w.fahrenheit with no value"),
         "{result}"
