@@ -21,8 +21,8 @@ use toolplan_core::{
 use toolplan_llm::{ChatModel, ChatRequest, Message, ToolCall, ToolChoice, ToolDefinition};
 
 use crate::answer::{
-    ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool, answer_example, prepare_answers,
-    with_answer_field,
+    ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool, answer_example, forget_unused_answer,
+    prepare_answers, with_answer_field,
 };
 use crate::error::AgentError;
 use crate::record::Record;
@@ -403,8 +403,16 @@ impl Agent {
                 record.planning_elapsed += took;
                 record.planning_output_tokens += response.usage.output_tokens;
             }
-            let calls = response.message.tool_calls.clone();
-            messages.push(response.message);
+            let mut message = response.message;
+            if self.answer_in_plan {
+                for call in &mut message.tool_calls {
+                    if call.name == EXECUTE_TOOL_PLAN {
+                        forget_unused_answer(&mut call.arguments);
+                    }
+                }
+            }
+            let calls = message.tool_calls.clone();
+            messages.push(message);
             if calls.is_empty() {
                 record.elapsed = start.elapsed();
                 let answer = messages

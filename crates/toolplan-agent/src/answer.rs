@@ -28,7 +28,7 @@ A plan's answer, as in the example, goes to the user as it is, with the results 
 pub fn answer_example() -> String {
     let mut example = worked_example(
         Some("the answer puts it into words"),
-        r#""answer": "The product of order A7 costs $ref:e euros.""#,
+        r#""answer": "The product of order A7 costs $ref:p.price dollars, $ref:e euros.""#,
     );
     example.push_str(ANSWER_FIELD_USE);
     example
@@ -183,6 +183,43 @@ fn references(text: Option<&Value>) -> Vec<Reference> {
         .collect()
 }
 
+/// Whether a plan's `answer` field is taken as the answer: text that inserts results, and only
+/// results of the plan's `steps`.
+fn usable_answer(text: &Value, steps: &[Value]) -> bool {
+    // An answer that inserts no result was written before the results, and is a guess; the model
+    // answers from the results instead.
+    let refs = references(Some(text));
+    // An answer that refers to a step the plan does not have (copied from the example, or a step
+    // left out) would make the whole plan invalid: the steps run without it, and the model answers
+    // from their results.
+    !refs.is_empty()
+        && refs.iter().all(|r| {
+            steps
+                .iter()
+                .any(|s| s.get("id").and_then(Value::as_str) == Some(r.step.as_str()))
+        })
+}
+
+/// Sets a plan's `answer` field to null when [`prepare_answers`] would drop it (a guess, or one that
+/// refers to a step the plan lacks), and says whether it did. The agent does this to the plan it
+/// keeps in the conversation: a model that reads its own guess beside the results repeats the guess
+/// (the 1.5B model called Paris "sunny" again next to a result that said "cloudy").
+pub fn forget_unused_answer(plan: &mut Value) -> bool {
+    let Some(object) = plan.as_object_mut() else {
+        return false;
+    };
+    let usable = match (object.get(ANSWER_TOOL), object.get("steps")) {
+        (None | Some(Value::Null), _) => return false,
+        (Some(text), Some(Value::Array(steps))) => usable_answer(text, steps),
+        // Not a plan the engine accepts: validation names the problem.
+        (Some(_), _) => return false,
+    };
+    if !usable {
+        object.insert(ANSWER_TOOL.into(), Value::Null);
+    }
+    !usable
+}
+
 /// Moves a plan's `answer` field into a last step (see [`prepare_answers`]).
 fn answer_field_to_step(plan: &mut Value) {
     let Some(object) = plan.as_object_mut() else {
@@ -191,28 +228,19 @@ fn answer_field_to_step(plan: &mut Value) {
     let Some(text) = object.remove(ANSWER_TOOL) else {
         return;
     };
-    // Only an answer that inserts results is taken as it is: one that inserts none was written
-    // before the results, and is a guess; the model answers from the results instead.
-    let refs = references(Some(&text));
-    if refs.is_empty() {
-        return;
-    }
     let Some(Value::Array(steps)) = object.get_mut("steps") else {
         // Not a plan the engine accepts: keep the field, so that validation names it.
         object.insert(ANSWER_TOOL.into(), text);
         return;
     };
+    if !usable_answer(&text, steps) {
+        return;
+    }
     let taken = |id: &str| {
         steps
             .iter()
             .any(|s| s.get("id").and_then(Value::as_str) == Some(id))
     };
-    // An answer that refers to a step the plan does not have (copied from the example, or a step
-    // left out) would make the whole plan invalid: the steps run without it, and the model answers
-    // from their results.
-    if !refs.iter().all(|r| taken(&r.step)) {
-        return;
-    }
     let id = std::iter::once(ANSWER_TOOL.to_owned())
         .chain((2..).map(|n| format!("{ANSWER_TOOL}_{n}")))
         .find(|id| !taken(id))
@@ -223,6 +251,37 @@ fn answer_field_to_step(plan: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_answers_that_would_be_dropped_are_forgotten() {
+        let steps = json!([{"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}}]);
+        for (answer, forgotten) in [
+            (json!("It is $ref:w.temp °C."), false),
+            (json!("It is 3 °C."), true),
+            (json!("It is $ref:e euros."), true),
+            (Value::Null, false),
+        ] {
+            let mut plan = json!({"steps": steps, "answer": answer});
+            assert_eq!(forget_unused_answer(&mut plan), forgotten, "{answer}");
+            let kept = if forgotten {
+                Value::Null
+            } else {
+                answer.clone()
+            };
+            assert_eq!(plan["answer"], kept);
+            assert_eq!(plan["steps"], steps);
+        }
+        // No answer field, or not a plan: nothing changes.
+        for plan in [
+            json!({"steps": steps}),
+            json!({"answer": "x", "steps": "w"}),
+            json!([1]),
+        ] {
+            let mut changed = plan.clone();
+            assert!(!forget_unused_answer(&mut changed));
+            assert_eq!(changed, plan);
+        }
+    }
 
     #[test]
     fn answer_steps_list_their_references_and_become_output_steps() {

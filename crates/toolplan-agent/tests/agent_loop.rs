@@ -625,6 +625,31 @@ async fn a_plan_whose_answer_is_null_goes_back_to_the_model() {
 }
 
 #[tokio::test]
+async fn a_guessed_answer_is_dropped_and_left_out_of_the_conversation() {
+    let (model, result) = plan_then_reply(
+        json!({"thought": "Both conditions.", "steps": [
+            {"id": "p", "tool": "get_weather", "arguments": {"location": "Paris"}},
+            {"id": "l", "tool": "get_weather", "arguments": {"location": "London"}}],
+            "answer": "Paris is sunny and London is rainy."}),
+        "Paris is cloudy and London is rainy.",
+        "What are the weather conditions in Paris and in London?",
+    )
+    .await;
+    assert!(result.contains("\"cloudy\""), "{result}");
+    // The model answers from the results: the plan it reads back has no answer, not its guess.
+    let requests = model.requests();
+    let plan = requests[1]
+        .messages
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .find(|c| c.name == "execute_tool_plan")
+        .unwrap();
+    assert_eq!(plan.arguments["answer"], Value::Null);
+    assert_eq!(plan.arguments["steps"].as_array().unwrap().len(), 2);
+    assert!(!format!("{:?}", requests[1].messages).contains("sunny"));
+}
+
+#[tokio::test]
 async fn an_answer_step_written_by_hand_still_ends_the_interaction() {
     let model = Arc::new(ScriptedModel::new([ScriptedModel::calls(&[(
         "execute_tool_plan",
