@@ -28,7 +28,7 @@ A plan's answer, as in the example, goes to the user as it is, with the results 
 pub fn answer_example() -> String {
     let mut example = worked_example(
         Some("the answer puts it into words"),
-        r#""answer": "The product of order A7 costs $ref:p.price dollars, $ref:e euros.""#,
+        r#""answer": "The product of order A7 costs $ref:e euros.""#,
     );
     example.push_str(ANSWER_FIELD_USE);
     example

@@ -7,7 +7,6 @@
 //! [`FAILED_ATTEMPTS`] failures the same call gets the earlier error instead of a third run. The
 //! agent counts a turn made only of such answers as a turn that brought nothing new.
 
-use toolplan_core::EXECUTE_TOOL_PLAN;
 use toolplan_llm::{Message, ToolCall};
 
 /// Answers a tool call that repeats an earlier successful one; the earlier result follows.
@@ -40,8 +39,9 @@ struct Entry {
     succeeded: bool,
 }
 
-/// The direct tool calls of one interaction (plans are not remembered: a plan repeated after a
-/// failure is usually a corrected one).
+/// The tool calls of one interaction, plans (`execute_tool_plan`) included: a corrected plan differs
+/// from the one that failed, and is not a repeat; the same plan sent again is (the 1.5B model sent
+/// one whose reference could not resolve 8 times in a row, the same error each time).
 #[derive(Default)]
 pub struct CallMemory {
     entries: Vec<Entry>,
@@ -83,12 +83,9 @@ impl CallMemory {
         }
     }
 
-    /// Records how a call that ran went (`result` is its tool-result message); plans
-    /// (`execute_tool_plan`) are not remembered.
+    /// Records how a call that ran went (`result` is its tool-result message; a plan failed when any
+    /// step did, or when it was not valid).
     pub fn remember(&mut self, call: &ToolCall, result: &Message) {
-        if call.name == EXECUTE_TOOL_PLAN {
-            return;
-        }
         let index = self.position(call).unwrap_or_else(|| {
             self.entries.push(Entry {
                 call: call.clone(),

@@ -756,37 +756,52 @@ async fn a_repeated_call_gets_the_earlier_result_and_the_next_turn_must_answer()
 
 #[tokio::test]
 async fn a_call_that_fails_twice_is_not_run_a_third_time() {
-    let bad = || ("calculator", json!({"expression": "Tokyo * Paris"}));
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedModel::calls(&[bad()]),
-        ScriptedModel::calls(&[bad()]),
-        ScriptedModel::calls(&[bad()]),
-        ScriptedModel::answer("I cannot compute it."),
-    ]));
-    let out = agent(Arc::clone(&model), false)
-        .interact("Multiply the temperatures of Tokyo and Paris")
-        .await
-        .unwrap();
-    assert_eq!(out.record.tool_calls, 3);
-    assert_eq!(out.record.repeated_calls, 1);
-    assert_eq!(out.record.tool_errors, 2, "two runs failed");
-    let results = tool_messages(&out.messages);
-    assert!(results.iter().all(|r| r.is_error));
-    assert!(
-        !results[1]
-            .content
-            .starts_with(toolplan_agent::REPEATED_FAILURE)
-    );
-    assert!(
-        results[2]
-            .content
-            .starts_with(toolplan_agent::REPEATED_FAILURE),
-        "{}",
-        results[2].content
-    );
-    assert!(results[2].content.contains(&results[1].content));
-    // The third turn brought nothing new: the fourth must answer.
-    assert_answer_forced_on_fourth_turn(&model);
+    // A tool call, and a plan: the same plan sent again is no correction either.
+    let calls = [
+        (false, "calculator", json!({"expression": "Tokyo * Paris"})),
+        (
+            true,
+            "execute_tool_plan",
+            json!({"steps": [
+                {"id": "u", "tool": "get_user", "arguments": {"name": "Erin"}},
+                {"id": "t", "tool": "calculator", "arguments": {"expression": "$ref:u.city.temp - 1"}}]}),
+        ),
+    ];
+    for (planning, tool, arguments) in calls {
+        let bad = || (tool, arguments.clone());
+        let model = Arc::new(ScriptedModel::new([
+            ScriptedModel::calls(&[bad()]),
+            ScriptedModel::calls(&[bad()]),
+            ScriptedModel::calls(&[bad()]),
+            ScriptedModel::answer("I cannot compute it."),
+        ]));
+        let out = agent(Arc::clone(&model), planning)
+            .interact("Multiply the temperatures of Tokyo and Paris")
+            .await
+            .unwrap();
+        assert_eq!(out.record.tool_calls, 3, "{tool}");
+        assert_eq!(out.record.repeated_calls, 1, "{tool}");
+        // Two runs failed; the third was not made.
+        assert_eq!(out.record.plans, if planning { 2 } else { 0 });
+        assert_eq!(out.record.tool_errors, 2, "{tool}");
+        let results = tool_messages(&out.messages);
+        assert!(results.iter().all(|r| r.is_error));
+        assert!(
+            !results[1]
+                .content
+                .starts_with(toolplan_agent::REPEATED_FAILURE)
+        );
+        assert!(
+            results[2]
+                .content
+                .starts_with(toolplan_agent::REPEATED_FAILURE),
+            "{}",
+            results[2].content
+        );
+        assert!(results[2].content.contains(&results[1].content));
+        // The third turn brought nothing new: the fourth must answer.
+        assert_answer_forced_on_fourth_turn(&model);
+    }
 }
 
 /// The tool choice of each request: tools offered for three turns, switched off for the fourth.
