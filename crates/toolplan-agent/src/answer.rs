@@ -192,12 +192,14 @@ fn usable_answer(text: &Value, steps: &[Value]) -> bool {
     // An answer that refers to a step the plan does not have (copied from the example, or a step
     // left out) would make the whole plan invalid: the steps run without it, and the model answers
     // from their results.
-    !refs.is_empty()
-        && refs.iter().all(|r| {
-            steps
-                .iter()
-                .any(|s| s.get("id").and_then(Value::as_str) == Some(r.step.as_str()))
-        })
+    !refs.is_empty() && refs.iter().all(|r| has_step(steps, &r.step))
+}
+
+/// Whether one of a plan's `steps` has the id `id`.
+fn has_step(steps: &[Value], id: &str) -> bool {
+    steps
+        .iter()
+        .any(|s| s.get("id").and_then(Value::as_str) == Some(id))
 }
 
 /// Sets a plan's `answer` field to null when [`prepare_answers`] would drop it (a guess, or one that
@@ -236,14 +238,9 @@ fn answer_field_to_step(plan: &mut Value) {
     if !usable_answer(&text, steps) {
         return;
     }
-    let taken = |id: &str| {
-        steps
-            .iter()
-            .any(|s| s.get("id").and_then(Value::as_str) == Some(id))
-    };
     let id = std::iter::once(ANSWER_TOOL.to_owned())
         .chain((2..).map(|n| format!("{ANSWER_TOOL}_{n}")))
-        .find(|id| !taken(id))
+        .find(|id| !has_step(steps, id))
         .unwrap_or_else(|| ANSWER_TOOL.to_owned());
     steps.push(json!({"id": id, "tool": ANSWER_TOOL, "arguments": {"text": text}}));
 }

@@ -121,16 +121,6 @@ pub fn run(
     let cheap_count = query.is::<TermQuery>();
     let (total, hits): (usize, Vec<Hit>) = if size == 0 {
         (query.count(searcher).map_err(tantivy_err)?, Vec::new())
-    } else if cheap_count && sort.iter().all(|k| matches!(k, SortKey::Score)) {
-        let total = query.count(searcher).map_err(tantivy_err)?;
-        let top = searcher
-            .search(
-                &query,
-                &TopDocs::with_limit(size).and_offset(from).order_by_score(),
-            )
-            .map_err(tantivy_err)?;
-        let hits = top.into_iter().map(|(s, a)| (Some(s), Vec::new(), a));
-        (total, hits.collect())
     } else {
         let top = TopDocs::with_limit(size).and_offset(from);
         let fields: Vec<(String, Order)> = sort
@@ -143,9 +133,18 @@ pub fn run(
         let v = |o: OwnedValue| owned_to_json(&o);
         match (fields.as_slice(), sort.len()) {
             ([], _) => {
-                let (total, top) = searcher
-                    .search(&query, &(Count, top.order_by_score()))
-                    .map_err(tantivy_err)?;
+                let by_score = top.order_by_score();
+                let (total, top) = if cheap_count {
+                    let total = query.count(searcher).map_err(tantivy_err)?;
+                    (
+                        total,
+                        searcher.search(&query, &by_score).map_err(tantivy_err)?,
+                    )
+                } else {
+                    searcher
+                        .search(&query, &(Count, by_score))
+                        .map_err(tantivy_err)?
+                };
                 let hits = top.into_iter().map(|(s, a)| (Some(s), Vec::new(), a));
                 (total, hits.collect())
             }
