@@ -251,9 +251,11 @@ impl AgentBuilder {
             }
             definitions.insert(
                 0,
-                // Providers that constrain decoding hold every step to its tool's arguments.
+                // Providers that constrain decoding hold every step to its tool's arguments, and
+                // give no two steps one id.
                 ToolDefinition::new(p.name(), p.description(), parameters)
-                    .with_strict_parameters(strict),
+                    .with_strict_parameters(strict)
+                    .with_unique_values("/steps/*/id"),
             );
         }
         let mut system = self.instructions;

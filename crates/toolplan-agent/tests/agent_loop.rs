@@ -505,6 +505,8 @@ async fn plan_only_offers_just_the_planner_with_every_tool_signature() {
         weather_step["properties"]["arguments"]["required"],
         json!(["location"])
     );
+    // …and gives no two steps one id (a grammar cannot say so; the local sampler does).
+    assert_eq!(tools[0].unique_values, ["/steps/*/id"]);
     // The short plan-only instructions, not the longer ones written for agents that offer both.
     let system = &model.requests()[0].messages[0].content;
     assert!(

@@ -107,6 +107,12 @@ pub struct ToolDefinition {
     /// whose steps are each typed by their tool, described to the model in a few lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict_parameters: Option<Value>,
+    /// Places in the arguments whose values must all differ within one call, as paths of object
+    /// keys and `*` for any array index: `/steps/*/id` is every step's id. JSON Schema cannot say
+    /// "all different" across array items (nor can a grammar), so providers that constrain decoding
+    /// enforce it as the model writes (the local model); the tool itself must still check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unique_values: Vec<String>,
 }
 
 impl ToolDefinition {
@@ -117,12 +123,20 @@ impl ToolDefinition {
             description: description.into(),
             parameters,
             strict_parameters: None,
+            unique_values: Vec::new(),
         }
     }
 
     /// Sets the stricter schema that constrained decoding enforces.
     pub fn with_strict_parameters(mut self, schema: Value) -> Self {
         self.strict_parameters = Some(schema);
+        self
+    }
+
+    /// Adds a place in the arguments whose values must all differ within one call (see
+    /// [`unique_values`](Self::unique_values)): `"/steps/*/id"`.
+    pub fn with_unique_values(mut self, path: impl Into<String>) -> Self {
+        self.unique_values.push(path.into());
         self
     }
 }

@@ -240,6 +240,62 @@ async fn a_plan_tool_gets_a_valid_plan() {
     }
 }
 
+/// The ids of the steps of the first plan in a response.
+fn step_ids(response: &toolplan_llm::ChatResponse) -> Vec<String> {
+    response.message.tool_calls[0].arguments["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn unique_values_keep_a_plan_from_repeating_a_step_id() {
+    let model = model().await;
+    let ask = |tool: ToolDefinition| {
+        let mut req = request(
+            vec![
+                Message::system(
+                    "Answer with one execute_tool_plan call whose steps use the tool get_weather \
+                     ({\"location\": city}). Every step has the id w, for example \
+                     {\"steps\": [{\"id\": \"w\", \"tool\": \"get_weather\", \"arguments\": \
+                     {\"location\": \"Rome\"}}, {\"id\": \"w\", \"tool\": \"get_weather\", \
+                     \"arguments\": {\"location\": \"Lima\"}}]}.",
+                ),
+                Message::user("Get the weather in Paris, in Tokyo and in Oslo."),
+            ],
+            vec![tool],
+            300,
+        );
+        req.tool_choice = ToolChoice::Required;
+        req.parallel_tool_calls = Some(false);
+        req
+    };
+    let cancel = CancellationToken::new();
+    // Told so, the model repeats the id (which the plan's validation would turn down)…
+    let mut three_steps = plan_tool();
+    three_steps.parameters["properties"]["steps"]["minItems"] = json!(3);
+    three_steps.parameters["properties"]["steps"]["maxItems"] = json!(3);
+    let free = model
+        .chat(&ask(three_steps.clone()), &cancel)
+        .await
+        .unwrap();
+    let ids = step_ids(&free);
+    assert!(
+        ids.iter().filter(|id| *id == "w").count() > 1,
+        "the model no longer repeats ids when told to, so this test shows nothing: {ids:?}"
+    );
+    // …but not where the tool says step ids are unique: it writes other ids instead.
+    let unique = three_steps.with_unique_values("/steps/*/id");
+    let held = model.chat(&ask(unique.clone()), &cancel).await.unwrap();
+    assert_valid_calls(&held.message.tool_calls, &[unique]);
+    let ids = step_ids(&held);
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert!(ids.len() > 1, "{ids:?}");
+    assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+}
+
 #[tokio::test]
 async fn tool_results_lead_to_an_answer_and_reuse_the_cached_prefix() {
     let model = model().await;

@@ -23,6 +23,7 @@
 
 pub mod prompt;
 pub mod reply;
+pub mod unique;
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -49,6 +50,7 @@ use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
 use self::reply::{Reply, ReplyMode};
+use self::unique::UniqueValues;
 use crate::ConnectOptions;
 use crate::error::LlmError;
 use crate::message::{ChatRequest, ChatResponse, Message, StopReason, ToolDefinition, Usage};
@@ -481,17 +483,20 @@ fn local_err(what: &str) -> impl FnOnce(String) -> LlmError + '_ {
     move |e| LlmError::Local(format!("{what}: {e}"))
 }
 
-/// Picks tokens: greedy or seeded sampling, and the reply grammar when there is one.
+/// Picks tokens: greedy or seeded sampling, the reply grammar when there is one, and the values
+/// that must not repeat ([`UniqueValues`]).
 struct Sampler {
     chain: LlamaSampler,
     greedy: bool,
     grammar: Option<LlamaSampler>,
+    unique: Option<UniqueValues>,
 }
 
 impl Sampler {
     fn new(
         model: &LlamaModel,
         grammar: Option<&str>,
+        unique: Option<UniqueValues>,
         temperature: f32,
         seed: u32,
     ) -> Result<Self, LlmError> {
@@ -513,13 +518,19 @@ impl Sampler {
             chain,
             greedy: temperature <= 0.0,
             grammar,
+            unique,
         })
     }
 
-    /// The next token from the logits of batch position `idx`. The unconstrained choice is kept
-    /// when the grammar allows it (the common case, and cheap to check); otherwise the grammar
-    /// filters the whole vocabulary first.
-    fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> Result<LlamaToken, LlmError> {
+    /// The next token from the logits of batch position `idx` (`piece` gives a token's text). The
+    /// unconstrained choice is kept when the grammar allows it and it repeats no unique value (the
+    /// common case, and cheap to check); otherwise the whole vocabulary is filtered first.
+    fn sample(
+        &mut self,
+        ctx: &LlamaContext<'_>,
+        idx: i32,
+        piece: &dyn Fn(LlamaToken) -> Vec<u8>,
+    ) -> Result<LlamaToken, LlmError> {
         let mut token = if self.greedy {
             // The argmax straight from the logits, without building the candidate array.
             argmax(ctx.get_logits_ith(idx))
@@ -529,14 +540,22 @@ impl Sampler {
             candidates.selected_token()
         }
         .ok_or_else(|| LlmError::Local("the sampler chose no token".into()))?;
+        let unique_allows = |token| self.unique.as_ref().is_none_or(|u| u.allows(&piece(token)));
         if let Some(grammar) = &mut self.grammar {
             let mut single =
                 LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 1.0)], false);
             grammar.apply(&mut single);
             let allowed = single.data.first().is_some_and(|d| d.logit().is_finite());
-            if !allowed {
+            if !allowed || !unique_allows(token) {
                 let mut candidates = ctx.token_data_array_ith(idx);
                 grammar.apply(&mut candidates);
+                if let Some(unique) = &self.unique {
+                    for d in candidates.data.iter_mut() {
+                        if d.logit().is_finite() && !unique.allows(&piece(d.id())) {
+                            d.set_logit(f32::NEG_INFINITY);
+                        }
+                    }
+                }
                 if !candidates.data.iter().any(|d| d.logit().is_finite()) {
                     return Err(LlmError::Local(
                         "the reply grammar allows no next token".into(),
@@ -550,6 +569,9 @@ impl Sampler {
             grammar
                 .try_accept(token)
                 .map_err(|e| LlmError::Local(format!("the reply grammar rejected a token: {e}")))?;
+        }
+        if let Some(unique) = &mut self.unique {
+            unique.feed(&piece(token));
         }
         Ok(token)
     }
@@ -589,9 +611,20 @@ fn generate(
         GrammarOptions::of(&job.request),
     )?;
     let temperature = job.request.temperature.unwrap_or(0.0);
-    let mut sampler = Sampler::new(model, grammar.as_deref(), temperature, job.options.seed)?;
+    // Unique values are a constraint on constrained replies only.
+    let unique = grammar
+        .as_ref()
+        .and_then(|_| UniqueValues::for_tools(&job.request.tools));
+    let mut sampler = Sampler::new(
+        model,
+        grammar.as_deref(),
+        unique,
+        temperature,
+        job.options.seed,
+    )?;
 
     let vocab = model.vocab();
+    let piece = |token| vocab.token_to_piece(token, false, None);
     // Special tokens in the template's text are parsed; BOS is added only when the model wants one
     // and the template did not write it already.
     let mut tokens = vocab.tokenize(prompt_text.as_bytes(), false, true);
@@ -677,12 +710,12 @@ fn generate(
     let mut generated = 0usize;
     let hit_limit = loop {
         job.check()?;
-        let token = sampler.sample(&ctx, logits_at)?;
+        let token = sampler.sample(&ctx, logits_at, &piece)?;
         if vocab.is_eog(token) {
             break false;
         }
         generated += 1;
-        bytes.extend(vocab.token_to_piece(token, false, None));
+        bytes.extend(piece(token));
         if generated >= max_new {
             break true;
         }
