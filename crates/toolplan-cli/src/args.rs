@@ -41,7 +41,7 @@ pub enum Command {
     /// `toolplan dsl --template ID=DESCRIPTION` offers the model.
     Template(TemplateArgs),
     /// Serve toolplan to MCP clients (stdio, or streamable HTTP with --http): execute_tool_plan
-    /// over every tool — the tool set, and the tools of the config's [[mcp_servers]] — and, when
+    /// over every tool — the tool set, and the tools of the config's `[[mcp_servers]]` — and, when
     /// the config names a model, query_plan_tool (and query_planning with --tools search).
     Mcp(McpArgs),
 }
@@ -65,7 +65,7 @@ pub struct ToolsSelection {
     /// The tool set plans may call.
     #[arg(long = "tools", value_enum, default_value = "demo")]
     pub tools: ToolSet,
-    /// The configuration file (default: ./toolplan.toml if it exists): its [[mcp_servers]] add
+    /// The configuration file (default: ./toolplan.toml if it exists): its `[[mcp_servers]]` add
     /// their tools.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -367,7 +367,7 @@ pub struct DslArgs {
     #[arg(long = "template", value_name = "ID=DESCRIPTION", value_parser = parse_template)]
     pub templates: Vec<(String, String)>,
     /// A JSONPath selecting the DSL text in the provider's raw response
-    /// (e.g. $.choices[0].message.content, $.output.message.content[0].text).
+    /// (e.g. `$.choices[0].message.content`, `$.output.message.content[0].text`).
     #[arg(long, value_name = "JSONPATH")]
     pub response_filter: Option<String>,
     /// Any QueryPlanningTool parameter (repeatable): query_planner_system_prompt,

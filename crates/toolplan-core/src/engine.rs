@@ -218,7 +218,7 @@ impl ExecuteToolPlan {
         self
     }
 
-    /// The plan's JSON Schema with every step typed by its tool ([`typed_plan_schema`]): each step's
+    /// The plan's JSON Schema with every step typed by its tool ([`typed_plan_schema`](crate::signature::typed_plan_schema)): each step's
     /// arguments must be an object that matches its tool's schema, `"$ref:…"` allowed for any value.
     /// Stricter than [`parameters`](Tool::parameters), for providers that constrain decoding.
     pub fn typed_parameters(&self) -> Value {

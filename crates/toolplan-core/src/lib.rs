@@ -6,7 +6,7 @@
 //!
 //! ## Layout
 //!
-//! * [`reference`] — the `$ref:step.path` grammar and path lookup into a step's output.
+//! * [`reference`](mod@reference) — the `$ref:step.path` grammar and path lookup into a step's output.
 //! * [`template`] — a step's arguments with their references found once, rendered per run.
 //! * [`dialect`] — plan formats parsed into the IR ([`dialect::tool_plan`] is the seed's format).
 //! * [`plan`] — the IR ([`Plan`], [`Step`]) and [`plan::validate`]: unknown tools and steps, cycles,

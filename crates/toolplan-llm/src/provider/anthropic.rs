@@ -11,8 +11,8 @@
 //!   message) are merged into one message, as the API wants roles to alternate;
 //! * `max_tokens` is required: the request's, else the config's (default 4096);
 //! * `usage.input_tokens` (plus cache reads and writes) / `usage.output_tokens` → [`Usage`];
-//! * `stop_reason` `end_turn` / `stop_sequence` → [`StopReason::EndTurn`], `tool_use` →
-//!   [`StopReason::ToolUse`], `max_tokens` → [`StopReason::MaxTokens`].
+//! * `stop_reason` `end_turn` / `stop_sequence` → [`StopReason::EndTurn`](crate::StopReason::EndTurn), `tool_use` →
+//!   [`StopReason::ToolUse`](crate::StopReason::ToolUse), `max_tokens` → [`StopReason::MaxTokens`](crate::StopReason::MaxTokens).
 
 use std::fmt;
 

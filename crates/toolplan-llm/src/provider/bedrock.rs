@@ -17,9 +17,9 @@
 //!   consecutive messages of the same role are merged, as the API wants roles to alternate;
 //! * `inferenceConfig: {maxTokens, temperature}`;
 //! * `usage.inputTokens` / `usage.outputTokens` → [`Usage`];
-//! * `stopReason` `end_turn` / `stop_sequence` → [`StopReason::EndTurn`], `tool_use` →
-//!   [`StopReason::ToolUse`], `max_tokens` → [`StopReason::MaxTokens`], anything else (guardrails,
-//!   content filters) → [`StopReason::Other`].
+//! * `stopReason` `end_turn` / `stop_sequence` → [`StopReason::EndTurn`](crate::StopReason::EndTurn), `tool_use` →
+//!   [`StopReason::ToolUse`](crate::StopReason::ToolUse), `max_tokens` → [`StopReason::MaxTokens`](crate::StopReason::MaxTokens), anything else (guardrails,
+//!   content filters) → [`StopReason::Other`](crate::StopReason::Other).
 
 use std::fmt;
 use std::time::SystemTime;

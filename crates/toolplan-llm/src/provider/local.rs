@@ -9,7 +9,9 @@
 //! * Whenever tools are offered the reply is **constrained** by a grammar that llama.cpp builds from
 //!   the JSON Schema of the allowed replies ([`reply::reply_schema`]): `{"answer": …}` or
 //!   `{"tool_calls": [{"name": <an offered tool>, "arguments": <that tool's schema>}]}`, so every
-//!   reply parses and names only offered tools.
+//!   reply parses and names only offered tools. What a grammar cannot say, that values at some
+//!   places of a call must all differ ([`ToolDefinition::unique_values`], a plan's step ids), the
+//!   sampler enforces as the model writes ([`unique::UniqueValues`]).
 //! * Decoding is greedy (deterministic) unless the request sets a temperature; it runs in
 //!   `spawn_blocking` and checks the [`CancellationToken`] and the [`CallPolicy`] timeout between
 //!   tokens. The KV cache of the previous call is kept and its common prefix reused, so the system
@@ -558,7 +560,7 @@ impl Sampler {
                 }
                 if !candidates.data.iter().any(|d| d.logit().is_finite()) {
                     return Err(LlmError::Local(
-                        "the reply grammar allows no next token".into(),
+                        "the reply grammar (with its unique values) allows no next token".into(),
                     ));
                 }
                 self.chain.apply(&mut candidates);

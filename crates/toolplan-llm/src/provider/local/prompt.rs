@@ -70,7 +70,7 @@ impl serde_json::ser::Formatter for SpacedFormatter {
     }
 }
 
-/// Writes a value as spaced JSON (see [`SpacedFormatter`]).
+/// Writes a value as spaced JSON (`SpacedFormatter`).
 pub fn spaced_json(value: &impl Serialize) -> String {
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, SpacedFormatter);
