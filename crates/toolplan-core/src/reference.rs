@@ -190,19 +190,14 @@ pub fn follow<'v>(
     }
     let mut current = output;
     for (depth, segment) in reference.path.iter().enumerate() {
-        let next = match current {
-            Value::Object(map) => map.get(segment.as_str()),
-            Value::Array(items) => array_index(items.len(), segment).and_then(|i| items.get(i)),
-            Value::Null => None,
-            scalar => {
-                return Err(PathError::ScalarHasNoFields {
-                    reference: reference.to_string(),
-                    step: reference.step.clone(),
-                    at: reference.path[..depth].join("."),
-                    found: describe_scalar(scalar),
-                    segment: segment.clone(),
-                });
-            }
+        let Some(next) = child(current, segment) else {
+            return Err(PathError::ScalarHasNoFields {
+                reference: reference.to_string(),
+                step: reference.step.clone(),
+                at: reference.path[..depth].join("."),
+                found: describe_scalar(current),
+                segment: segment.clone(),
+            });
         };
         match next {
             Some(v) => current = v,
@@ -210,6 +205,52 @@ pub fn follow<'v>(
         }
     }
     Ok(Some(current))
+}
+
+/// Why `reference` found no value in `output` (where [`follow`] gives `None`, inserted as `null`),
+/// for an error message: `$ref:u.temperature found no value: the output of step 'u' has no field
+/// 'temperature' (its fields: name, city, team)`. `None` when the reference finds a value, or the
+/// path cannot be followed at all (an error of its own).
+pub fn describe_missing(reference: &Reference, output: &Value) -> Option<String> {
+    let mut current = output;
+    for (depth, segment) in reference.path.iter().enumerate() {
+        if let Some(next) = child(current, segment)? {
+            current = next;
+            continue;
+        }
+        // Only a reference that found nothing pays for the message.
+        let here = where_in(&reference.step, &reference.path[..depth].join("."));
+        let why = match current {
+            Value::Object(map) if map.is_empty() => format!("{here} is an empty object"),
+            Value::Object(map) => {
+                let mut fields: Vec<&str> = map.keys().map(String::as_str).take(12).collect();
+                if map.len() > fields.len() {
+                    fields.push("…");
+                }
+                format!(
+                    "{here} has no field '{segment}' (its fields: {})",
+                    fields.join(", ")
+                )
+            }
+            Value::Array(items) => {
+                format!("{here} has {} items, so no item '{segment}'", items.len())
+            }
+            _ => format!("{here} is null"),
+        };
+        return Some(format!("{reference} found no value: {why}"));
+    }
+    None
+}
+
+/// One step down a path: the field or item `segment` names (`None` when there is none, or the value
+/// is null), or `None` outright for text, numbers and booleans, which have no fields.
+fn child<'v>(value: &'v Value, segment: &str) -> Option<Option<&'v Value>> {
+    match value {
+        Value::Object(map) => Some(map.get(segment)),
+        Value::Array(items) => Some(array_index(items.len(), segment).and_then(|i| items.get(i))),
+        Value::Null => Some(None),
+        _ => None,
+    }
 }
 
 /// `'city' of step 'u'`, or `the output of step 'u'` for the whole output.
@@ -359,6 +400,34 @@ mod tests {
         let err = follow(&r("s1", &["temp"]), &json!("sunny")).unwrap_err();
         assert!(err.to_string().contains("step 's1'"), "{err}");
         assert!(err.to_string().contains("'temp'"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_value_is_explained_where_the_path_stops() {
+        let output = json!({"city": "Oslo", "tags": ["a", "b"], "none": null, "empty": {}});
+        let why = |step: &str, path: &[&str]| describe_missing(&r(step, path), &output);
+        assert_eq!(
+            why("u", &["temp"]).as_deref(),
+            Some(
+                "$ref:u.temp found no value: the output of step 'u' has no field 'temp' (its fields: city, tags, none, empty)"
+            )
+        );
+        assert_eq!(
+            why("u", &["tags", "5"]).as_deref(),
+            Some("$ref:u.tags.5 found no value: 'tags' of step 'u' has 2 items, so no item '5'")
+        );
+        assert_eq!(
+            why("u", &["none", "x"]).as_deref(),
+            Some("$ref:u.none.x found no value: 'none' of step 'u' is null")
+        );
+        assert_eq!(
+            why("u", &["empty", "x"]).as_deref(),
+            Some("$ref:u.empty.x found no value: 'empty' of step 'u' is an empty object")
+        );
+        // Found values, whole outputs, and paths into scalars (an error of their own) need no note.
+        assert_eq!(why("u", &["city"]), None);
+        assert_eq!(why("u", &[]), None);
+        assert_eq!(why("u", &["city", "x"]), None);
     }
 
     #[test]

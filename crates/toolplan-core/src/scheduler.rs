@@ -168,6 +168,9 @@ struct Slot {
     status: StepStatus,
     output: Option<Value>,
     error: Option<String>,
+    /// Why references of the step's arguments found no value (inserted as `null`), added to its
+    /// error if it fails.
+    note: Option<String>,
     started: Option<Duration>,
     finished: Duration,
 }
@@ -224,6 +227,7 @@ impl<'p> Driver<'p> {
                 status: StepStatus::Skipped,
                 output: None,
                 error: None,
+                note: None,
                 started: None,
                 finished: Duration::ZERO,
             })
@@ -394,12 +398,18 @@ impl<'p> Driver<'p> {
     fn start_step(&mut self, i: usize) {
         let step = &self.plan.steps()[i];
         let slots = &self.slots;
-        let rendered = step
-            .arguments
-            .render(&|slot| slots.get(slot).and_then(|s| s.output.as_ref()));
+        let output = |slot: usize| slots.get(slot).and_then(|s| s.output.as_ref());
+        let rendered = step.arguments.render_noting_missing(&output);
+        // Why a reference found nothing, worked out only when one did (for the error if the step
+        // then fails), while the outputs it read are still here.
+        let note = match rendered {
+            Ok((_, true)) => step.arguments.missing_note(&output),
+            _ => None,
+        };
+        self.slots[i].note = note;
         self.release_inputs(i);
         let arguments = match rendered {
-            Ok(a) => a,
+            Ok((a, _)) => a,
             Err(e) => return self.decide(i, StepStatus::Failed, None, Some(e.to_string())),
         };
         let Some(registered) = self.tools.get(&step.tool) else {
@@ -472,9 +482,16 @@ impl<'p> Driver<'p> {
         {
             self.ready.push_front(next);
         }
+        let note = self.slots[i].note.take();
         match result {
             Ok(output) => self.decide(i, StepStatus::Ok, Some(output), None),
-            Err(e) => self.decide(i, StepStatus::Failed, None, Some(e.to_string())),
+            Err(e) => {
+                let error = match note {
+                    Some(note) => format!("{} ({note})", e.to_string().trim_end()),
+                    None => e.to_string(),
+                };
+                self.decide(i, StepStatus::Failed, None, Some(error))
+            }
         }
     }
 

@@ -123,15 +123,56 @@ impl Template {
         }
     }
 
+    /// Why each reference that renders as `null` for lack of a value found none
+    /// ([`reference::describe_missing`]), joined with `; `: `None` when every reference found its
+    /// value. For the error of a step that then fails, so that the model that wrote
+    /// `$ref:u.temperature` learns which fields `u` has.
+    pub fn missing_note<'o>(&self, output: &impl Fn(usize) -> Option<&'o Value>) -> Option<String> {
+        let mut notes: Vec<String> = Vec::new();
+        self.for_each_ref(&mut |r| {
+            if let Some(note) = output(r.slot).and_then(|v| reference::describe_missing(r, v))
+                && !notes.contains(&note)
+            {
+                notes.push(note);
+            }
+        });
+        (!notes.is_empty()).then(|| notes.join("; "))
+    }
+
     /// Substitutes every reference. `output(slot)` gives the output of the step at that slot; it is
     /// only asked for slots that this template references.
     pub fn render<'o>(
         &self,
         output: &impl Fn(usize) -> Option<&'o Value>,
     ) -> Result<Value, PathError> {
+        self.render_into(output, &mut false)
+    }
+
+    /// [`render`](Self::render), and whether some reference found no value (and was inserted as
+    /// `null`): then [`missing_note`](Self::missing_note) says why.
+    pub fn render_noting_missing<'o>(
+        &self,
+        output: &impl Fn(usize) -> Option<&'o Value>,
+    ) -> Result<(Value, bool), PathError> {
+        let mut missing = false;
+        let value = self.render_into(output, &mut missing)?;
+        Ok((value, missing))
+    }
+
+    fn render_into<'o>(
+        &self,
+        output: &impl Fn(usize) -> Option<&'o Value>,
+        missing: &mut bool,
+    ) -> Result<Value, PathError> {
         Ok(match self {
             Template::Literal(v) => v.clone(),
-            Template::Ref(r) => lookup(r, output)?.cloned().unwrap_or(Value::Null),
+            Template::Ref(r) => match lookup(r, output)? {
+                Some(v) => v.clone(),
+                None => {
+                    *missing = true;
+                    Value::Null
+                }
+            },
             Template::Interpolated(pieces) => {
                 let mut text = String::new();
                 for piece in pieces {
@@ -139,7 +180,10 @@ impl Template {
                         Piece::Text(t) => text.push_str(t),
                         Piece::Ref(r) => match lookup(r, output)? {
                             Some(v) => reference::value_as_text(v, &mut text),
-                            None => text.push_str("null"),
+                            None => {
+                                *missing = true;
+                                text.push_str("null");
+                            }
                         },
                     }
                 }
@@ -148,13 +192,13 @@ impl Template {
             Template::Array(items) => Value::Array(
                 items
                     .iter()
-                    .map(|t| t.render(output))
+                    .map(|t| t.render_into(output, missing))
                     .collect::<Result<Vec<_>, _>>()?,
             ),
             Template::Object(fields) => {
                 let mut map = Map::with_capacity(fields.len());
                 for (k, t) in fields {
-                    map.insert(k.clone(), t.render(output)?);
+                    map.insert(k.clone(), t.render_into(output, missing)?);
                 }
                 Value::Object(map)
             }

@@ -192,6 +192,33 @@ async fn missing_field_is_null() {
 }
 
 #[tokio::test]
+async fn a_step_that_fails_on_a_missing_field_says_which_fields_there_are() {
+    // A model that reads `temperature` from the user directory learns what the directory returns;
+    // the null stays (a missing field is null), and a step that copes with it succeeds.
+    let run = run(json!({
+        "steps": [
+            {"id": "e", "tool": "get_user", "arguments": {"name": "Erin"}},
+            {"id": "d", "tool": "get_user", "arguments": {"name": "Dave"}},
+            {"id": "t", "tool": "calculator", "arguments": {"expression": "$ref:e.temperature - $ref:d.temperature"}},
+            {"id": "c", "tool": "capture", "arguments": {"t": "$ref:e.temperature"}}
+        ]
+    }))
+    .await;
+    let t = run.step("t").unwrap();
+    assert_eq!(t.status, StepStatus::Failed);
+    let error = t.error.as_deref().unwrap();
+    for part in [
+        "null - null",
+        "($ref:e.temperature found no value: the output of step 'e' has no field 'temperature' \
+         (its fields: name, city, team); $ref:d.temperature found no value: the output of step 'd' \
+         has no field 'temperature' (its fields: name, city, team))",
+    ] {
+        assert!(error.contains(part), "{part:?} not in {error:?}");
+    }
+    assert_eq!(run.output("c"), Some(&json!({"t": null})));
+}
+
+#[tokio::test]
 async fn a_path_into_a_text_or_number_field_fails_the_step_saying_where() {
     // A model that writes `$ref:u.city.temp` gets told that `city` is text, not a null to compute with.
     let run = run(json!({
