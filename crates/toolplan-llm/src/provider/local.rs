@@ -485,6 +485,9 @@ fn local_err(what: &str) -> impl FnOnce(String) -> LlmError + '_ {
     move |e| LlmError::Local(format!("{what}: {e}"))
 }
 
+/// A token's text.
+type Piece<'a> = dyn Fn(LlamaToken) -> Vec<u8> + 'a;
+
 /// Picks tokens: greedy or seeded sampling, the reply grammar when there is one, and the values
 /// that must not repeat ([`UniqueValues`]).
 struct Sampler {
@@ -531,7 +534,7 @@ impl Sampler {
         &mut self,
         ctx: &LlamaContext<'_>,
         idx: i32,
-        piece: &dyn Fn(LlamaToken) -> Vec<u8>,
+        piece: &Piece<'_>,
     ) -> Result<LlamaToken, LlmError> {
         let mut token = if self.greedy {
             // The argmax straight from the logits, without building the candidate array.
@@ -542,31 +545,21 @@ impl Sampler {
             candidates.selected_token()
         }
         .ok_or_else(|| LlmError::Local("the sampler chose no token".into()))?;
-        let unique_allows = |token| self.unique.as_ref().is_none_or(|u| u.allows(&piece(token)));
         if let Some(grammar) = &mut self.grammar {
             let mut single =
                 LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 1.0)], false);
             grammar.apply(&mut single);
             let allowed = single.data.first().is_some_and(|d| d.logit().is_finite());
-            if !allowed || !unique_allows(token) {
-                let mut candidates = ctx.token_data_array_ith(idx);
-                grammar.apply(&mut candidates);
-                if let Some(unique) = &self.unique {
-                    for d in candidates.data.iter_mut() {
-                        if d.logit().is_finite() && !unique.allows(&piece(d.id())) {
-                            d.set_logit(f32::NEG_INFINITY);
-                        }
-                    }
-                }
-                if !candidates.data.iter().any(|d| d.logit().is_finite()) {
-                    return Err(LlmError::Local(
-                        "the reply grammar (with its unique values) allows no next token".into(),
-                    ));
-                }
-                self.chain.apply(&mut candidates);
-                token = candidates
-                    .selected_token()
-                    .ok_or_else(|| LlmError::Local("the sampler chose no token".into()))?;
+            // Choosing again among the tokens the grammar allows, then (only when that choice would
+            // repeat a unique value) among those that repeat none, draws from the same distribution
+            // as filtering by both at once, without reading every token's text on each fallback.
+            if !allowed {
+                token = resample(&mut self.chain, grammar, ctx, idx, None)?;
+            }
+            if let Some(unique) = &self.unique
+                && !unique.allows(&piece(token))
+            {
+                token = resample(&mut self.chain, grammar, ctx, idx, Some((unique, piece)))?;
             }
             grammar
                 .try_accept(token)
@@ -577,6 +570,35 @@ impl Sampler {
         }
         Ok(token)
     }
+}
+
+/// Chooses a token with `chain` among those `grammar` allows and, with `unique`, that repeat no
+/// unique value (`piece` gives a token's text).
+fn resample(
+    chain: &mut LlamaSampler,
+    grammar: &mut LlamaSampler,
+    ctx: &LlamaContext<'_>,
+    idx: i32,
+    unique: Option<(&UniqueValues, &Piece<'_>)>,
+) -> Result<LlamaToken, LlmError> {
+    let mut candidates = ctx.token_data_array_ith(idx);
+    grammar.apply(&mut candidates);
+    if let Some((unique, piece)) = unique {
+        for d in candidates.data.iter_mut() {
+            if d.logit().is_finite() && !unique.allows(&piece(d.id())) {
+                d.set_logit(f32::NEG_INFINITY);
+            }
+        }
+    }
+    if !candidates.data.iter().any(|d| d.logit().is_finite()) {
+        return Err(LlmError::Local(
+            "the reply grammar (with its unique values) allows no next token".into(),
+        ));
+    }
+    chain.apply(&mut candidates);
+    candidates
+        .selected_token()
+        .ok_or_else(|| LlmError::Local("the sampler chose no token".into()))
 }
 
 /// The token with the highest logit.

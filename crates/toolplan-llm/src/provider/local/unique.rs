@@ -55,10 +55,10 @@ pub struct UniqueValues {
     rules: Vec<Rule>,
     stack: Vec<Frame>,
     text: Option<Text>,
-    /// The tool name of each call written so far, by its index in `tool_calls`.
-    names: Vec<(usize, String)>,
-    /// (call index, rule index, value) of every unique value written.
-    seen: HashSet<(usize, usize, Vec<u8>)>,
+    /// The call being written: its index in `tool_calls`, and its tool's name.
+    call: Option<(usize, String)>,
+    /// (rule index, value) of every unique value the call being written holds.
+    seen: HashSet<(usize, Vec<u8>)>,
 }
 
 impl UniqueValues {
@@ -81,7 +81,7 @@ impl UniqueValues {
             rules,
             stack: Vec::new(),
             text: None,
-            names: Vec::new(),
+            call: None,
             seen: HashSet::new(),
         })
     }
@@ -174,24 +174,19 @@ impl UniqueValues {
         };
         match &path[2..] {
             [Segment::Key(k)] if k == b"name" => {
-                self.names
-                    .push((call, String::from_utf8_lossy(&text.bytes).into_owned()));
+                // A new call: the values of the one before may come again.
+                self.call = Some((call, String::from_utf8_lossy(&text.bytes).into_owned()));
+                self.seen.clear();
                 true
             }
             [Segment::Key(k), rest @ ..] if k == b"arguments" => {
-                let Some(tool) = self
-                    .names
-                    .iter()
-                    .rev()
-                    .find(|(i, _)| *i == call)
-                    .map(|(_, n)| n.as_str())
-                else {
+                let Some((_, tool)) = self.call.as_ref().filter(|(i, _)| *i == call) else {
                     return true;
                 };
                 let mut fresh = true;
                 for (r, rule) in self.rules.iter().enumerate() {
-                    if rule.tool == tool && matches(&rule.path, rest) {
-                        fresh &= self.seen.insert((call, r, text.bytes.clone()));
+                    if rule.tool == *tool && matches(&rule.path, rest) {
+                        fresh &= self.seen.insert((r, text.bytes.clone()));
                     }
                 }
                 fresh
