@@ -13,6 +13,11 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Trust a toolplan.toml found in the current directory (not named with --config): start the
+    /// commands of its [[mcp_servers]], connect to their URLs, and send model requests to its
+    /// base_url. Also TOOLPLAN_TRUST_CONFIG=1. A file named with --config is always trusted.
+    #[arg(long, global = true)]
+    pub trust_config: bool,
 }
 
 /// The subcommands.
@@ -77,9 +82,9 @@ pub struct PlanInput {
     /// The plan file (JSON); `-` reads standard input.
     #[arg(value_name = "PLAN.json")]
     pub plan: PathBuf,
-    /// Most steps a plan may have.
-    #[arg(long, value_name = "N", default_value_t = toolplan_core::Limits::default().max_steps)]
-    pub max_steps: usize,
+    /// Most steps a plan may have (default: `[limits] max_steps` of the config file, else 10000).
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<usize>,
 }
 
 /// `toolplan run`.
@@ -92,18 +97,21 @@ pub struct RunArgs {
     /// Print one JSON object: outputs, errors, waves, elapsed_ms, steps, outcome.
     #[arg(long)]
     pub json: bool,
-    /// Most tool calls running at once.
-    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
-    pub concurrency: u32,
+    /// Most tool calls running at once (default: `[limits] concurrency` of the config file, else
+    /// 64).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: Option<u32>,
     /// Most calls of one tool running at once, as TOOL=N (repeatable).
     #[arg(long = "tool-limit", value_name = "TOOL=N", value_parser = parse_tool_limit)]
     pub tool_limits: Vec<(String, usize)>,
-    /// Longest one tool call may take (e.g. 500ms, 30s, 2m); `none` for no limit.
-    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = parse_optional_duration)]
-    pub step_timeout: OptionalDuration,
-    /// Longest the whole plan may take; steps still running then fail, the rest are skipped.
-    #[arg(long, value_name = "DUR", default_value = "none", value_parser = parse_optional_duration)]
-    pub deadline: OptionalDuration,
+    /// Longest one tool call may take (e.g. 500ms, 30s, 2m); `none` for no limit (default:
+    /// `[limits] step_timeout` of the config file, else 60s).
+    #[arg(long, value_name = "DUR", value_parser = parse_optional_duration)]
+    pub step_timeout: Option<OptionalDuration>,
+    /// Longest the whole plan may take; steps still running then fail, the rest are skipped
+    /// (default: `[limits] deadline` of the config file, else none).
+    #[arg(long, value_name = "DUR", value_parser = parse_optional_duration)]
+    pub deadline: Option<OptionalDuration>,
     /// When a step may start: as soon as its dependencies finished, or only after the whole previous
     /// wave finished (for comparison with wave executors).
     #[arg(long, value_enum, default_value = "dependency")]
@@ -233,9 +241,10 @@ pub struct QueryPlanArgs {
     /// summarized level by level (tree_summarize).
     #[arg(long, value_name = "CHARS", default_value_t = toolplan_query::synthesize::DEFAULT_CONTEXT_BUDGET)]
     pub context_budget: usize,
-    /// Longest one tool call or synthesis may take (e.g. 30s, 2m); `none` for no limit.
-    #[arg(long, value_name = "DUR", default_value = "5m", value_parser = parse_optional_duration)]
-    pub step_timeout: OptionalDuration,
+    /// Longest one tool call or synthesis may take (e.g. 30s, 2m); `none` for no limit (default:
+    /// `[limits] step_timeout` of the config file, else 5m).
+    #[arg(long, value_name = "DUR", value_parser = parse_optional_duration)]
+    pub step_timeout: Option<OptionalDuration>,
     /// The configuration file (default: ./toolplan.toml if it exists).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

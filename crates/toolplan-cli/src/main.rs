@@ -6,13 +6,17 @@
 //! loop in `toolplan-agent`, query plans in `toolplan-query`, search in `toolplan-search`.
 //!
 //! Exit codes: 0 when the command did its job (a plan that ran is a success even if some steps
-//! failed), 2 when the plan is invalid or the command line is wrong, 1 for any other error.
+//! failed), 2 when the plan is invalid or the command line is wrong, 1 for any other error. A
+//! standard output closed by its reader (`toolplan run … | head -c1`) ends the command quietly
+//! with 0.
 
 mod args;
 mod cmd;
 mod config;
+mod output;
 mod progress;
 mod render;
+mod settings;
 mod toolset;
 
 use std::process::ExitCode;
@@ -31,7 +35,19 @@ pub enum Outcome {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Code that prints with println! rather than through output::write still ends quietly on a
+    // closed pipe.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if output::is_closed_pipe_panic(info) {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
     let cli = Cli::parse();
+    if cli.trust_config {
+        config::trust_found_config();
+    }
     let result = match cli.command {
         Command::Run(a) => cmd::run::execute(a).await,
         Command::Validate(a) => cmd::validate::execute(a).await,
@@ -47,6 +63,7 @@ async fn main() -> ExitCode {
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::InvalidPlan) => ExitCode::from(2),
+        Err(e) if e.downcast_ref::<output::StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(1)

@@ -51,17 +51,19 @@ pub async fn with_mcp(
     if config.mcp_servers.is_empty() {
         return Ok(tools);
     }
+    // A toolplan.toml found in the current directory starts nothing without the user's opt-in.
+    config.check_mcp_trusted()?;
     let taken: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
     let (_servers, mcp) = toolplan_mcp::connect_all(&config.mcp_servers, &taken).await?;
     tools.extend(mcp);
     Ok(tools)
 }
 
-/// The registry of a tool selection: the set, and the MCP servers of its configuration file.
-pub async fn registry(selection: &ToolsSelection) -> anyhow::Result<ToolRegistry> {
-    let (config, _) = Config::load(selection.config.as_deref())?;
+/// The registry of a tool selection: the set, and the MCP servers of its configuration file
+/// (`config`, loaded from the selection's `--config`).
+pub async fn registry(selection: &ToolsSelection, config: &Config) -> anyhow::Result<ToolRegistry> {
     let mut registry = ToolRegistry::new();
-    registry.register_all(with_mcp(tools(selection.tools, None)?, &config).await?)?;
+    registry.register_all(with_mcp(tools(selection.tools, None)?, config).await?)?;
     Ok(registry)
 }
 
@@ -73,10 +75,11 @@ pub fn documents(dir: &std::path::Path) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
 /// An engine over a tool selection.
 pub async fn engine(
     selection: &ToolsSelection,
+    config: &Config,
     limits: Limits,
-    config: RunConfig,
+    run: RunConfig,
 ) -> anyhow::Result<Engine> {
-    Ok(Engine::new(Arc::new(registry(selection).await?))
+    Ok(Engine::new(Arc::new(registry(selection, config).await?))
         .with_limits(limits)
-        .with_config(config))
+        .with_config(run))
 }

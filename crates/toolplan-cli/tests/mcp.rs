@@ -463,7 +463,14 @@ fn the_readme_mcp_example_runs() {
     std::fs::write(dir.path().join("toolplan.toml"), config.to_string()).unwrap();
 
     let out = Command::new(toolplan())
-        .args(["run", "plan.json", "--tools", "none", "--json"])
+        .args([
+            "run",
+            "plan.json",
+            "--tools",
+            "none",
+            "--json",
+            "--trust-config",
+        ])
         .current_dir(dir.path())
         .env("PWD", dir.path())
         .output()

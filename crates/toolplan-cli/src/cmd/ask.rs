@@ -4,12 +4,10 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::ValueEnum;
 use serde_json::json;
 use std::sync::Arc;
 use toolplan_agent::{Agent, AgentError, Record};
-use toolplan_core::{Limits, RunConfig};
 
 use indicatif::ProgressBar;
 use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, Message, ModelSpec, Role};
@@ -19,16 +17,13 @@ use crate::Outcome;
 use crate::args::{AskArgs, PlannerArg, ToolSet};
 use crate::cmd::{cancel_on_interrupt, plural};
 use crate::config::Config;
+use crate::output::outln;
+use crate::settings::{self, LimitFlags};
 use crate::toolset;
 
 /// The instructions the agent gets unless the configuration names others.
 pub const DEFAULT_INSTRUCTIONS: &str = "You are a helpful assistant. Use the tools to get facts; do not guess them. \
 Answer the user's question briefly, using the tool results.";
-
-fn duration(text: &str, what: &str) -> anyhow::Result<Duration> {
-    humantime::parse_duration(text)
-        .with_context(|| format!("{what}: '{text}' is not a duration (e.g. 30s, 2m)"))
-}
 
 /// Runs the subcommand.
 pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
@@ -65,11 +60,8 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
     let query_planner = args.planner == PlannerArg::QueryPlan;
     let planning = !query_planner && !args.no_plan && config.planning.unwrap_or(true);
 
-    let run_config = run_config(&config)?;
-    let mut limits = Limits::default();
-    if let Some(n) = config.limits.max_steps {
-        limits.max_steps = n;
-    }
+    let run_config = settings::run_config(&config)?;
+    let limits = settings::limits(&config, &LimitFlags::default());
     let mut builder = Agent::builder("toolplan")
         .model(Arc::clone(&model))
         .instructions(
@@ -119,7 +111,7 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
             if args.json {
                 // What the attempt cost still goes to stdout, for scripts that count it.
                 let head = json!({"answer": null, "error": message, "model": spec.to_string(), "planning": planning});
-                println!("{}", with_record(head, &record));
+                outln!("{}", with_record(head, &record))?;
             }
             anyhow::bail!(message)
         }
@@ -132,9 +124,9 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
     if args.json {
         let head =
             json!({"answer": interaction.answer, "model": spec.to_string(), "planning": planning});
-        println!("{}", with_record(head, r));
+        outln!("{}", with_record(head, r))?;
     } else {
-        println!("{}", interaction.answer.trim());
+        outln!("{}", interaction.answer.trim())?;
         eprintln!(
             "({} model call{}, {} input / {} output tokens, {} tool call{}, {} plan{}, {:.1}s)",
             r.llm_calls,
@@ -161,21 +153,6 @@ fn with_record(mut head: serde_json::Value, record: &Record) -> serde_json::Valu
     head
 }
 
-/// The run configuration `toolplan.toml` sets.
-pub fn run_config(config: &Config) -> anyhow::Result<RunConfig> {
-    let mut run = RunConfig::default();
-    if let Some(n) = config.limits.concurrency {
-        run.concurrency = n.max(1);
-    }
-    if let Some(t) = &config.limits.step_timeout {
-        run.step_timeout = Some(duration(t, "limits.step_timeout")?);
-    }
-    if let Some(t) = &config.limits.deadline {
-        run.deadline = Some(duration(t, "limits.deadline")?);
-    }
-    Ok(run)
-}
-
 /// Connects the model the command line or the configuration names (default: the local model). On
 /// a terminal (and with `spinner`), a spinner shows while it loads; it is returned to go on showing
 /// progress.
@@ -191,13 +168,15 @@ pub async fn connect_model(
         .unwrap_or_else(|| "local".into());
     let spec: ModelSpec = spec_text.parse()?;
     let mut policy = CallPolicy::default();
-    if let Some(t) = &config.limits.model_timeout {
-        policy.timeout = duration(t, "limits.model_timeout")?;
+    if let Some(t) = config.limits.model_timeout()? {
+        policy.timeout = t;
     }
-    let options = ConnectOptions {
-        base_url: base_url.map(str::to_owned).or(config.base_url.clone()),
-        policy,
+    // A base_url from a toolplan.toml found in the current directory must be trusted (or local).
+    let base_url = match base_url {
+        Some(url) => Some(url.to_owned()),
+        None => config.trusted_base_url()?.map(str::to_owned),
     };
+    let options = ConnectOptions { base_url, policy };
     let spinner = (spinner && std::io::stderr().is_terminal()).then(|| {
         let s = ProgressBar::new_spinner();
         s.set_message(format!("connecting to {spec}…"));

@@ -12,6 +12,7 @@ use crate::cmd::ask::connect_model;
 use crate::cmd::index::backend;
 use crate::cmd::{cancel_on_interrupt, plural, read_input};
 use crate::config::Config;
+use crate::output::outln;
 
 /// Runs the subcommand.
 pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
@@ -72,7 +73,7 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
         if let (Some(r), Some(obj)) = (response, out.as_object_mut()) {
             obj.insert("response".into(), r);
         }
-        println!("{out}");
+        outln!("{out}")?;
         return Ok(Outcome::Ok);
     }
     if let Some(t) = &plan.template {
@@ -93,9 +94,9 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
     if let Some(reason) = &plan.fallback {
         eprintln!("warning: using the fallback query: {reason}");
     }
-    println!("{}", serde_json::to_string_pretty(&plan.dsl)?);
+    outln!("{}", serde_json::to_string_pretty(&plan.dsl)?)?;
     if let Some(r) = response {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", serde_json::to_string_pretty(&r)?)?;
     }
     eprintln!(
         "({} model call{}, {} input / {} output tokens)",

@@ -16,9 +16,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
-use toolplan_core::{InvalidPlan, Limits};
-
-use crate::args::PlanInput;
+use toolplan_core::InvalidPlan;
 
 /// Reads the plan text from a file or, for `-`, from standard input.
 pub fn read_plan(path: &Path) -> anyhow::Result<String> {
@@ -54,14 +52,6 @@ pub fn cancel_on_interrupt() -> CancellationToken {
         }
     });
     cancel
-}
-
-/// The limits the command line sets.
-pub fn limits(input: &PlanInput) -> Limits {
-    Limits {
-        max_steps: input.max_steps,
-        ..Limits::default()
-    }
 }
 
 /// Prints every problem of an invalid plan on standard error.

@@ -8,9 +8,11 @@ use toolplan_query::{NodeLog, QueryPlanner, SynthesisMode, Synthesizer};
 
 use crate::Outcome;
 use crate::args::{QueryPlanArgs, SynthesizerArg};
-use crate::cmd::ask::{connect_model, run_config};
-use crate::cmd::{cancel_on_interrupt, limits, plural, print_problems, read_plan};
+use crate::cmd::ask::connect_model;
+use crate::cmd::{cancel_on_interrupt, plural, print_problems, read_plan};
 use crate::config::Config;
+use crate::output::outln;
+use crate::settings::{self, LimitFlags};
 use crate::toolset;
 
 /// Runs the subcommand.
@@ -27,15 +29,17 @@ pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
         SynthesizerArg::TreeSummarize => SynthesisMode::TreeSummarize,
         SynthesizerArg::Concat => SynthesisMode::Concat,
     };
-    let run = RunConfig {
-        step_timeout: args.step_timeout.0,
-        ..run_config(&config)?
+    let flags = LimitFlags {
+        max_steps: args.input.max_steps,
+        step_timeout: args.step_timeout.map(|d| d.0),
+        ..LimitFlags::default()
     };
+    let run = settings::resolve_run(&config, &flags, RunConfig::default())?;
 
     // The plan is compiled before a model loads, so a plan with mistakes fails fast. A compiled plan
     // names its tools, so it runs on the planner built below over the same tools.
-    let checker =
-        QueryPlanner::new(tools.clone(), Synthesizer::concat())?.with_limits(limits(&args.input));
+    let checker = QueryPlanner::new(tools.clone(), Synthesizer::concat())?
+        .with_limits(settings::limits(&config, &flags));
     let plan = match checker.compile(&text) {
         Ok(plan) => plan,
         Err(invalid) => {
@@ -110,11 +114,11 @@ pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
                 Err(e) => obj.insert("error".into(), json!(e.to_string())),
             };
         }
-        println!("{out}");
+        outln!("{out}")?;
         return Ok(Outcome::Ok);
     }
     let answer = answer?;
-    println!("{}", answer.trim());
+    outln!("{}", answer.trim())?;
     eprintln!(
         "({} node{}, {} tool call{}, {} model call{}, {} input / {} output tokens, {:.1}s)",
         plan.nodes.len(),

@@ -10,6 +10,7 @@ use crate::Outcome;
 use crate::args::{TemplateAction, TemplateArgs};
 use crate::cmd::index::backend;
 use crate::cmd::read_input;
+use crate::output::outln;
 
 /// Runs the subcommand.
 pub async fn execute(args: TemplateArgs) -> anyhow::Result<Outcome> {
@@ -30,7 +31,7 @@ pub async fn execute(args: TemplateArgs) -> anyhow::Result<Outcome> {
             eprintln!("stored template {id} in {place}");
         }
         TemplateAction::Get { id } => match backend.get_script(&id).await? {
-            Some(script) => println!("{}", serde_json::to_string_pretty(&script)?),
+            Some(script) => outln!("{}", serde_json::to_string_pretty(&script)?)?,
             None => anyhow::bail!("no stored template '{id}' in {place}"),
         },
         TemplateAction::Delete { id } => {

@@ -7,11 +7,14 @@ use toolplan_core::{Engine, ExecuteToolPlan, Tool};
 
 use crate::Outcome;
 use crate::args::ToolsArgs;
+use crate::config::Config;
+use crate::output::outln;
 use crate::toolset;
 
 /// Runs the subcommand.
 pub async fn execute(args: ToolsArgs) -> anyhow::Result<Outcome> {
-    let registry = Arc::new(toolset::registry(&args.tools).await?);
+    let (config, _) = Config::load(args.tools.config.as_deref())?;
+    let registry = Arc::new(toolset::registry(&args.tools, &config).await?);
     let mut listed: Vec<(String, String, Value)> = registry
         .iter()
         .map(|t| {
@@ -38,17 +41,17 @@ pub async fn execute(args: ToolsArgs) -> anyhow::Result<Outcome> {
                 json!({"name": name, "description": description, "parameters": parameters})
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        outln!("{}", serde_json::to_string_pretty(&all)?)?;
     } else {
         for (i, (name, description, parameters)) in listed.iter().enumerate() {
             if i > 0 {
-                println!();
+                outln!()?;
             }
-            println!("{name}");
+            outln!("{name}")?;
             for line in description.lines() {
-                println!("  {line}");
+                outln!("  {line}")?;
             }
-            println!("  parameters: {parameters}");
+            outln!("  parameters: {parameters}")?;
         }
     }
     Ok(Outcome::Ok)

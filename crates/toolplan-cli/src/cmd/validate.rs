@@ -4,13 +4,23 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::args::ValidateArgs;
-use crate::cmd::{limits, print_problems, read_plan};
+use crate::cmd::{print_problems, read_plan};
+use crate::config::Config;
+use crate::output::outln;
+use crate::settings::{self, LimitFlags};
 use crate::toolset;
 
 /// Runs the subcommand.
 pub async fn execute(args: ValidateArgs) -> anyhow::Result<Outcome> {
     let text = read_plan(&args.input.plan)?;
-    let engine = toolset::engine(&args.tools, limits(&args.input), Default::default()).await?;
+    let (config, _) = Config::load(args.tools.config.as_deref())?;
+    let flags = LimitFlags {
+        max_steps: args.input.max_steps,
+        ..LimitFlags::default()
+    };
+    let limits = settings::limits(&config, &flags);
+    let run_config = settings::run_config(&config)?;
+    let engine = toolset::engine(&args.tools, &config, limits, run_config).await?;
     match engine.compile(&text) {
         Ok(plan) => {
             let waves: Vec<Vec<&str>> = plan
@@ -19,20 +29,20 @@ pub async fn execute(args: ValidateArgs) -> anyhow::Result<Outcome> {
                 .map(|w| w.iter().map(|&i| plan.steps()[i].id.as_str()).collect())
                 .collect();
             if args.json {
-                println!(
+                outln!(
                     "{}",
                     json!({"valid": true, "steps": plan.len(), "waves": waves})
-                );
+                )?;
             } else {
-                println!(
+                outln!(
                     "valid: {} step{} in {} wave{}",
                     plan.len(),
                     if plan.len() == 1 { "" } else { "s" },
                     waves.len(),
                     if waves.len() == 1 { "" } else { "s" }
-                );
+                )?;
                 for (i, w) in waves.iter().enumerate() {
-                    println!("  wave {i}: {}", w.join(", "));
+                    outln!("  wave {i}: {}", w.join(", "))?;
                 }
             }
             Ok(Outcome::Ok)
@@ -41,7 +51,7 @@ pub async fn execute(args: ValidateArgs) -> anyhow::Result<Outcome> {
             if args.json {
                 let problems: Vec<String> =
                     invalid.problems.iter().map(ToString::to_string).collect();
-                println!("{}", json!({"valid": false, "problems": problems}));
+                outln!("{}", json!({"valid": false, "problems": problems}))?;
             }
             print_problems(&args.input.plan, &invalid);
             Ok(Outcome::InvalidPlan)
