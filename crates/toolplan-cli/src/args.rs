@@ -413,9 +413,35 @@ pub struct McpArgs {
     /// Also offer every tool itself beside execute_tool_plan.
     #[arg(long)]
     pub expose_tools: bool,
-    /// Longest one step may take (e.g. 30s, 2m, none).
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_optional_duration)]
-    pub step_timeout: OptionalDuration,
+    /// Longest one step (or directly called tool) may take (e.g. 30s, 2m, none) [default:
+    /// `[limits] step_timeout` of the configuration, else 5m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_optional_duration)]
+    pub step_timeout: Option<OptionalDuration>,
+    /// Longest one request's plan (or direct call) may take; steps still running then fail
+    /// [default: `[limits] deadline` of the configuration, else 5m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_optional_duration)]
+    pub deadline: Option<OptionalDuration>,
+    /// Most HTTP sessions open at once; an `initialize` beyond them gets HTTP 503.
+    #[arg(long, value_name = "N", default_value_t = toolplan_mcp::server::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions: u32,
+    /// An HTTP session without requests for this long is ended (e.g. 30s, 10m, none).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_optional_duration)]
+    pub session_idle: OptionalDuration,
+    /// A browser origin (scheme://host[:port|:*]) whose pages may call the HTTP server besides
+    /// loopback ones (repeatable); requests with any other `Origin` get HTTP 403.
+    #[arg(long = "allow-origin", value_name = "URL", value_parser = parse_origin)]
+    pub allow_origins: Vec<String>,
+}
+
+fn parse_origin(s: &str) -> Result<String, String> {
+    let rest = s
+        .strip_prefix("http://")
+        .or_else(|| s.strip_prefix("https://"))
+        .ok_or("expected an origin like https://app.example.com or http://host:8080")?;
+    if rest.is_empty() || rest.contains('/') {
+        return Err("expected scheme://host[:port], without a path".into());
+    }
+    Ok(s.to_owned())
 }
 
 /// `toolplan template`.

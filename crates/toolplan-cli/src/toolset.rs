@@ -54,7 +54,10 @@ pub async fn with_mcp(
     // A toolplan.toml found in the current directory starts nothing without the user's opt-in.
     config.check_mcp_trusted()?;
     let taken: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
-    let (_servers, mcp) = toolplan_mcp::connect_all(&config.mcp_servers, &taken).await?;
+    let (servers, mcp) = toolplan_mcp::connect_all(&config.mcp_servers, &taken).await?;
+    for skipped in servers.iter().flat_map(|s| s.skipped_tools()) {
+        eprintln!("warning: {skipped}");
+    }
     tools.extend(mcp);
     Ok(tools)
 }

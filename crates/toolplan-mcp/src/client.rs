@@ -2,6 +2,12 @@
 //! streamable-HTTP session), its tools listed, its tools called with a timeout. A stdio server that
 //! exits is started again for the next call; the call it was running fails with the end of its
 //! stderr.
+//!
+//! A stdio server runs in its own process group with a small environment: the variables of
+//! [`INHERITED_ENV`] taken from toolplan's, and those its configuration's `env` sets (so an API
+//! key in toolplan's environment reaches no server that is not given it). The group is killed
+//! when the server is dropped, at once (not on a task that may never run as toolplan exits), and
+//! [`kill_all_children`] kills every group still running, for signal handlers.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -25,15 +31,100 @@ const STDERR_LINES: usize = 20;
 
 type Service = RunningService<RoleClient, ()>;
 
+/// The variables of toolplan's environment a stdio server gets, as the MCP SDKs pass by default;
+/// it gets others only when its `env` names them (`KEY = "${KEY}"` passes one through).
+#[cfg(unix)]
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR",
+];
+/// The variables of toolplan's environment a stdio server gets, as the MCP SDKs pass by default;
+/// it gets others only when its `env` names them (`KEY = "${KEY}"` passes one through).
+#[cfg(not(unix))]
+pub const INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "PROGRAMFILES",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "TMP",
+    "USERNAME",
+    "USERPROFILE",
+];
+
+/// The process groups of the stdio servers running now.
+static GROUPS: StdMutex<Vec<u32>> = StdMutex::new(Vec::new());
+
+/// Kills every stdio server's process group still running (what it started too), at once. For
+/// signal handlers, before toolplan exits.
+pub fn kill_all_children() {
+    let groups = std::mem::take(&mut *GROUPS.lock().unwrap_or_else(PoisonError::into_inner));
+    for pgid in groups {
+        kill_group(pgid);
+    }
+}
+
+#[cfg(unix)]
+fn kill_group(pgid: u32) {
+    if let Ok(raw) = i32::try_from(pgid)
+        && raw > 1
+    {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(raw),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pgid: u32) {}
+
+/// A running stdio server's process group, killed when this is dropped.
+struct Group(u32);
+
+impl Group {
+    fn new(pgid: u32) -> Group {
+        GROUPS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(pgid);
+        Group(pgid)
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let mut groups = GROUPS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = groups.iter().position(|g| *g == self.0) {
+            groups.swap_remove(at);
+            drop(groups);
+            kill_group(self.0);
+        }
+    }
+}
+
+/// A started server: the MCP service, and for stdio its process group.
+struct Started {
+    service: Service,
+    // Dropped after the service.
+    _group: Option<Group>,
+}
+
 /// A connection to one MCP server.
 pub struct McpServer {
     name: String,
     transport: Transport,
     call_timeout: Duration,
     start_timeout: Duration,
-    service: Mutex<Option<Service>>,
+    service: Mutex<Option<Started>>,
     stderr: Arc<StdMutex<VecDeque<String>>>,
     pgid: StdMutex<Option<u32>>,
+    skipped: StdMutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -56,6 +147,7 @@ impl McpServer {
             service: Mutex::new(None),
             stderr: Arc::new(StdMutex::new(VecDeque::new())),
             pgid: StdMutex::new(None),
+            skipped: StdMutex::new(Vec::new()),
         });
         server.peer().await?;
         Ok(server)
@@ -64,6 +156,26 @@ impl McpServer {
     /// The server's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Why tools of this server were left out (one message per tool, naming it and the server):
+    /// a tool whose name or input schema cannot be used is skipped, the others still work.
+    pub fn skipped_tools(&self) -> Vec<String> {
+        self.skipped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records that `tool` is left out, and why.
+    pub(crate) fn skip_tool(&self, tool: &str, why: &str) {
+        self.skipped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(format!(
+                "tool '{tool}' of MCP server '{}' is left out: {why}",
+                self.name
+            ));
     }
 
     /// The last lines the server wrote to stderr (stdio servers).
@@ -96,7 +208,8 @@ impl McpServer {
         }
     }
 
-    async fn start(&self) -> Result<Service, McpError> {
+    async fn start(&self) -> Result<Started, McpError> {
+        let mut group = None;
         let handshake = match &self.transport {
             Transport::Stdio {
                 command,
@@ -105,6 +218,12 @@ impl McpServer {
                 cwd,
             } => {
                 let mut cmd = CommandWrap::with_new(command, |c| {
+                    c.env_clear();
+                    for key in INHERITED_ENV {
+                        if let Some(value) = std::env::var_os(key) {
+                            c.env(key, value);
+                        }
+                    }
                     c.args(args).envs(env);
                     if let Some(dir) = cwd {
                         c.current_dir(dir);
@@ -118,6 +237,7 @@ impl McpServer {
                     .spawn()
                     .map_err(|e| self.start_error(format!("cannot run '{command}': {e}")))?;
                 *self.pgid.lock().unwrap_or_else(PoisonError::into_inner) = transport.id();
+                group = transport.id().map(Group::new);
                 self.stderr
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -169,7 +289,10 @@ impl McpServer {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 Err(self.start_error(e.to_string()))
             }
-            Ok(Ok(service)) => Ok(service),
+            Ok(Ok(service)) => Ok(Started {
+                service,
+                _group: group,
+            }),
         }
     }
 
@@ -177,15 +300,15 @@ impl McpServer {
     async fn peer(&self) -> Result<Peer<RoleClient>, McpError> {
         let mut slot = self.service.lock().await;
         if let Some(s) = slot.as_ref()
-            && !s.peer().is_transport_closed()
+            && !s.service.peer().is_transport_closed()
         {
-            return Ok(s.peer().clone());
+            return Ok(s.service.peer().clone());
         }
-        // Dropping a stopped service reaps its process group.
+        // Dropping a stopped server kills what is left of its process group.
         slot.take();
-        let service = self.start().await?;
-        let peer = service.peer().clone();
-        *slot = Some(service);
+        let started = self.start().await?;
+        let peer = started.service.peer().clone();
+        *slot = Some(started);
         Ok(peer)
     }
 
@@ -234,8 +357,8 @@ impl McpServer {
     /// Stops the server (closes its stdin, then terminates its process group) or ends the HTTP
     /// session.
     pub async fn close(&self) {
-        if let Some(service) = self.service.lock().await.take() {
-            let _ = service.cancel().await;
+        if let Some(started) = self.service.lock().await.take() {
+            let _ = started.service.cancel().await;
         }
     }
 

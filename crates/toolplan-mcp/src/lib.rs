@@ -9,13 +9,19 @@
 //! * [`config`] — `[[mcp_servers]]` of `toolplan.toml`: a command over stdio or a streamable-HTTP
 //!   URL, environment and headers from the environment, timeouts.
 //! * [`client`] — [`McpServer`]: one server, started on first use, restarted after it exits,
-//!   tools listed and called with a timeout; errors name the server and end with its stderr.
+//!   tools listed and called with a timeout; errors name the server and end with its stderr. A
+//!   stdio server gets a small environment ([`client::INHERITED_ENV`] plus its `env`), runs in its
+//!   own process group, and that group is killed when the server is dropped
+//!   ([`client::kill_all_children`] for signal handlers).
 //! * [`tool`] — [`McpTool`]: one server tool as a toolplan [`toolplan_core::Tool`]
 //!   (`structuredContent` as JSON, text as text, `isError` as a failed step), and [`connect_all`],
-//!   which names tools `<server>.<tool>` only where names clash.
+//!   which names tools `<server>.<tool>` only where names clash and leaves out (with a message in
+//!   [`McpServer::skipped_tools`]) a tool whose name or input schema cannot be used.
 //! * [`server`] — [`PlanServer`]: toolplan as an MCP server over stdio or streamable HTTP
 //!   (`execute_tool_plan`, optionally the tools themselves, and extra planner tools), with step
-//!   progress notifications, cancellation, and an optional bearer token.
+//!   progress notifications and cancellation; direct tool calls run as one-step plans; over HTTP
+//!   a session cap, idle expiry, `Origin` checks and an optional bearer token
+//!   ([`server::HttpOptions`]).
 //! * [`error`] — [`McpError`].
 
 pub mod client;

@@ -3,10 +3,28 @@
 //! `query_plan_tool`), over stdio or streamable HTTP. A plan's steps are reported as MCP progress
 //! notifications; a client's cancellation cancels the plan; results come back as text (what an LLM
 //! reads) and as `structuredContent` (the whole report).
+//!
+//! A tool called directly runs as a one-step plan on the same engine settings, so it gets what a
+//! plan's step gets: argument-schema validation, the step timeout, the plan deadline, the output
+//! size limit and panic isolation.
+//!
+//! Over HTTP the server guards itself (see [`HttpOptions`]): at most
+//! [`DEFAULT_MAX_SESSIONS`] sessions at once (a new one beyond that is refused with HTTP 503 and a
+//! JSON-RPC error), sessions idle for [`DEFAULT_SESSION_IDLE`] are ended, requests from a browser
+//! page (`Origin`) are served only for loopback origins and those allowed explicitly (403
+//! otherwise), the bearer token is compared in constant time, and a session ended with HTTP
+//! `DELETE` cancels the plans it is running.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, PoisonError};
+use std::time::Duration;
 
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -16,12 +34,60 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
-use serde_json::Value;
+use serde_json::{Value, json};
+use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
+use toolplan_core::plan::{DraftPlan, DraftStep};
 use toolplan_core::scheduler::{Observer, StepFinished};
-use toolplan_core::{Engine, ExecuteToolPlan, RunControl, Tool, ToolContext};
+use toolplan_core::template::Template;
+use toolplan_core::{Engine, ExecuteToolPlan, RunControl, StepStatus, Tool, ToolRegistry};
 
 use crate::error::McpError;
+
+/// Default most sessions an HTTP server keeps open at once.
+pub const DEFAULT_MAX_SESSIONS: usize = 64;
+/// Default time after which an HTTP session nobody used is ended.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(600);
+/// Largest request body the HTTP server reads (as the MCP SDK's own default), in bytes.
+const MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
+/// The HTTP header carrying a session's id.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// How the streamable-HTTP server guards itself.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// A bearer token every request must carry (`Authorization: Bearer <token>`).
+    pub token: Option<String>,
+    /// Most sessions open at once; an `initialize` beyond that gets HTTP 503.
+    pub max_sessions: usize,
+    /// A session without any request for this long is ended; `None`: never.
+    pub session_idle: Option<Duration>,
+    /// Browser origins served besides loopback ones (`https://app.example.com`, with `:PORT` or
+    /// `:*`); a request whose `Origin` is neither gets HTTP 403. Requests without `Origin` (not
+    /// from a browser page) are served.
+    pub allowed_origins: Vec<String>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            token: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle: Some(DEFAULT_SESSION_IDLE),
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+/// The origins always allowed: pages served from this machine.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
 
 /// What the server offers.
 #[derive(Clone)]
@@ -29,26 +95,91 @@ pub struct PlanServer {
     planner: Arc<ExecuteToolPlan>,
     /// Tools offered beside `execute_tool_plan`, by name.
     tools: Arc<Vec<Arc<dyn Tool>>>,
+    /// The engine direct calls run on: the offered tools, with the plan engine's settings.
+    direct: Arc<Engine>,
     instructions: String,
+    /// The calls running over HTTP, with their session, so that ending a session cancels them.
+    running: Arc<Running>,
+}
+
+/// Calls running in HTTP sessions.
+#[derive(Default)]
+struct Running {
+    next: AtomicU64,
+    calls: StdMutex<HashMap<u64, (String, CancellationToken)>>,
+}
+
+impl Running {
+    /// Registers a call of `session`; it is forgotten when the guard drops.
+    fn register(self: &Arc<Self>, session: String, cancel: CancellationToken) -> RunningGuard {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, (session, cancel));
+        RunningGuard {
+            running: Arc::clone(self),
+            id,
+        }
+    }
+
+    /// Cancels every call of `session`.
+    fn cancel_session(&self, session: &str) {
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        for (s, cancel) in calls.values() {
+            if s == session {
+                cancel.cancel();
+            }
+        }
+    }
+}
+
+struct RunningGuard {
+    running: Arc<Running>,
+    id: u64,
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.running
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+    }
 }
 
 impl PlanServer {
     /// `execute_tool_plan` over `engine`'s tools; with `expose_tools`, those tools too; and
-    /// `extra` tools (which plans do not call: planners over their own tools).
-    pub fn new(engine: Arc<Engine>, expose_tools: bool, extra: Vec<Arc<dyn Tool>>) -> PlanServer {
+    /// `extra` tools (which plans do not call: planners over their own tools). Tools called
+    /// directly run with `engine`'s settings (step timeout, deadline, output limit).
+    pub fn new(
+        engine: Arc<Engine>,
+        expose_tools: bool,
+        extra: Vec<Arc<dyn Tool>>,
+    ) -> Result<PlanServer, McpError> {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         if expose_tools {
             tools.extend(engine.tools().iter().map(|t| Arc::clone(t.tool())));
         }
         tools.extend(extra);
+        let mut registry = ToolRegistry::new();
+        registry
+            .register_all(tools.iter().cloned())
+            .map_err(|e| McpError::Serve(format!("cannot offer the tools: {e}")))?;
+        let direct = Engine::new(Arc::new(registry))
+            .with_limits(engine.limits().clone())
+            .with_config(engine.config().clone());
         let count = engine.tools().iter().count();
-        PlanServer {
+        Ok(PlanServer {
             planner: Arc::new(ExecuteToolPlan::new(engine)),
             tools: Arc::new(tools),
+            direct: Arc::new(direct),
             instructions: format!(
                 "Call execute_tool_plan with one plan (a DAG of steps over {count} tools, arguments referring to earlier results with $ref) instead of one call per tool: independent steps run at once and only the output steps come back."
             ),
-        }
+            running: Arc::new(Running::default()),
+        })
     }
 
     /// The tool definitions offered, `execute_tool_plan` first.
@@ -72,44 +203,71 @@ impl PlanServer {
         Ok(())
     }
 
-    /// Serves streamable HTTP at `http://ADDR/mcp` until `stop` is cancelled. With `token`, every
-    /// request needs `Authorization: Bearer <token>`. Calls `ready` with the bound address.
+    /// Serves streamable HTTP at `http://ADDR/mcp` until `stop` is cancelled, guarded as `options`
+    /// says. Calls `ready` with the bound address.
     pub async fn serve_http(
         self,
         addr: SocketAddr,
-        token: Option<String>,
+        options: HttpOptions,
         stop: CancellationToken,
         ready: impl FnOnce(SocketAddr),
     ) -> Result<(), McpError> {
-        let mut config =
-            StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
+        if options.max_sessions == 0 {
+            return Err(McpError::Serve(
+                "the session limit must be at least 1".into(),
+            ));
+        }
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(stop.child_token())
+            .with_max_request_body_bytes(MAX_REQUEST_BODY)
+            .with_allowed_origins(
+                LOOPBACK_ORIGINS
+                    .iter()
+                    .map(|o| (*o).to_owned())
+                    .chain(options.allowed_origins.iter().cloned()),
+            )
+            .enforce_origin_validation();
         if !addr.ip().is_loopback() {
             // The Host check guards loopback servers against DNS rebinding; a server bound
             // elsewhere is reached by other names and is guarded by its token.
             config = config.disable_allowed_hosts();
         }
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = options.session_idle;
+        let sessions = Arc::new(sessions);
+        let running = Arc::clone(&self.running);
         let service: StreamableHttpService<PlanServer, LocalSessionManager> =
-            StreamableHttpService::new(
-                move || Ok(self.clone()),
-                Arc::new(LocalSessionManager::default()),
-                config,
-            );
-        let mut app = axum::Router::new().nest_service("/mcp", service);
-        if let Some(token) = token {
+            StreamableHttpService::new(move || Ok(self.clone()), Arc::clone(&sessions), config);
+        let guard = Arc::new(SessionGuard {
+            sessions,
+            max: options.max_sessions,
+            opening: tokio::sync::Mutex::new(()),
+            running,
+        });
+        let mut app =
+            axum::Router::new()
+                .nest_service("/mcp", service)
+                .layer(axum::middleware::from_fn(
+                    move |req: Request, next: Next| {
+                        let guard = Arc::clone(&guard);
+                        async move { guard.handle(req, next).await }
+                    },
+                ));
+        if let Some(token) = options.token {
             let expected = Arc::new(format!("Bearer {token}"));
             app = app.layer(axum::middleware::from_fn(
-                move |req: axum::extract::Request, next: axum::middleware::Next| {
+                move |req: Request, next: Next| {
                     let expected = Arc::clone(&expected);
                     async move {
-                        let ok = req
+                        let given = req
                             .headers()
-                            .get(axum::http::header::AUTHORIZATION)
-                            .and_then(|v| v.to_str().ok())
-                            .is_some_and(|v| v == expected.as_str());
-                        if ok {
+                            .get(http::header::AUTHORIZATION)
+                            .map(|v| v.as_bytes())
+                            .unwrap_or_default();
+                        if bool::from(given.ct_eq(expected.as_bytes())) {
                             Ok(next.run(req).await)
                         } else {
-                            Err(axum::http::StatusCode::UNAUTHORIZED)
+                            Err(StatusCode::UNAUTHORIZED)
                         }
                     }
                 },
@@ -126,6 +284,23 @@ impl PlanServer {
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
             .map_err(|e| McpError::Serve(e.to_string()))
+    }
+
+    /// The token a call runs under: the request's own (a client's cancellation), registered with
+    /// its HTTP session so that ending the session cancels it too.
+    fn call_token(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> (CancellationToken, Option<RunningGuard>) {
+        let cancel = context.ct.child_token();
+        let session = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.headers.get(SESSION_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let guard = session.map(|s| self.running.register(s, cancel.clone()));
+        (cancel, guard)
     }
 
     async fn run_plan(
@@ -148,8 +323,9 @@ impl PlanServer {
                 plan.len(),
             ))
         });
+        let (cancel, _registered) = self.call_token(&context);
         let control = RunControl {
-            cancel: context.ct.clone(),
+            cancel,
             observer: reporter.clone().map(|r| r as Arc<dyn Observer>),
         };
         let run = engine.run(&plan, control).await;
@@ -163,24 +339,46 @@ impl PlanServer {
         result
     }
 
+    /// A tool called directly: a one-step plan, so that it is checked and bounded as a step is.
     async fn run_tool(
         &self,
-        tool: &Arc<dyn Tool>,
+        name: &str,
         arguments: Value,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let ctx = ToolContext {
-            step_id: Arc::from(""),
-            cancel: context.ct.clone(),
+        let draft = DraftPlan {
+            steps: vec![DraftStep {
+                position: 0,
+                id: "call".into(),
+                tool: Some(name.to_owned()),
+                // Literal: a direct call's strings are data, not references.
+                arguments: Some(Template::Literal(arguments)),
+                depends_on: Vec::new(),
+            }],
+            output_steps: Vec::new(),
         };
-        let call = tool.call(arguments, ctx);
-        let outcome = tokio::select! {
-            r = call => r,
-            _ = context.ct.cancelled() => Err(toolplan_core::ToolError::Cancelled),
+        let plan = match toolplan_core::plan::validate(draft, Vec::new(), self.direct.tools()) {
+            Ok(plan) => plan,
+            Err(invalid) => {
+                let text = invalid
+                    .problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                return CallToolResult::error(vec![ContentBlock::text(text)]);
+            }
         };
-        match outcome {
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-            Ok(v) => {
+        let (cancel, _registered) = self.call_token(&context);
+        let run = self
+            .direct
+            .run(&plan, RunControl::with_cancel(cancel))
+            .await;
+        let Some(step) = run.steps.into_iter().next() else {
+            return CallToolResult::error(vec![ContentBlock::text("the call did not run")]);
+        };
+        match (step.status, step.output) {
+            (StepStatus::Ok, Some(v)) => {
                 let text = match &v {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
@@ -191,7 +389,82 @@ impl PlanServer {
                 }
                 result
             }
+            _ => CallToolResult::error(vec![ContentBlock::text(
+                step.error
+                    .unwrap_or_else(|| format!("the call ended {}", step.status.as_str())),
+            )]),
         }
+    }
+}
+
+/// The HTTP front of the sessions: caps how many are open, and cancels a session's calls when it
+/// is ended.
+struct SessionGuard {
+    sessions: Arc<LocalSessionManager>,
+    max: usize,
+    /// Held while a session opens, so that two `initialize` requests cannot both take the last
+    /// place.
+    opening: tokio::sync::Mutex<()>,
+    running: Arc<Running>,
+}
+
+impl SessionGuard {
+    async fn handle(&self, req: Request, next: Next) -> Response {
+        let session = req
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        match (req.method().clone(), session) {
+            (http::Method::DELETE, Some(session)) => {
+                let response = next.run(req).await;
+                self.running.cancel_session(&session);
+                response
+            }
+            (http::Method::POST, None) => self.open(req, next).await,
+            _ => next.run(req).await,
+        }
+    }
+
+    /// A POST without a session: an `initialize` opens one if there is room.
+    async fn open(&self, req: Request, next: Next) -> Response {
+        let (parts, body) = req.into_parts();
+        // Read whole before the lock is taken, so that a slow client cannot hold it.
+        let Ok(bytes) = axum::body::to_bytes(body, MAX_REQUEST_BODY).await else {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request body is larger than {MAX_REQUEST_BODY} bytes or was cut short"
+                ),
+            )
+                .into_response();
+        };
+        let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
+        if message.get("method").and_then(Value::as_str) != Some("initialize") {
+            return next.run(req).await;
+        }
+        let _opening = self.opening.lock().await;
+        let open = self.sessions.sessions.read().await.len();
+        if open >= self.max {
+            let body = json!({
+                "jsonrpc": "2.0",
+                "id": message.get("id").cloned().unwrap_or(Value::Null),
+                "error": {
+                    "code": -32000,
+                    "message": format!(
+                        "the server has {open} sessions open, its limit (toolplan mcp --max-sessions, default {DEFAULT_MAX_SESSIONS}); end one with HTTP DELETE, wait for idle ones to expire, or raise the limit"
+                    ),
+                },
+            });
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(http::header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+                .into_response();
+        }
+        next.run(req).await
     }
 }
 
@@ -236,13 +509,16 @@ impl ServerHandler for PlanServer {
         if request.name == self.planner.name() {
             return Ok(self.run_plan(arguments, context).await.into());
         }
-        let Some(tool) = self.tools.iter().find(|t| t.name() == request.name) else {
+        if !self.tools.iter().any(|t| t.name() == request.name) {
             return Err(ErrorData::invalid_params(
                 format!("no tool named '{}'", request.name),
                 None,
             ));
-        };
-        Ok(self.run_tool(tool, arguments, context).await.into())
+        }
+        Ok(self
+            .run_tool(&request.name, arguments, context)
+            .await
+            .into())
     }
 }
 

@@ -123,6 +123,23 @@ pub async fn connect_all(
     }
     let servers = futures::future::try_join_all(configs.iter().map(McpServer::connect)).await?;
     let listed = futures::future::try_join_all(servers.iter().map(|s| s.list_tools())).await?;
+    // A tool that could not be registered would make the whole tool set unusable: it is left out,
+    // and the server says why (`McpServer::skipped_tools`).
+    let listed: Vec<Vec<McpToolDef>> = servers
+        .iter()
+        .zip(listed)
+        .map(|(server, defs)| {
+            defs.into_iter()
+                .filter(|d| match unusable(d) {
+                    None => true,
+                    Some(why) => {
+                        server.skip_tool(&d.name, &why);
+                        false
+                    }
+                })
+                .collect()
+        })
+        .collect();
     let mut count: HashMap<String, usize> = HashMap::new();
     for t in taken {
         *count.entry(t.clone()).or_default() += 1;
@@ -144,6 +161,18 @@ pub async fn connect_all(
         }
     }
     Ok((servers, tools))
+}
+
+/// Why a listed tool cannot be offered to plans, if it cannot: a name with spaces, or an input
+/// schema that is not a valid JSON Schema.
+fn unusable(def: &McpToolDef) -> Option<String> {
+    if def.name.trim().is_empty() || def.name.chars().any(char::is_whitespace) {
+        return Some("its name is empty or has spaces".into());
+    }
+    let schema = Value::Object((*def.input_schema).clone());
+    jsonschema::validator_for(&schema)
+        .err()
+        .map(|e| format!("its input schema is not a valid JSON Schema ({e})"))
 }
 
 #[cfg(test)]

@@ -1,11 +1,19 @@
 //! `toolplan mcp`: toolplan as an MCP server, over stdio or streamable HTTP.
+//!
+//! Plans run with the `[limits]` of the configuration as `toolplan run` does, flags overriding
+//! them; a request's plan has a deadline (default [`DEFAULT_DEADLINE`]) and steps a timeout
+//! (default [`DEFAULT_STEP_TIMEOUT`]) unless set. Ctrl-C, SIGTERM and SIGHUP stop the server and
+//! kill every MCP server it started (and what those started).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
-use toolplan_core::{Limits, RunConfig, Tool};
+use tokio_util::sync::CancellationToken;
+use toolplan_core::{RunConfig, Tool};
 use toolplan_mcp::PlanServer;
+use toolplan_mcp::server::HttpOptions;
 use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
 use toolplan_search::tools::QUERY_PLANNING;
 
@@ -13,10 +21,35 @@ use crate::Outcome;
 use crate::args::McpArgs;
 use crate::cmd::ask::connect_model;
 use crate::config::Config;
+use crate::settings::{LimitFlags, limits, resolve_run};
 use crate::toolset;
+
+/// Longest a request's plan may take unless the configuration or `--deadline` says otherwise.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
+/// Longest one step may take unless the configuration or `--step-timeout` says otherwise.
+pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long a stopping server waits for open requests before it exits anyway.
+const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// Runs the subcommand.
 pub async fn execute(args: McpArgs) -> anyhow::Result<Outcome> {
+    // From the start: a signal while MCP servers are starting must not leave them behind.
+    let stop = stop_on_signals();
+    let result = serve(args, stop.clone()).await;
+    toolplan_mcp::client::kill_all_children();
+    if stop.is_cancelled() {
+        // Stopped by a signal: exit now, as the runtime would wait for ever for the thread still
+        // blocked reading standard input.
+        if let Err(e) = &result {
+            eprintln!("error: {e:#}");
+        }
+        std::process::exit(i32::from(result.is_err()));
+    }
+    result
+}
+
+async fn serve(args: McpArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
     let (config, _) = Config::load(args.tools.config.as_deref())?;
     let addr = args.http.as_deref().map(parse_addr).transpose()?;
     let token = match &args.token_env {
@@ -42,12 +75,23 @@ pub async fn execute(args: McpArgs) -> anyhow::Result<Outcome> {
         Some(_) => Some(connect_model(None, None, &config, false).await?.1),
         None => None,
     };
-    let tools =
-        toolset::with_mcp(toolset::tools(args.tools.tools, model.as_ref())?, &config).await?;
-    let run = RunConfig {
-        step_timeout: args.step_timeout.0,
+    let tools = tokio::select! {
+        tools = toolset::with_mcp(toolset::tools(args.tools.tools, model.as_ref())?, &config) => tools?,
+        () = stop.cancelled() => bail!("stopped while the MCP servers were starting"),
+    };
+    // The flags, then the configuration's [limits], then the server's defaults: a server always
+    // has a step timeout and a deadline unless told `none`.
+    let flags = LimitFlags {
+        step_timeout: args.step_timeout.map(|d| d.0),
+        deadline: args.deadline.map(|d| d.0),
+        ..LimitFlags::default()
+    };
+    let base = RunConfig {
+        step_timeout: Some(DEFAULT_STEP_TIMEOUT),
+        deadline: Some(DEFAULT_DEADLINE),
         ..RunConfig::default()
     };
+    let run = resolve_run(&config, &flags, base)?;
     // The planners are served on their own even without --expose-tools: query_planning (in the
     // search set when a model is configured) and query_plan_tool.
     let mut extra: Vec<Arc<dyn Tool>> = Vec::new();
@@ -62,21 +106,67 @@ pub async fn execute(args: McpArgs) -> anyhow::Result<Outcome> {
     let mut registry = toolplan_core::ToolRegistry::new();
     registry.register_all(tools)?;
     let engine = toolplan_core::Engine::new(Arc::new(registry))
-        .with_limits(Limits::default())
+        .with_limits(limits(&config, &flags))
         .with_config(run);
-    let server = PlanServer::new(Arc::new(engine), args.expose_tools, extra);
+    let server = PlanServer::new(Arc::new(engine), args.expose_tools, extra)?;
     match addr {
-        None => server.serve_stdio().await?,
+        None => {
+            tokio::select! {
+                served = server.serve_stdio() => served?,
+                () = stop.cancelled() => {}
+            }
+        }
         Some(addr) => {
-            let stop = crate::cmd::cancel_on_interrupt();
-            server
-                .serve_http(addr, token, stop, |bound| {
-                    eprintln!("toolplan MCP server on http://{bound}/mcp");
-                })
-                .await?;
+            let options = HttpOptions {
+                token,
+                max_sessions: args.max_sessions as usize,
+                session_idle: args.session_idle.0,
+                allowed_origins: args.allow_origins.clone(),
+            };
+            let served = server.serve_http(addr, options, stop.clone(), |bound| {
+                eprintln!("toolplan MCP server on http://{bound}/mcp");
+            });
+            // Stopping waits for open requests, but not for ever (an open event stream never ends).
+            tokio::select! {
+                served = served => served?,
+                () = async {
+                    stop.cancelled().await;
+                    tokio::time::sleep(STOP_GRACE).await;
+                } => {}
+            }
         }
     }
     Ok(Outcome::Ok)
+}
+
+/// A token cancelled by Ctrl-C, SIGTERM or SIGHUP. The MCP servers toolplan started are killed as
+/// toolplan exits.
+fn stop_on_signals() -> CancellationToken {
+    let stop = CancellationToken::new();
+    let cancel = stop.clone();
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut term), Ok(mut hangup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) else {
+                let _ = tokio::signal::ctrl_c().await;
+                cancel.cancel();
+                return;
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+                _ = hangup.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        cancel.cancel();
+    });
+    stop
 }
 
 /// `PORT` (loopback) or `ADDR:PORT`.
