@@ -27,8 +27,8 @@ pub fn write(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
     }
 }
 
-/// Whether a panic is `println!` failing on a closed standard output or error (in code that does
-/// not print through [`write`]).
+/// Whether a panic is `println!` failing on a closed standard output (in code that does not print
+/// through [`write`]). A closed standard error is left alone: exiting 0 would hide a failure.
 pub fn is_closed_pipe_panic(info: &std::panic::PanicHookInfo<'_>) -> bool {
     let payload = info.payload();
     let text = payload
@@ -36,7 +36,7 @@ pub fn is_closed_pipe_panic(info: &std::panic::PanicHookInfo<'_>) -> bool {
         .map(String::as_str)
         .or_else(|| payload.downcast_ref::<&str>().copied())
         .unwrap_or_default();
-    text.starts_with("failed printing to std") && text.contains("Broken pipe")
+    text.starts_with("failed printing to stdout") && text.contains("Broken pipe")
 }
 
 /// `print!` through [`write`]: evaluates to `anyhow::Result<()>`.

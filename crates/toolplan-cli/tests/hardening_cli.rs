@@ -259,4 +259,13 @@ fn a_closed_stdout_ends_quietly() {
     closed_stdout(&["run", weather.to_str().unwrap(), "--tools", "demo"]);
     closed_stdout(&["tools", "--json"]);
     closed_stdout(&["validate", weather.to_str().unwrap()]);
+    // A command that prints with println! (the panic hook ends it quietly).
+    let data = tempfile::tempdir().unwrap();
+    closed_stdout(&[
+        "index",
+        "list",
+        "--json",
+        "--data-dir",
+        data.path().to_str().unwrap(),
+    ]);
 }
