@@ -23,6 +23,24 @@ impl IndexInfo {
     }
 }
 
+/// An index that is there but cannot be read (a damaged directory), and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableIndex {
+    /// The index name.
+    pub name: String,
+    /// What failed when it was opened.
+    pub reason: String,
+}
+
+/// The indices a backend has: those it can read, and those it cannot.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IndexListing {
+    /// The readable indices, by name.
+    pub indices: Vec<IndexInfo>,
+    /// The indices that cannot be read, by name (left out of [`SearchBackend::list_indices`]).
+    pub unreadable: Vec<UnreadableIndex>,
+}
+
 /// What a bulk load did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct BulkSummary {
@@ -35,15 +53,25 @@ pub struct BulkSummary {
 }
 
 /// A search engine that speaks OpenSearch: mappings, `_bulk` bodies, query DSL in, OpenSearch-shaped
-/// responses out. Dropping a returned future abandons the call (HTTP requests are aborted; embedded
-/// work in progress finishes in the background without effect on the caller).
+/// responses out. Dropping a returned future abandons the call (HTTP requests are aborted; an embedded
+/// search in progress stops at its next matching document).
 #[async_trait]
 pub trait SearchBackend: Send + Sync {
     /// `embedded` or `opensearch`, for messages.
     fn kind(&self) -> &'static str;
 
-    /// The indices, by name.
+    /// The indices, by name. An index that cannot be read is left out ([`Self::list_indices_checked`]
+    /// says which and why), so one damaged index does not hide the others.
     async fn list_indices(&self) -> Result<Vec<IndexInfo>, SearchError>;
+
+    /// The readable indices and the unreadable ones with the reason. The default has no unreadable
+    /// ones: a cluster lists what it serves.
+    async fn list_indices_checked(&self) -> Result<IndexListing, SearchError> {
+        Ok(IndexListing {
+            indices: self.list_indices().await?,
+            unreadable: Vec::new(),
+        })
+    }
 
     /// Creates an index from an OpenSearch mapping (`{"mappings": {"properties": …}}` or
     /// `{"properties": …}`).

@@ -1,6 +1,7 @@
 //! Errors of the search layer.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// What went wrong in a search backend or the query-DSL planner.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +52,28 @@ pub enum SearchError {
         /// The clause.
         clause: String,
     },
+    /// An index is there but cannot be read (its directory is damaged); other indices still work.
+    #[error("index '{name}' cannot be read: {reason}")]
+    Unreadable {
+        /// The index name.
+        name: String,
+        /// What failed.
+        reason: String,
+    },
+    /// A search ran longer than the backend's time budget ([`crate::limits::SearchLimits::timeout`])
+    /// and was stopped.
+    #[error(
+        "the search on '{index}' ran longer than the search time budget of {budget:?} and was stopped (ask for less, or set a shorter \"timeout\" in the body to get the hits found so far; the budget is the search limit timeout)"
+    )]
+    TimedOut {
+        /// The index searched.
+        index: String,
+        /// The budget.
+        budget: Duration,
+    },
+    /// The search was cancelled by its caller.
+    #[error("the search on '{0}' was cancelled")]
+    Cancelled(String),
     /// The embedded index failed.
     #[error("embedded index: {0}")]
     Index(String),

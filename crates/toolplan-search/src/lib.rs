@@ -12,6 +12,8 @@
 //! * [`check`] — a search body checked against a mapping: unknown fields, `term` on analysed text.
 //! * [`datemath`] — dates and date math (`now-30d/d`) as OpenSearch reads them.
 //! * [`backend`] — the [`SearchBackend`] trait and index-name rules.
+//! * [`limits`] — [`SearchLimits`]: what one search may cost the embedded backend (time budget,
+//!   result window, slop, nesting, clauses, buckets), each with a default the owner can change.
 //! * [`embedded`] — [`EmbeddedBackend`]: tantivy indices on disk, OpenSearch DSL translated to
 //!   tantivy queries and aggregations; unsupported clauses are errors naming where they are.
 //! * [`opensearch`] — [`OpenSearchBackend`]: a real OpenSearch cluster over its REST API (basic auth or
@@ -34,6 +36,7 @@ pub mod datemath;
 pub mod embedded;
 pub mod error;
 pub mod eval;
+pub mod limits;
 pub mod mapping;
 pub mod opensearch;
 pub mod params;
@@ -41,9 +44,10 @@ pub mod planner;
 pub mod prompts;
 pub mod tools;
 
-pub use backend::{BulkSummary, IndexInfo, SearchBackend};
+pub use backend::{BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex};
 pub use embedded::EmbeddedBackend;
 pub use error::SearchError;
+pub use limits::SearchLimits;
 pub use mapping::{FieldKind, FieldSpec, Mapping};
 pub use opensearch::{Auth, OpenSearchBackend, OpenSearchConfig};
 pub use params::{GenerationType, PlanParameters, SearchTemplate};

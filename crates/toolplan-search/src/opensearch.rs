@@ -11,10 +11,15 @@
 //! | `get_mapping` | `GET /<index>/_mapping` |
 //! | `sample_document` | `POST /<index>/_search` with `{"size": 1}` |
 //! | `search` | `POST /<index>/_search` |
+//!
+//! Index names and script ids are checked ([`check_index_name`], [`check_script_id`]) before any
+//! request, and every name put in a path is percent-encoded as one segment ([`segment`]), so no name
+//! can reach another path on the cluster (`%2e%2e` is the index `%2e%2e`, never `DELETE /`).
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 
 use crate::backend::{
@@ -81,6 +86,20 @@ pub struct OpenSearchBackend {
     base: String,
     auth: Auth,
     client: reqwest::Client,
+}
+
+/// Bytes a path segment keeps as they are: letters, digits and `-`, `_`, `.`, `~` (RFC 3986's
+/// unreserved characters). Everything else, `%` and `/` included, is percent-encoded.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// `name` as one percent-encoded URL path segment. Names are checked first: `.` and `..` are dot
+/// segments however they are written, which no encoding keeps from being resolved.
+pub fn segment(name: &str) -> String {
+    utf8_percent_encode(name, SEGMENT).to_string()
 }
 
 /// How much of an error body is kept.
@@ -199,7 +218,7 @@ impl SearchBackend for OpenSearchBackend {
             body["settings"] = settings.clone();
         }
         self.send(
-            self.request(reqwest::Method::PUT, &format!("/{name}"))
+            self.request(reqwest::Method::PUT, &format!("/{}", segment(name)))
                 .json(&body),
         )
         .await
@@ -216,7 +235,7 @@ impl SearchBackend for OpenSearchBackend {
 
     async fn delete_index(&self, name: &str) -> Result<(), SearchError> {
         check_index_name(name)?;
-        self.send(self.request(reqwest::Method::DELETE, &format!("/{name}")))
+        self.send(self.request(reqwest::Method::DELETE, &format!("/{}", segment(name))))
             .await
             .map_err(|e| not_found(e, name))?;
         Ok(())
@@ -228,7 +247,7 @@ impl SearchBackend for OpenSearchBackend {
         let path = match index {
             Some(i) => {
                 check_index_name(i)?;
-                format!("/{i}/_bulk")
+                format!("/{}/_bulk", segment(i))
             }
             None => "/_bulk".to_owned(),
         };
@@ -273,7 +292,10 @@ impl SearchBackend for OpenSearchBackend {
     async fn get_mapping(&self, name: &str) -> Result<Value, SearchError> {
         check_index_name(name)?;
         let v = self
-            .send(self.request(reqwest::Method::GET, &format!("/{name}/_mapping")))
+            .send(self.request(
+                reqwest::Method::GET,
+                &format!("/{}/_mapping", segment(name)),
+            ))
             .await
             .map_err(|e| not_found(e, name))?;
         v.get(name)
@@ -299,7 +321,7 @@ impl SearchBackend for OpenSearchBackend {
         check_script_id(id)?;
         let body = json!({"script": script_object(script)?});
         self.send(
-            self.request(reqwest::Method::PUT, &format!("/_scripts/{id}"))
+            self.request(reqwest::Method::PUT, &format!("/_scripts/{}", segment(id)))
                 .json(&body),
         )
         .await?;
@@ -309,7 +331,7 @@ impl SearchBackend for OpenSearchBackend {
     async fn get_script(&self, id: &str) -> Result<Option<Value>, SearchError> {
         check_script_id(id)?;
         match self
-            .send(self.request(reqwest::Method::GET, &format!("/_scripts/{id}")))
+            .send(self.request(reqwest::Method::GET, &format!("/_scripts/{}", segment(id))))
             .await
         {
             Ok(v) if v.get("found") == Some(&Value::Bool(false)) => Ok(None),
@@ -325,23 +347,29 @@ impl SearchBackend for OpenSearchBackend {
 
     async fn delete_script(&self, id: &str) -> Result<(), SearchError> {
         check_script_id(id)?;
-        self.send(self.request(reqwest::Method::DELETE, &format!("/_scripts/{id}")))
-            .await
-            .map_err(|e| {
-                if is_not_found(&e) {
-                    SearchError::InvalidParameter(format!("no stored script '{id}'"))
-                } else {
-                    e
-                }
-            })?;
+        self.send(self.request(
+            reqwest::Method::DELETE,
+            &format!("/_scripts/{}", segment(id)),
+        ))
+        .await
+        .map_err(|e| {
+            if is_not_found(&e) {
+                SearchError::InvalidParameter(format!("no stored script '{id}'"))
+            } else {
+                e
+            }
+        })?;
         Ok(())
     }
 
     async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
         check_index_name(name)?;
         self.send(
-            self.request(reqwest::Method::POST, &format!("/{name}/_search"))
-                .json(body),
+            self.request(
+                reqwest::Method::POST,
+                &format!("/{}/_search", segment(name)),
+            )
+            .json(body),
         )
         .await
         .map_err(|e| not_found(e, name))

@@ -82,10 +82,14 @@ impl Tool for SearchIndex {
                    "query": {"type": "object", "description": "The search body: query, size, sort, aggs …"}},
                "required": ["index", "query"], "additionalProperties": false})
     }
-    async fn call(&self, args: Value, _ctx: ToolContext) -> ToolResult {
+    /// The search stops when the call's token is cancelled (or its future dropped).
+    async fn call(&self, args: Value, ctx: ToolContext) -> ToolResult {
         let index = text_arg(&args, "index")?;
         let body = args.get("query").cloned().unwrap_or(Value::Null);
-        self.0.search(index, &body).await.map_err(failed)
+        tokio::select! {
+            result = self.0.search(index, &body) => result.map_err(failed),
+            () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+        }
     }
 }
 

@@ -8,16 +8,24 @@
 //! matching documents' span), `range` (only the requested buckets are returned), and `top_hits`
 //! (run as one search per bucket: the query and the bucket's own filter, with the `size`, `from`,
 //! `sort` and `_source` asked for). Anything else is an error naming the aggregation.
+//!
+//! Bounded by the [`SearchLimits`]: aggregation nesting (`max_nested_depth`), `terms` sizes and
+//! buckets made (`max_buckets`), memory (`max_aggregation_memory`), `top_hits` `from + size`
+//! (`max_inner_result_window`) and the hits all `top_hits` return together (`max_result_window`).
+
+use std::cell::Cell;
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use serde_json::{Map, Value, json};
 use tantivy::Searcher;
 use tantivy::aggregation::agg_req::Aggregations;
-use tantivy::aggregation::{AggContextParams, AggregationCollector};
+use tantivy::aggregation::{AggContextParams, AggregationCollector, AggregationLimitsGuard};
 use tantivy::query::Query;
+use tantivy::tokenizer::TokenizerManager;
 
 use super::schema::IndexSchema;
 use crate::error::SearchError;
+use crate::limits::{SearchLimits, within};
 use crate::mapping::FieldKind;
 
 const METRICS: &[&str] = &[
@@ -97,6 +105,7 @@ pub type SubSearch<'a> = &'a dyn Fn(&Value) -> Result<Value, SearchError>;
 
 /// Runs the aggregations of a request (`key` is `aggs` or `aggregations`, for messages).
 /// `query_json` is the request's query (for `top_hits` and calendar spans, run through `sub`).
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     schema: &IndexSchema,
     searcher: &Searcher,
@@ -104,17 +113,25 @@ pub fn run(
     query_json: &Value,
     aggs: &Value,
     key: &str,
+    limits: &SearchLimits,
     sub: SubSearch<'_>,
 ) -> Result<Value, SearchError> {
     let ctx = Rewrite {
         schema,
         query: query_json,
         sub,
+        limits,
+        top_hits: Cell::new(0),
     };
-    let (request, plans) = ctx.rewrite(aggs, key)?;
+    let (request, plans) = ctx.rewrite(aggs, key, 1)?;
     let parsed: Aggregations = serde_json::from_value(request)
         .map_err(|e| SearchError::dsl(key, format!("invalid aggregation: {e}")))?;
-    let collector = AggregationCollector::from_aggs(parsed, AggContextParams::default());
+    let guard = AggregationLimitsGuard::new(
+        Some(limits.max_aggregation_memory),
+        Some(limits.max_buckets),
+    );
+    let params = AggContextParams::new(guard, TokenizerManager::default());
+    let collector = AggregationCollector::from_aggs(parsed, params);
     let result = searcher
         .search(query, &collector)
         .map_err(|e| SearchError::dsl(key, e.to_string()))?;
@@ -139,11 +156,24 @@ struct Rewrite<'a> {
     schema: &'a IndexSchema,
     query: &'a Value,
     sub: SubSearch<'a>,
+    limits: &'a SearchLimits,
+    /// Hits the `top_hits` searches returned so far.
+    top_hits: Cell<usize>,
 }
 
 impl Rewrite<'_> {
-    fn rewrite(&self, aggs: &Value, path: &str) -> Result<(Value, Vec<Plan>), SearchError> {
+    /// Rewrites the aggregations at `path`, `depth` levels down.
+    fn rewrite(
+        &self,
+        aggs: &Value,
+        path: &str,
+        depth: usize,
+    ) -> Result<(Value, Vec<Plan>), SearchError> {
         let schema = self.schema;
+        let max = self.limits.max_nested_depth;
+        within(depth, max, "max_nested_depth", path, || {
+            format!("aggregations nest more than {max} levels deep")
+        })?;
         let Value::Object(aggs) = aggs else {
             return Err(SearchError::dsl(
                 path,
@@ -184,7 +214,7 @@ impl Rewrite<'_> {
                     ));
                 }
                 plans.push(Plan {
-                    top_hits: Some(top_hits_body(&body, &kind_path)?),
+                    top_hits: Some(top_hits_body(&body, name, &kind_path, self.limits)?),
                     ..Plan::new(name, &kind)
                 });
                 continue;
@@ -232,6 +262,9 @@ impl Rewrite<'_> {
                 .and_then(Value::as_u64)
                 .unwrap_or(0);
             let mut tantivy_kind = kind.clone();
+            if kind == "terms" {
+                self.check_terms_size(&body, &kind_path)?;
+            }
             if kind == "histogram" {
                 interval = body.get("interval").and_then(Value::as_f64);
             }
@@ -282,7 +315,8 @@ impl Rewrite<'_> {
                         format!("a {kind} aggregation cannot have sub-aggregations"),
                     ));
                 }
-                let (sub, sub_plans) = self.rewrite(children, &format!("{here}.aggs"))?;
+                let (sub, sub_plans) =
+                    self.rewrite(children, &format!("{here}.aggs"), depth + 1)?;
                 if sub.as_object().is_some_and(|o| !o.is_empty()) {
                     entry.insert("aggs".into(), sub);
                 }
@@ -301,6 +335,25 @@ impl Rewrite<'_> {
             });
         }
         Ok((Value::Object(out), plans))
+    }
+
+    /// Refuses a `terms` `size` (or `shard_size`) over `max_buckets`: tantivy would reserve room
+    /// for that many terms.
+    fn check_terms_size(&self, body: &Value, path: &str) -> Result<(), SearchError> {
+        let max = self.limits.max_buckets;
+        for key in ["size", "shard_size", "segment_size"] {
+            if let Some(n) = body.get(key).and_then(Value::as_u64)
+                && n > u64::from(max)
+            {
+                return Err(SearchError::dsl(
+                    format!("{path}.{key}"),
+                    format!(
+                        "{key} {n} is more than the {max} buckets one request may make (search limit max_buckets)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The date ranges (ms) of the calendar periods from the first to the last matching document.
@@ -351,6 +404,24 @@ impl Rewrite<'_> {
             let mut body = req.clone();
             body["query"] = json!({"bool": {"must": [self.query], "filter": filters.clone()}});
             let response = (self.sub)(&body)?;
+            let returned = response
+                .pointer("/hits/hits")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let total = self.top_hits.get().saturating_add(returned);
+            self.top_hits.set(total);
+            let max = self.limits.max_result_window;
+            within(
+                total,
+                max,
+                "max_result_window",
+                &format!("aggs.{}", plan.name),
+                || {
+                    format!(
+                        "the top_hits of all buckets return more than {max} hits; ask for fewer buckets or a smaller size"
+                    )
+                },
+            )?;
             *v = json!({"hits": response.get("hits").cloned().unwrap_or(Value::Null)});
             return Ok(());
         }
@@ -438,11 +509,28 @@ fn bucket_filter(plan: &Plan, bucket: &Value) -> Value {
     }
 }
 
-/// The search body of a `top_hits` request: its `size` (default 3), `from`, `sort`, `_source`.
-fn top_hits_body(req: &Value, path: &str) -> Result<Value, SearchError> {
+/// The search body of a `top_hits` request: its `size` (default 3), `from`, `sort`, `_source`;
+/// `from + size` at most `max_inner_result_window` (in OpenSearch's words).
+fn top_hits_body(
+    req: &Value,
+    name: &str,
+    path: &str,
+    limits: &SearchLimits,
+) -> Result<Value, SearchError> {
     let Value::Object(o) = req else {
         return Err(SearchError::dsl(path, "top_hits must be an object"));
     };
+    let number = |k: &str, default: u64| o.get(k).and_then(Value::as_u64).unwrap_or(default);
+    let window = u128::from(number("size", 3)) + u128::from(number("from", 0));
+    let max = limits.max_inner_result_window;
+    if window > max as u128 {
+        return Err(SearchError::dsl(
+            path,
+            format!(
+                "Top hits result window is too large, the top hits aggregator [{name}]'s from + size must be less than or equal to: [{max}] but was [{window}] (search limit max_inner_result_window)"
+            ),
+        ));
+    }
     let mut body = Map::new();
     body.insert("size".into(), json!(3));
     body.insert("track_total_hits".into(), json!(true));

@@ -6,8 +6,15 @@
 //! first write opens: reading never takes the index's write lock. Stored search templates are
 //! `<data dir>/_scripts/<id>.json` (index names cannot start with `_`).
 //! Blocking index work runs on tokio's blocking pool.
+//!
+//! A search is bounded by the backend's [`SearchLimits`]: the request is checked against them, and a
+//! timer stops the search in progress at the body's `timeout` (answering with the hits found so far,
+//! `timed_out: true`) or at the time budget (failing); dropping the search's future stops it too.
+//! An index whose directory cannot be read is left out of the list (with the reason, in
+//! [`SearchBackend::list_indices_checked`]) and fails only the requests that name it.
 
 mod aggs;
+mod budget;
 mod query;
 mod schema;
 mod search;
@@ -24,15 +31,18 @@ use tantivy::query::AllQuery;
 use tantivy::schema::Value as _;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
+pub use crate::limits::DEFAULT_MAX_RESULT_WINDOW as MAX_RESULT_WINDOW;
 pub use query::UNSUPPORTED;
 pub use schema::IndexSchema;
-pub use search::MAX_RESULT_WINDOW;
 
+use self::budget::{Reason, Stop, StopOnDrop};
 use crate::backend::{
-    BulkSummary, IndexInfo, SearchBackend, check_index_name, check_script_id, script_object,
+    BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex, check_index_name,
+    check_script_id, script_object,
 };
 use crate::bulk::{self, BulkOp};
 use crate::error::SearchError;
+use crate::limits::{SearchLimits, body_timeout};
 use crate::mapping::Mapping;
 
 const MAPPING_FILE: &str = "mapping.json";
@@ -77,11 +87,26 @@ pub struct EmbeddedBackend {
 }
 
 impl EmbeddedBackend {
-    /// A backend over the indices in `dir` (created when missing).
+    /// A backend over the indices in `dir` (created when missing), with the default
+    /// [`SearchLimits`].
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, SearchError> {
+        Self::open_with_limits(dir, SearchLimits::default())
+    }
+
+    /// A backend over the indices in `dir` (created when missing) whose searches are bounded by
+    /// `limits`.
+    pub fn open_with_limits(
+        dir: impl Into<PathBuf>,
+        limits: SearchLimits,
+    ) -> Result<Self, SearchError> {
         Ok(Self {
-            inner: Arc::new(Inner::open(dir)?),
+            inner: Arc::new(Inner::open(dir, limits)?),
         })
+    }
+
+    /// The limits on its searches.
+    pub fn limits(&self) -> &SearchLimits {
+        &self.inner.limits
     }
 
     /// The data directory.
@@ -92,6 +117,7 @@ impl EmbeddedBackend {
 
 struct Inner {
     dir: PathBuf,
+    limits: SearchLimits,
     open: RwLock<HashMap<String, Arc<OpenIndex>>>,
     next_id: std::sync::atomic::AtomicU64,
 }
@@ -116,11 +142,12 @@ fn tv(e: tantivy::TantivyError) -> SearchError {
 }
 
 impl Inner {
-    fn open(dir: impl Into<PathBuf>) -> Result<Self, SearchError> {
+    fn open(dir: impl Into<PathBuf>, limits: SearchLimits) -> Result<Self, SearchError> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         Ok(Self {
             dir,
+            limits,
             open: RwLock::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(0),
         })
@@ -152,16 +179,27 @@ impl Inner {
         if let Some(ix) = open.get(name) {
             return Ok(Arc::clone(ix));
         }
+        // A damaged directory fails this index only, naming it; tantivy may panic on bad files.
         let dir = self.index_dir(name);
+        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Self::read(&dir)))
+            .unwrap_or_else(|panic| Err(SearchError::Index(panic_text(panic.as_ref()))));
+        let ix = Arc::new(opened.map_err(|e| SearchError::Unreadable {
+            name: name.to_owned(),
+            reason: e.to_string(),
+        })?);
+        open.insert(name.to_owned(), Arc::clone(&ix));
+        Ok(ix)
+    }
+
+    /// Opens the index in `dir` from its files.
+    fn read(dir: &Path) -> Result<OpenIndex, SearchError> {
         let mapping_path = dir.join(MAPPING_FILE);
         let text = std::fs::read_to_string(&mapping_path).map_err(io(&mapping_path))?;
         let mapping_json: Value = serde_json::from_str(&text)
             .map_err(|e| SearchError::InvalidMapping(format!("{}: {e}", mapping_path.display())))?;
         let schema = IndexSchema::build(Mapping::parse(&mapping_json)?);
         let index = Index::open_in_dir(dir.join(INDEX_DIR)).map_err(tv)?;
-        let ix = Arc::new(Self::wrap(schema, index)?);
-        open.insert(name.to_owned(), Arc::clone(&ix));
-        Ok(ix)
+        Self::wrap(schema, index)
     }
 
     fn wrap(schema: IndexSchema, index: Index) -> Result<OpenIndex, SearchError> {
@@ -275,6 +313,16 @@ impl Inner {
     }
 }
 
+/// The message of a caught panic.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    format!("the index files are damaged ({text})")
+}
+
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, SearchError> + Send + 'static,
 ) -> Result<T, SearchError> {
@@ -290,6 +338,10 @@ impl SearchBackend for EmbeddedBackend {
     }
 
     async fn list_indices(&self) -> Result<Vec<IndexInfo>, SearchError> {
+        Ok(self.list_indices_checked().await?.indices)
+    }
+
+    async fn list_indices_checked(&self) -> Result<IndexListing, SearchError> {
         let me = Arc::clone(&self.inner);
         blocking(move || {
             let mut names: Vec<String> = std::fs::read_dir(&me.dir)
@@ -297,16 +349,26 @@ impl SearchBackend for EmbeddedBackend {
                 .filter_map(Result::ok)
                 .filter(|e| e.path().join(MAPPING_FILE).is_file())
                 .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                .filter(|name| check_index_name(name).is_ok())
                 .collect();
             names.sort();
-            names
-                .into_iter()
-                .map(|name| {
-                    let ix = me.get(&name)?;
-                    let docs = ix.reader.searcher().num_docs();
-                    Ok(IndexInfo { name, docs })
-                })
-                .collect()
+            let mut listing = IndexListing::default();
+            for name in names {
+                match me.get(&name) {
+                    Ok(ix) => {
+                        let docs = ix.reader.searcher().num_docs();
+                        listing.indices.push(IndexInfo { name, docs });
+                    }
+                    Err(e) => {
+                        let reason = match e {
+                            SearchError::Unreadable { reason, .. } => reason,
+                            other => other.to_string(),
+                        };
+                        listing.unreadable.push(UnreadableIndex { name, reason });
+                    }
+                }
+            }
+            Ok(listing)
         })
         .await
     }
@@ -368,14 +430,48 @@ impl SearchBackend for EmbeddedBackend {
         .await
     }
 
+    /// Runs the search on a blocking thread, bounded by the limits: the body's `timeout` makes it
+    /// answer with what it found by then, the time budget makes it fail, and dropping the future
+    /// stops it (each at the next matching document).
     async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
-        let (me, name, body) = (Arc::clone(&self.inner), name.to_owned(), body.clone());
-        blocking(move || {
-            let ix = me.get(&name)?;
+        let partial_after = body_timeout(body.get("timeout"))?;
+        let budget = self.inner.limits.timeout;
+        let stop = Arc::new(Stop::default());
+        let _stop_on_drop = StopOnDrop(Arc::clone(&stop));
+        let (me, index, body, running) = (
+            Arc::clone(&self.inner),
+            name.to_owned(),
+            body.clone(),
+            Arc::clone(&stop),
+        );
+        let work = blocking(move || {
+            let ix = me.get(&index)?;
             let searcher = ix.reader.searcher();
-            search::run(&name, &ix.index, &ix.schema, &searcher, &body, Utc::now())
-        })
-        .await
+            let env = search::Env {
+                name: &index,
+                index: &ix.index,
+                schema: &ix.schema,
+                searcher: &searcher,
+                now: Utc::now(),
+                limits: &me.limits,
+                stop: &running,
+            };
+            search::run(&env, &body)
+        });
+        let timer = async {
+            if let Some(partial) = partial_after.filter(|t| *t < budget) {
+                tokio::time::sleep(partial).await;
+                stop.raise(Reason::TimedOut);
+                tokio::time::sleep(budget.saturating_sub(partial)).await;
+            } else {
+                tokio::time::sleep(budget).await;
+            }
+            stop.raise(Reason::OverBudget);
+        };
+        tokio::select! {
+            result = work => result,
+            () = timer => Err(SearchError::TimedOut { index: name.to_owned(), budget }),
+        }
     }
 
     async fn put_script(&self, id: &str, script: &Value) -> Result<(), SearchError> {

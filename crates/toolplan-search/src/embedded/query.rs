@@ -6,8 +6,10 @@
 //! minimum_should_match), `exists`, `prefix`, `wildcard`, `ids`, `match_all`, `match_none`,
 //! `constant_score`, `dis_max`, `boost` on any clause. A clause that names a field the mapping does not
 //! have matches nothing, as in OpenSearch. Everything else is an error naming the clause and where it
-//! is — never ignored.
+//! is — never ignored. The [`SearchLimits`] bound what a body may ask for (nesting, clauses, terms,
+//! slop, pattern length); going over one is an error naming the limit.
 
+use std::cell::Cell;
 use std::ops::Bound;
 
 use chrono::{DateTime as ChronoDate, Utc};
@@ -24,6 +26,7 @@ use tantivy::{DateTime, Index, Term};
 use super::schema::{IndexSchema, Indexed, boolean, float, integer, scalar_text};
 use crate::datemath;
 use crate::error::SearchError;
+use crate::limits::{SearchLimits, within};
 use crate::mapping::FieldKind;
 
 /// Clauses OpenSearch has that this backend does not run.
@@ -78,6 +81,14 @@ pub struct Ctx<'a> {
     pub schema: &'a IndexSchema,
     /// "now" for date math.
     pub now: ChronoDate<Utc>,
+    /// What a body may ask for.
+    pub limits: &'a SearchLimits,
+    /// How deep the clause being translated is.
+    depth: Cell<usize>,
+    /// Clauses counted so far (against `max_clause_count`).
+    clauses: Cell<usize>,
+    /// Whether a phrase query was made (its documents are costly to match).
+    phrase: Cell<bool>,
 }
 
 type Q = Box<dyn Query>;
@@ -86,9 +97,54 @@ fn none() -> Q {
     Box::new(EmptyQuery)
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// A translation context.
+    pub fn new(
+        index: &'a Index,
+        schema: &'a IndexSchema,
+        now: ChronoDate<Utc>,
+        limits: &'a SearchLimits,
+    ) -> Self {
+        Self {
+            index,
+            schema,
+            now,
+            limits,
+            depth: Cell::new(0),
+            clauses: Cell::new(0),
+            phrase: Cell::new(false),
+        }
+    }
+
+    /// Whether any translated query matches phrases (each of their documents costs position work).
+    pub fn has_phrase(&self) -> bool {
+        self.phrase.get()
+    }
+
+    /// Counts `n` more clauses against `max_clause_count`.
+    fn count_clauses(&self, n: usize, path: &str) -> Result<(), SearchError> {
+        let total = self.clauses.get().saturating_add(n);
+        self.clauses.set(total);
+        let max = self.limits.max_clause_count;
+        within(total, max, "max_clause_count", path, || {
+            format!("too many clauses: the query has more than {max}")
+        })
+    }
+
     /// Translates a query clause found at `path`.
     pub fn query(&self, clause: &Value, path: &str) -> Result<Q, SearchError> {
+        let depth = self.depth.get() + 1;
+        let max = self.limits.max_nested_depth;
+        within(depth, max, "max_nested_depth", path, || {
+            format!("the query nests more than {max} levels deep")
+        })?;
+        self.depth.set(depth);
+        let q = self.clause(clause, path);
+        self.depth.set(depth - 1);
+        q
+    }
+
+    fn clause(&self, clause: &Value, path: &str) -> Result<Q, SearchError> {
         let Value::Object(obj) = clause else {
             return Err(SearchError::dsl(path, "a query clause must be an object"));
         };
@@ -142,6 +198,7 @@ impl Ctx<'_> {
             }
             "dis_max" => {
                 let queries = clauses(body.get("queries"), &format!("{here}.queries"))?;
+                self.count_clauses(queries.len(), &here)?;
                 let tie = body
                     .get("tie_breaker")
                     .and_then(Value::as_f64)
@@ -262,6 +319,7 @@ impl Ctx<'_> {
         let text =
             scalar_text(value).ok_or_else(|| SearchError::dsl(path, "query must be text"))?;
         let tokens = self.analyze(f, &text, path)?;
+        self.count_clauses(tokens.len(), path)?;
         let fuzziness = o.get("fuzziness");
         let parts: Vec<Q> = tokens
             .iter()
@@ -328,15 +386,38 @@ impl Ctx<'_> {
                         .map_err(|e| SearchError::dsl(path, e.to_string()))?,
                 )
             }
-            (_, true) => Box::new(PhrasePrefixQuery::new(terms)),
+            (_, true) => {
+                self.phrase.set(true);
+                Box::new(PhrasePrefixQuery::new(terms))
+            }
             (_, false) => {
+                self.phrase.set(true);
                 let mut q = PhraseQuery::new(terms);
-                if let Some(slop) = o.get("slop").and_then(Value::as_u64) {
-                    q.set_slop(u32::try_from(slop).unwrap_or(u32::MAX));
+                if let Some(slop) = self.slop(o.get("slop"), path)? {
+                    q.set_slop(slop);
                 }
                 Box::new(q)
             }
         })
+    }
+
+    /// A phrase's `slop`, refused above the limit.
+    fn slop(&self, v: Option<&Value>, path: &str) -> Result<Option<u32>, SearchError> {
+        let Some(v) = v.filter(|v| !v.is_null()) else {
+            return Ok(None);
+        };
+        let max = self.limits.slop();
+        match v.as_u64() {
+            Some(slop) if slop <= u64::from(max) => Ok(u32::try_from(slop).ok()),
+            Some(slop) => Err(SearchError::dsl(
+                format!("{path}.slop"),
+                format!("slop {slop} is more than {max} (search limit max_slop)"),
+            )),
+            None => Err(SearchError::dsl(
+                format!("{path}.slop"),
+                format!("slop must be a whole number of at least 0, found {v}"),
+            )),
+        }
     }
 
     fn multi_match(&self, body: &Value, path: &str) -> Result<Q, SearchError> {
@@ -406,6 +487,7 @@ impl Ctx<'_> {
                 let Some(f) = self.field(&n, path)? else {
                     continue;
                 };
+                self.count_clauses(1, path)?;
                 let mut o: Map<String, Value> = body.as_object().cloned().unwrap_or_default();
                 o.insert("query".into(), query.clone());
                 o.remove("fields");
@@ -532,6 +614,7 @@ impl Ctx<'_> {
             ));
         };
         let here = format!("{path}.{name}");
+        self.check_terms(values.len(), &here)?;
         let Some(f) = self.field(name, &here)? else {
             return Ok(none());
         };
@@ -554,6 +637,14 @@ impl Ctx<'_> {
             )),
             body,
         ))
+    }
+
+    /// Refuses more values than `max_terms_count`.
+    fn check_terms(&self, n: usize, path: &str) -> Result<(), SearchError> {
+        let max = self.limits.max_terms_count;
+        within(n, max, "max_terms_count", path, || {
+            format!("{n} values are more than {max}")
+        })
     }
 
     fn range(&self, f: &Indexed, o: &Map<String, Value>, path: &str) -> Result<Q, SearchError> {
@@ -676,6 +767,11 @@ impl Ctx<'_> {
             .or_else(|| o.get("wildcard"))
             .and_then(scalar_text)
             .ok_or_else(|| SearchError::dsl(path, "expected a text value"))?;
+        let max = self.limits.max_pattern_length;
+        let length = value.chars().count();
+        within(length, max, "max_pattern_length", path, || {
+            format!("the pattern is {length} characters long, more than {max}")
+        })?;
         if !matches!(f.spec.kind, FieldKind::Keyword | FieldKind::Text) {
             return Err(SearchError::dsl(
                 path,
@@ -705,6 +801,7 @@ impl Ctx<'_> {
             .get("values")
             .and_then(Value::as_array)
             .ok_or_else(|| SearchError::dsl(path, "ids needs \"values\": [..]"))?;
+        self.check_terms(values.len(), path)?;
         let parts: Vec<(Occur, Q)> = values
             .iter()
             .filter_map(scalar_text)
@@ -739,7 +836,9 @@ impl Ctx<'_> {
             let here = format!("{path}.{k}");
             match k.as_str() {
                 "must" | "filter" | "should" | "must_not" => {
-                    for (clause, p) in clauses(Some(v), &here)? {
+                    let list = clauses(Some(v), &here)?;
+                    self.count_clauses(list.len(), &here)?;
+                    for (clause, p) in list {
                         let q = self.query(clause, &p)?;
                         match k.as_str() {
                             "must" => {

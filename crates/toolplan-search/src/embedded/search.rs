@@ -1,6 +1,9 @@
 //! A search request body run on one embedded index: query, paging, sorting, `_source` filtering,
-//! total hits and aggregations, answered in OpenSearch's response shape.
+//! total hits and aggregations, answered in OpenSearch's response shape. The request is checked
+//! against the [`SearchLimits`] first; while it runs, its [`Stop`] is watched between matching
+//! documents, between hits read and between `top_hits` searches.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime as ChronoDate, Utc};
@@ -11,13 +14,12 @@ use tantivy::query::{AllQuery, Query, TermQuery};
 use tantivy::schema::{OwnedValue, Value as _};
 use tantivy::{DocAddress, Index, Order, Searcher, TantivyDocument};
 
+use super::budget::{Bounded, Reason, Stop};
 use super::query::Ctx;
 use super::schema::IndexSchema;
 use crate::error::SearchError;
+use crate::limits::{SearchLimits, body_timeout};
 use crate::mapping::FieldKind;
-
-/// Most `from + size` a request may ask for (OpenSearch's `index.max_result_window`).
-pub const MAX_RESULT_WINDOW: usize = 10_000;
 
 const KNOWN_KEYS: &[&str] = &[
     "query",
@@ -60,15 +62,43 @@ enum SortKey {
     Field { name: String, order: Order },
 }
 
+/// One index being searched, and what bounds the search.
+pub struct Env<'a> {
+    /// The index name, for hits and messages.
+    pub name: &'a str,
+    /// The index.
+    pub index: &'a Index,
+    /// Its schema.
+    pub schema: &'a IndexSchema,
+    /// The searcher all searches of one request share.
+    pub searcher: &'a Searcher,
+    /// "now" for date math.
+    pub now: ChronoDate<Utc>,
+    /// What a request may ask for.
+    pub limits: &'a SearchLimits,
+    /// Raised to stop the search.
+    pub stop: &'a Arc<Stop>,
+}
+
+impl Env<'_> {
+    /// An error when the search must stop without an answer (over budget, cancelled).
+    pub fn check(&self) -> Result<(), SearchError> {
+        match self.stop.reason() {
+            Reason::Running | Reason::TimedOut => Ok(()),
+            Reason::OverBudget => Err(SearchError::TimedOut {
+                index: self.name.to_owned(),
+                budget: self.limits.timeout,
+            }),
+            Reason::Cancelled => Err(SearchError::Cancelled(self.name.to_owned())),
+        }
+    }
+}
+
 /// Runs `body` on the index and returns the OpenSearch-shaped response.
-pub fn run(
-    index_name: &str,
-    index: &Index,
-    schema: &IndexSchema,
-    searcher: &Searcher,
-    body: &Value,
-    now: ChronoDate<Utc>,
-) -> Result<Value, SearchError> {
+pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
+    let (index_name, index, schema, searcher, now) =
+        (env.name, env.index, env.schema, env.searcher, env.now);
+    env.check()?;
     let started = Instant::now();
     let empty = Map::new();
     let obj = match body {
@@ -95,19 +125,12 @@ pub fn run(
             ));
         }
     }
+    body_timeout(obj.get("timeout"))?;
     let size = count(obj.get("size"), "size", 10)?;
     let from = count(obj.get("from"), "from", 0)?;
-    if size + from > MAX_RESULT_WINDOW {
-        return Err(SearchError::dsl(
-            "size",
-            format!(
-                "from + size must be at most {MAX_RESULT_WINDOW} (the result window), found {}",
-                size + from
-            ),
-        ));
-    }
-    let ctx = Ctx { index, schema, now };
-    let query: Box<dyn Query> = match obj.get("query") {
+    let (size, from) = result_window(size, from, env.limits.max_result_window)?;
+    let ctx = Ctx::new(index, schema, now, env.limits);
+    let unbounded: Box<dyn Query> = match obj.get("query") {
         None | Some(Value::Null) => Box::new(AllQuery),
         Some(q) => ctx.query(q, "query")?,
     };
@@ -118,8 +141,16 @@ pub fn run(
     // is cheaper apart: a term query's count is its term's document frequency, without visiting
     // the matches, and the page by score then skips the blocks that cannot make it (a term on a
     // keyword of 100,000 documents: 0.09 ms p50 apart, 0.15 ms in one pass).
-    let cheap_count = query.is::<TermQuery>();
-    let (total, hits): (usize, Vec<Hit>) = if size == 0 {
+    let cheap_count = unbounded.is::<TermQuery>();
+    let term_count = || unbounded.count(searcher).map_err(tantivy_err);
+    let query = Bounded::new(
+        unbounded.box_clone(),
+        Arc::clone(env.stop),
+        !ctx.has_phrase(),
+    );
+    let (total, hits): (usize, Vec<Hit>) = if size == 0 && cheap_count {
+        (term_count()?, Vec::new())
+    } else if size == 0 {
         (query.count(searcher).map_err(tantivy_err)?, Vec::new())
     } else {
         let top = TopDocs::with_limit(size).and_offset(from);
@@ -135,7 +166,7 @@ pub fn run(
             ([], _) => {
                 let by_score = top.order_by_score();
                 let (total, top) = if cheap_count {
-                    let total = query.count(searcher).map_err(tantivy_err)?;
+                    let total = term_count()?;
                     (
                         total,
                         searcher.search(&query, &by_score).map_err(tantivy_err)?,
@@ -190,6 +221,7 @@ pub fn run(
     let mut out_hits = Vec::with_capacity(hits.len());
     let mut max_score: Option<f32> = None;
     for (score, sort_values, address) in hits {
+        env.check()?;
         let doc: TantivyDocument = searcher.doc(address).map_err(tantivy_err)?;
         let id = doc
             .get_first(schema.id)
@@ -230,7 +262,7 @@ pub fn run(
     hits_obj.insert("hits".into(), Value::Array(out_hits));
     let mut response = json!({
         "took": 0,
-        "timed_out": false,
+        "timed_out": env.stop.reason() == Reason::TimedOut,
         "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
         "hits": Value::Object(hits_obj),
     });
@@ -245,27 +277,54 @@ pub fn run(
             .get("query")
             .cloned()
             .unwrap_or(json!({"match_all": {}}));
-        let sub = |body: &Value| run(index_name, index, schema, searcher, body, now);
-        let result = super::aggs::run(schema, searcher, &query, &query_json, aggs, key, &sub)?;
+        let sub = |body: &Value| run(env, body);
+        let result = super::aggs::run(
+            schema,
+            searcher,
+            &query,
+            &query_json,
+            aggs,
+            key,
+            env.limits,
+            &sub,
+        )?;
         if let Some(r) = response.as_object_mut() {
             r.insert("aggregations".into(), result);
         }
     }
+    env.check()?;
     if let Some(r) = response.as_object_mut() {
         r.insert("took".into(), json!(started.elapsed().as_millis() as u64));
+        r.insert(
+            "timed_out".into(),
+            json!(env.stop.reason() == Reason::TimedOut),
+        );
     }
     Ok(response)
+}
+
+/// `size` and `from` as counts, refused when `from + size` is over the result window (in
+/// OpenSearch's words).
+fn result_window(size: u64, from: u64, max: usize) -> Result<(usize, usize), SearchError> {
+    let window = u128::from(size) + u128::from(from);
+    match (usize::try_from(size), usize::try_from(from)) {
+        (Ok(size), Ok(from)) if window <= max as u128 => Ok((size, from)),
+        _ => Err(SearchError::dsl(
+            "from",
+            format!(
+                "Result window is too large, from + size must be less than or equal to: [{max}] but was [{window}] (search limit max_result_window)"
+            ),
+        )),
+    }
 }
 
 /// One hit as collected: its score (when sorted by score), its sort values, where it is.
 type Hit = (Option<f32>, Vec<Value>, DocAddress);
 
-fn count(v: Option<&Value>, name: &str, default: usize) -> Result<usize, SearchError> {
+fn count(v: Option<&Value>, name: &str, default: u64) -> Result<u64, SearchError> {
     match v {
         None | Some(Value::Null) => Ok(default),
-        Some(Value::Number(n)) if n.as_u64().is_some() => {
-            Ok(n.as_u64().unwrap_or_default() as usize)
-        }
+        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64().unwrap_or_default()),
         Some(other) => Err(SearchError::dsl(
             name,
             format!("{name} must be a whole number of at least 0, found {other}"),
