@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::Value;
-use toolplan_search::{Auth, EmbeddedBackend, OpenSearchBackend, OpenSearchConfig, SearchBackend};
+use toolplan_search::{
+    Auth, EmbeddedBackend, OpenSearchBackend, OpenSearchConfig, SearchBackend, SearchLimits,
+};
 
 use crate::Outcome;
 use crate::args::{BackendArgs, BackendKind, IndexAction, IndexArgs};
@@ -13,6 +15,22 @@ use crate::cmd::read_input;
 
 /// The variable that names the data directory.
 pub const DATA_DIR_ENV: &str = "TOOLPLAN_DATA_DIR";
+
+/// The variable that changes the embedded backend's search limits: `name=value` pairs separated by
+/// commas (`timeout=10s,max_result_window=50000`; see `toolplan_search::limits`).
+pub const SEARCH_LIMITS_ENV: &str = "TOOLPLAN_SEARCH_LIMITS";
+
+/// The default search limits with `$TOOLPLAN_SEARCH_LIMITS` applied.
+pub fn search_limits() -> anyhow::Result<SearchLimits> {
+    let mut limits = SearchLimits::default();
+    if let Some(spec) = std::env::var_os(SEARCH_LIMITS_ENV) {
+        let spec = spec.to_string_lossy();
+        limits
+            .apply_overrides(&spec)
+            .with_context(|| format!("in {SEARCH_LIMITS_ENV}"))?;
+    }
+    Ok(limits)
+}
 
 /// The embedded backend's data directory: `--data-dir`, else `$TOOLPLAN_DATA_DIR`, else the
 /// per-user data directory.
@@ -39,7 +57,7 @@ pub fn backend(args: &BackendArgs) -> anyhow::Result<(Arc<dyn SearchBackend>, St
     match args.backend {
         BackendKind::Embedded => {
             let dir = data_dir(args)?;
-            let backend = EmbeddedBackend::open(&dir)
+            let backend = EmbeddedBackend::open_with_limits(&dir, search_limits()?)
                 .with_context(|| format!("cannot open the data directory {}", dir.display()))?;
             Ok((Arc::new(backend), format!("{}", dir.display())))
         }
@@ -100,7 +118,14 @@ pub async fn execute(args: IndexArgs) -> anyhow::Result<Outcome> {
             }
         }
         IndexAction::List { json } => {
-            let indices = backend.list_indices().await?;
+            let listing = backend.list_indices_checked().await?;
+            for bad in &listing.unreadable {
+                eprintln!(
+                    "warning: index {} cannot be read and is left out: {}",
+                    bad.name, bad.reason
+                );
+            }
+            let indices = listing.indices;
             if json {
                 let list: Vec<Value> = indices.iter().map(|i| i.to_json()).collect();
                 println!("{}", Value::Array(list));

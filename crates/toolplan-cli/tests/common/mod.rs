@@ -19,20 +19,7 @@ pub fn serve(replies: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
     thread::spawn(move || {
         for (reply, stream) in replies.into_iter().zip(listener.incoming()) {
             let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if line == "\r\n" || line.is_empty() {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
+            let (_, body) = read_request(&stream);
             log.lock()
                 .unwrap()
                 .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
@@ -46,6 +33,27 @@ pub fn serve(replies: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
         }
     });
     (url, seen)
+}
+
+/// Reads one HTTP/1.1 request from `stream`: its request line (`DELETE /x HTTP/1.1`) and body.
+pub fn read_request(stream: &std::net::TcpStream) -> (String, Vec<u8>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request = String::new();
+    reader.read_line(&mut request).unwrap();
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    (request.trim_end().to_owned(), body)
 }
 
 pub fn completion(message: Value, prompt: u64, completion: u64) -> Value {
