@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use toolplan_core::limits::truncate_string;
 use toolplan_core::plan::{self, DraftPlan, DraftStep};
 use toolplan_core::signature::strip_annotations;
 use toolplan_core::template::Template;
@@ -67,6 +68,9 @@ pub struct Interaction {
     pub messages: Vec<Message>,
 }
 
+/// Default of [`AgentBuilder::max_result_bytes`]: 32 KB, about 8,000 tokens.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 32 * 1024;
+
 /// Builds an [`Agent`].
 pub struct AgentBuilder {
     name: String,
@@ -79,6 +83,7 @@ pub struct AgentBuilder {
     parallel_tool_calls: Option<bool>,
     think_first: Option<bool>,
     max_turns: usize,
+    max_result_bytes: usize,
     run_config: RunConfig,
     limits: Limits,
 }
@@ -161,6 +166,13 @@ impl AgentBuilder {
     /// Most model turns per interaction (default 10).
     pub fn max_turns(mut self, turns: usize) -> Self {
         self.max_turns = turns.max(1);
+        self
+    }
+
+    /// Longest text one tool or plan result may put into the model's context, in bytes (default
+    /// [`DEFAULT_MAX_RESULT_BYTES`]); a longer one is cut, with a note of how much was left out.
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = bytes.max(1);
         self
     }
 
@@ -283,6 +295,7 @@ impl AgentBuilder {
             definitions,
             answer_in_plan,
             max_turns: self.max_turns,
+            max_result_bytes: self.max_result_bytes,
             // Plan-only: one plan per turn (a plan holds the parallel calls; plans of one turn could
             // not refer to each other), unless the caller says otherwise.
             parallel_tool_calls: self.parallel_tool_calls.or(self.plan_only.then_some(false)),
@@ -302,6 +315,7 @@ pub struct Agent {
     definitions: Vec<ToolDefinition>,
     answer_in_plan: bool,
     max_turns: usize,
+    max_result_bytes: usize,
     parallel_tool_calls: Option<bool>,
     think_first: bool,
     think_after_plan: bool,
@@ -321,6 +335,7 @@ impl Agent {
             parallel_tool_calls: None,
             think_first: None,
             max_turns: 10,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             run_config: RunConfig::default(),
             limits: Limits::default(),
         }
@@ -542,7 +557,7 @@ impl Agent {
                     }
                     record.plan_steps += run.steps.len();
                     record.tool_errors += run.problems().count();
-                    let mut summary = run.summary();
+                    let mut summary = run.summary_within(self.max_result_bytes);
                     if !run.all_ok() {
                         summary.push_str(REPLAN_HINT);
                     }
@@ -571,7 +586,12 @@ impl Agent {
             .into_iter()
             .zip(calls)
             .map(|(m, call)| {
-                m.unwrap_or_else(|| Message::tool_result(call, "Error: the call was not run", true))
+                let mut m = m.unwrap_or_else(|| {
+                    Message::tool_result(call, "Error: the call was not run", true)
+                });
+                // A plan's summary is within the limit already (each result cut to its share).
+                truncate_string(&mut m.content, self.max_result_bytes.saturating_add(200));
+                m
             })
             .collect();
         (messages, answer)

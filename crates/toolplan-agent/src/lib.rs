@@ -30,7 +30,8 @@ pub mod repeats;
 pub mod scripted;
 
 pub use agent::{
-    Agent, AgentBuilder, Interaction, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, REPLAN_HINT,
+    Agent, AgentBuilder, DEFAULT_MAX_RESULT_BYTES, Interaction, PLAN_ONLY_INSTRUCTIONS,
+    PLANNING_INSTRUCTIONS, REPLAN_HINT,
 };
 pub use answer::{ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool, answer_example};
 pub use error::AgentError;

@@ -823,3 +823,45 @@ fn assert_answer_forced_on_fourth_turn(model: &ScriptedModel) {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_huge_result_is_cut_before_it_reaches_the_model() {
+    // 200,000 characters from the demo tools: "x" doubled by concat in a plan, and echoed directly.
+    let mut steps = vec![json!({"id": "d0", "tool": "echo", "arguments": {"text": "x"}})];
+    for i in 1..=17 {
+        let prev = format!("$ref:d{}", i - 1);
+        steps.push(
+            json!({"id": format!("d{i}"), "tool": "concat", "arguments": {"a": prev, "b": prev}}),
+        );
+    }
+    let plan = json!({"steps": steps, "output_steps": ["d17"]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[
+            ("execute_tool_plan", plan),
+            ("echo", json!({"text": "y".repeat(200_000)})),
+        ]),
+        ScriptedModel::answer("done"),
+    ]));
+    let agent = Agent::builder("test")
+        .model(Arc::clone(&model) as Arc<_>)
+        .tools(demo::tools())
+        .tool_planning(true)
+        .max_result_bytes(10_000)
+        .build()
+        .unwrap();
+    let out = agent.interact("Make something big").await.unwrap();
+    let results = tool_messages(&out.messages);
+    assert_eq!(results.len(), 2);
+    for r in &results {
+        assert!(r.content.len() < 10_300, "{} bytes", r.content.len());
+    }
+    assert!(
+        results[0].content.ends_with("… 121.1 KB more"),
+        "{}",
+        &results[0].content[results[0].content.len() - 40..]
+    );
+    assert!(results[1].content.ends_with("… 189.8 KB more"));
+    // What the model read the next turn is the cut text.
+    let second = &model.requests()[1];
+    assert!(second.messages.iter().all(|m| m.content.len() < 10_300));
+}

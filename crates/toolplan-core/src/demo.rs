@@ -245,17 +245,70 @@ impl Tool for Calculator {
         "Evaluates an arithmetic expression (+ - * / ^, parentheses, sqrt, abs, sin, cos, ln, exp …) and returns the number."
     }
     fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"expression": {"type": "string", "description": "For example \"(18 + 12) / 2\"."}},
+        json!({"type": "object", "properties": {"expression": {"type": "string", "maxLength": MAX_EXPRESSION_CHARS,
+                 "description": "For example \"(18 + 12) / 2\"."}},
                "required": ["expression"], "additionalProperties": false})
     }
     async fn call(&self, args: Value, _ctx: ToolContext) -> ToolResult {
         let expression = args["expression"].as_str().unwrap_or_default();
-        let value = exmex::eval_str::<f64>(expression)
-            .map_err(|e| ToolError::failed(format!("cannot evaluate {expression:?}: {e}")))?;
-        number(value).ok_or_else(|| {
-            ToolError::failed(format!("{expression:?} has no finite result ({value})"))
-        })
+        check_expression(expression)?;
+        if expression.len() <= INLINE_EXPRESSION_BYTES {
+            return evaluate(expression);
+        }
+        // Parsing a long expression takes real CPU time: off the runtime's threads, so that the
+        // step timeout and the plan deadline can abandon it.
+        let owned = expression.to_owned();
+        tokio::task::spawn_blocking(move || evaluate(&owned))
+            .await
+            .map_err(|e| ToolError::failed(format!("the calculator stopped: {e}")))?
     }
+}
+
+/// Longest expression the calculator takes, in characters (its schema's `maxLength`).
+pub const MAX_EXPRESSION_CHARS: usize = 10_000;
+/// Deepest nesting of parentheses the calculator takes (the parser recurses into each level).
+pub const MAX_EXPRESSION_NESTING: usize = 64;
+/// Expressions up to this many bytes are evaluated on the spot (microseconds); longer ones on a
+/// blocking thread.
+const INLINE_EXPRESSION_BYTES: usize = 256;
+
+/// The calculator's own checks, also for callers that skip the schema.
+fn check_expression(expression: &str) -> Result<(), ToolError> {
+    let chars = expression.chars().count();
+    if chars > MAX_EXPRESSION_CHARS {
+        return Err(ToolError::invalid(format!(
+            "the expression is {chars} characters, more than the limit of {MAX_EXPRESSION_CHARS}"
+        )));
+    }
+    let mut depth = 0usize;
+    for c in expression.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                if depth > MAX_EXPRESSION_NESTING {
+                    return Err(ToolError::invalid(format!(
+                        "the expression nests parentheses deeper than the limit of {MAX_EXPRESSION_NESTING}"
+                    )));
+                }
+            }
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn evaluate(expression: &str) -> ToolResult {
+    let value = exmex::eval_str::<f64>(expression).map_err(|e| {
+        let mut shown = format!("{expression:?}");
+        crate::limits::truncate_string(&mut shown, 200);
+        ToolError::failed(format!("cannot evaluate {shown}: {e}"))
+    })?;
+    number(value).ok_or_else(|| {
+        let mut shown = format!("{expression:?}");
+        crate::limits::truncate_string(&mut shown, 200);
+        ToolError::failed(format!("{shown} has no finite result ({value})"))
+    })
 }
 
 /// A finite number as JSON, whole numbers as integers; `None` for NaN and infinities.

@@ -6,6 +6,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::limits::truncate_text;
+
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -168,7 +170,15 @@ impl PlanRun {
 
     /// The text that goes back to an LLM: the output steps' results, then every failed or skipped step
     /// with its reason. Intermediate results are left out: they never enter the model's context.
+    /// Whole: for a model's context, [`summary_within`](Self::summary_within).
     pub fn summary(&self) -> String {
+        self.summary_within(usize::MAX)
+    }
+
+    /// [`summary`](Self::summary) for a context of limited size: the results and errors share
+    /// `max_bytes` (each gets an equal share, at least 1 KB; a longer one is cut, with a note of how
+    /// much was left out), so one huge result cannot push the others, or the errors, out.
+    pub fn summary_within(&self, max_bytes: usize) -> String {
         let total = self.steps.len();
         let failed = self.count(StepStatus::Failed);
         let skipped = self.count(StepStatus::Skipped);
@@ -187,6 +197,7 @@ impl PlanRun {
             ),
         };
         let outputs = self.outputs_map();
+        let share = (max_bytes / (outputs.len() + failed + skipped).max(1)).max(1000);
         if !outputs.is_empty() {
             text.push_str("\nResults:");
             for (id, v) in &outputs {
@@ -194,8 +205,8 @@ impl PlanRun {
                 text.push_str(id);
                 text.push_str(": ");
                 match v {
-                    Value::String(s) => text.push_str(s),
-                    other => text.push_str(&other.to_string()),
+                    Value::String(s) => text.push_str(&truncate_text(s, share)),
+                    other => text.push_str(&truncate_text(&other.to_string(), share)),
                 }
             }
         }
@@ -206,7 +217,7 @@ impl PlanRun {
                     "\n- {} ({}): {}",
                     s.id,
                     s.status.as_str(),
-                    s.error.as_deref().unwrap_or("")
+                    truncate_text(s.error.as_deref().unwrap_or(""), share)
                 ));
             }
         }

@@ -30,10 +30,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ToolError, format_duration};
-use crate::limits::json_size;
+use crate::limits::{drop_deep, json_size, truncate_string, value_depth};
 use crate::plan::Plan;
 use crate::run::{PlanRun, RunOutcome, StepRecord, StepStatus};
-use crate::tool::{RegisteredTool, ToolContext, ToolRegistry, ToolResult};
+use crate::template::Budget;
+use crate::tool::{RegisteredTool, ToolContext, ToolRegistry};
 
 /// When a step may start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,6 +61,20 @@ pub struct RunConfig {
     pub schedule: Schedule,
     /// Largest output of one step, in bytes of JSON text; a larger output fails its step.
     pub max_output_bytes: usize,
+    /// Most bytes that the references of one step's arguments may insert, all together; past it the
+    /// step fails before anything is copied (one output referenced thousands of times cannot fill
+    /// memory).
+    pub max_resolved_argument_bytes: usize,
+    /// Most bytes of outputs that a run holds at once (outputs that later steps still read, and
+    /// output steps' results); a step whose output would go past it fails.
+    pub max_kept_output_bytes: usize,
+    /// Deepest nesting of arrays and objects in a step's output and in its arguments once references
+    /// are resolved; deeper fails the step. Bounds every recursive walk over values (copying,
+    /// schema checks, serialisation, dropping).
+    pub max_value_depth: usize,
+    /// Longest error message kept for one step, in bytes; longer ones are cut, with a note of how
+    /// much was left out.
+    pub max_error_bytes: usize,
 }
 
 impl Default for RunConfig {
@@ -70,7 +85,11 @@ impl Default for RunConfig {
             step_timeout: Some(Duration::from_secs(300)),
             deadline: None,
             schedule: Schedule::Dependency,
-            max_output_bytes: 16 * 1024 * 1024,
+            max_output_bytes: crate::limits::DEFAULT_MAX_OUTPUT_BYTES,
+            max_resolved_argument_bytes: crate::limits::DEFAULT_MAX_RESOLVED_ARGUMENT_BYTES,
+            max_kept_output_bytes: crate::limits::DEFAULT_MAX_KEPT_OUTPUT_BYTES,
+            max_value_depth: crate::limits::DEFAULT_MAX_VALUE_DEPTH,
+            max_error_bytes: crate::limits::DEFAULT_MAX_ERROR_BYTES,
         }
     }
 }
@@ -167,6 +186,8 @@ struct Slot {
     is_output: bool,
     status: StepStatus,
     output: Option<Value>,
+    /// The size of `output` in bytes of JSON text, counted in the run's kept bytes while it is held.
+    size: usize,
     error: Option<String>,
     /// Why references of the step's arguments found no value (inserted as `null`), added to its
     /// error if it fails.
@@ -191,7 +212,9 @@ struct Driver<'p> {
     done: usize,
     wave_left: Vec<usize>,
     current_wave: usize,
-    tasks: JoinSet<(usize, ToolResult)>,
+    tasks: JoinSet<(usize, CallResult)>,
+    /// Bytes of the outputs held in `slots` now.
+    kept: usize,
     inline_budget: usize,
     outcome: RunOutcome,
 }
@@ -226,6 +249,7 @@ impl<'p> Driver<'p> {
                 is_output: false,
                 status: StepStatus::Skipped,
                 output: None,
+                size: 0,
                 error: None,
                 note: None,
                 started: None,
@@ -253,6 +277,7 @@ impl<'p> Driver<'p> {
             wave_left: plan.waves().iter().map(Vec::len).collect(),
             current_wave: 0,
             tasks: JoinSet::new(),
+            kept: 0,
             inline_budget: INLINE_BUDGET,
             outcome: RunOutcome::Completed,
         }
@@ -399,17 +424,21 @@ impl<'p> Driver<'p> {
         let step = &self.plan.steps()[i];
         let slots = &self.slots;
         let output = |slot: usize| slots.get(slot).and_then(|s| s.output.as_ref());
-        let rendered = step.arguments.render_noting_missing(&output);
+        let budget = Budget {
+            max_bytes: self.config.max_resolved_argument_bytes,
+            max_depth: self.config.max_value_depth,
+        };
+        let rendered = step.arguments.render_within(&output, &budget);
         // Why a reference found nothing, worked out only when one did (for the error if the step
         // then fails), while the outputs it read are still here.
-        let note = match rendered {
-            Ok((_, true)) => step.arguments.missing_note(&output),
+        let note = match &rendered {
+            Ok(r) if r.missing => step.arguments.missing_note(&output),
             _ => None,
         };
         self.slots[i].note = note;
         self.release_inputs(i);
         let arguments = match rendered {
-            Ok((a, _)) => a,
+            Ok(r) => r.value,
             Err(e) => return self.decide(i, StepStatus::Failed, None, Some(e.to_string())),
         };
         let Some(registered) = self.tools.get(&step.tool) else {
@@ -430,6 +459,7 @@ impl<'p> Driver<'p> {
             },
             timeout: self.config.step_timeout,
             max_output_bytes: self.config.max_output_bytes,
+            max_depth: self.config.max_value_depth,
         };
         let at = self.now();
         let slot = &mut self.slots[i];
@@ -465,13 +495,13 @@ impl<'p> Driver<'p> {
         for &d in &self.plan.steps()[i].deps {
             let slot = &mut self.slots[d];
             slot.consumers = slot.consumers.saturating_sub(1);
-            if slot.consumers == 0 && !slot.is_output {
-                slot.output = None;
+            if slot.consumers == 0 && !slot.is_output && slot.output.take().is_some() {
+                self.kept -= slot.size;
             }
         }
     }
 
-    fn complete(&mut self, i: usize, result: ToolResult) {
+    fn complete(&mut self, i: usize, result: CallResult) {
         let tool = self.plan.steps()[i].tool.as_str();
         self.running -= 1;
         if let Some(n) = self.tool_running.get_mut(tool) {
@@ -484,7 +514,19 @@ impl<'p> Driver<'p> {
         }
         let note = self.slots[i].note.take();
         match result {
-            Ok(output) => self.decide(i, StepStatus::Ok, Some(output), None),
+            Ok((output, size)) => {
+                let slot = &mut self.slots[i];
+                let kept = slot.is_output || slot.consumers > 0;
+                if kept && self.kept.saturating_add(size) > self.config.max_kept_output_bytes {
+                    let error = format!(
+                        "the output ({size} bytes) would take the outputs this run holds ({} bytes) past the limit of {} bytes (max_kept_output_bytes)",
+                        self.kept, self.config.max_kept_output_bytes
+                    );
+                    return self.decide(i, StepStatus::Failed, None, Some(error));
+                }
+                slot.size = size;
+                self.decide(i, StepStatus::Ok, Some(output), None)
+            }
             Err(e) => {
                 let error = match note {
                     Some(note) => format!("{} ({note})", e.to_string().trim_end()),
@@ -512,7 +554,10 @@ impl<'p> Driver<'p> {
             slot.status = status;
             slot.finished = at;
             let keep = status == StepStatus::Ok && (slot.is_output || slot.consumers > 0);
-            slot.error = error;
+            slot.error = error.map(|mut e| {
+                truncate_string(&mut e, self.config.max_error_bytes);
+                e
+            });
             self.done += 1;
             if status == StepStatus::Skipped {
                 self.release_inputs(i);
@@ -520,6 +565,7 @@ impl<'p> Driver<'p> {
             // The observer sees the output even when no one keeps it.
             self.notify_finished(i, output.as_ref());
             if keep {
+                self.kept += self.slots[i].size;
                 self.slots[i].output = output;
             }
 
@@ -641,6 +687,9 @@ impl<'p> Driver<'p> {
     }
 }
 
+/// What a call gives the driver: the output and its size in bytes of JSON text, or the error.
+type CallResult = Result<(Value, usize), ToolError>;
+
 /// One tool call, with everything it needs to run on its own task.
 struct Call {
     registered: Arc<RegisteredTool>,
@@ -649,10 +698,11 @@ struct Call {
     ctx: ToolContext,
     timeout: Option<Duration>,
     max_output_bytes: usize,
+    max_depth: usize,
 }
 
 impl Call {
-    async fn run(self) -> ToolResult {
+    async fn run(self) -> CallResult {
         let Call {
             registered,
             check,
@@ -660,6 +710,7 @@ impl Call {
             ctx,
             timeout,
             max_output_bytes,
+            max_depth,
         } = self;
         if check {
             registered.check_arguments(&arguments).map_err(|detail| {
@@ -683,13 +734,21 @@ impl Call {
         };
         let output =
             caught.map_err(|payload| ToolError::Panicked(panic_message(payload.as_ref())))??;
+        // Depth first: measuring the size walks the value recursively.
+        if value_depth(&output, max_depth).is_none() {
+            let error = ToolError::Failed(format!(
+                "the output nests deeper than the limit of {max_depth} levels (max_value_depth)"
+            ));
+            drop_deep(output);
+            return Err(error);
+        }
         let size = json_size(&output);
         if size > max_output_bytes {
             return Err(ToolError::Failed(format!(
-                "the output is {size} bytes, more than the limit of {max_output_bytes} bytes"
+                "the output is {size} bytes, more than the limit of {max_output_bytes} bytes (max_output_bytes)"
             )));
         }
-        Ok(output)
+        Ok((output, size))
     }
 }
 

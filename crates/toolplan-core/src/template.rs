@@ -139,37 +139,53 @@ impl Template {
         (!notes.is_empty()).then(|| notes.join("; "))
     }
 
-    /// Substitutes every reference. `output(slot)` gives the output of the step at that slot; it is
-    /// only asked for slots that this template references.
+    /// Substitutes every reference, within the default [`Budget`]. `output(slot)` gives the output of
+    /// the step at that slot; it is only asked for slots that this template references.
     pub fn render<'o>(
         &self,
         output: &impl Fn(usize) -> Option<&'o Value>,
-    ) -> Result<Value, PathError> {
-        self.render_into(output, &mut false)
+    ) -> Result<Value, RenderError> {
+        self.render_within(output, &Budget::default())
+            .map(|r| r.value)
     }
 
-    /// [`render`](Self::render), and whether some reference found no value (and was inserted as
-    /// `null`): then [`missing_note`](Self::missing_note) says why.
-    pub fn render_noting_missing<'o>(
+    /// Substitutes every reference, and says whether some reference found no value (and was
+    /// inserted as `null`): then [`missing_note`](Self::missing_note) says why. The result stays
+    /// within `budget`: the bytes that references insert (counted before anything is copied, so a
+    /// value referenced thousands of times fails at once instead of filling memory) and how deeply
+    /// an inserted value ends up nested.
+    pub fn render_within<'o>(
         &self,
         output: &impl Fn(usize) -> Option<&'o Value>,
-    ) -> Result<(Value, bool), PathError> {
-        let mut missing = false;
-        let value = self.render_into(output, &mut missing)?;
-        Ok((value, missing))
+        budget: &Budget,
+    ) -> Result<Rendered, RenderError> {
+        let mut state = RenderState {
+            budget,
+            inserted: 0,
+            missing: false,
+        };
+        let value = self.render_into(output, &mut state, 0)?;
+        Ok(Rendered {
+            value,
+            missing: state.missing,
+        })
     }
 
     fn render_into<'o>(
         &self,
         output: &impl Fn(usize) -> Option<&'o Value>,
-        missing: &mut bool,
-    ) -> Result<Value, PathError> {
+        state: &mut RenderState<'_>,
+        level: usize,
+    ) -> Result<Value, RenderError> {
         Ok(match self {
             Template::Literal(v) => v.clone(),
             Template::Ref(r) => match lookup(r, output)? {
-                Some(v) => v.clone(),
+                Some(v) => {
+                    state.admit(r, v, level)?;
+                    v.clone()
+                }
                 None => {
-                    *missing = true;
+                    state.missing = true;
                     Value::Null
                 }
             },
@@ -179,9 +195,13 @@ impl Template {
                     match piece {
                         Piece::Text(t) => text.push_str(t),
                         Piece::Ref(r) => match lookup(r, output)? {
-                            Some(v) => reference::value_as_text(v, &mut text),
+                            Some(v) => {
+                                // Text is flat: only its bytes count.
+                                state.admit(r, v, 0)?;
+                                reference::value_as_text(v, &mut text);
+                            }
                             None => {
-                                *missing = true;
+                                state.missing = true;
                                 text.push_str("null");
                             }
                         },
@@ -192,17 +212,105 @@ impl Template {
             Template::Array(items) => Value::Array(
                 items
                     .iter()
-                    .map(|t| t.render_into(output, missing))
+                    .map(|t| t.render_into(output, state, level + 1))
                     .collect::<Result<Vec<_>, _>>()?,
             ),
             Template::Object(fields) => {
                 let mut map = Map::with_capacity(fields.len());
                 for (k, t) in fields {
-                    map.insert(k.clone(), t.render_into(output, missing)?);
+                    map.insert(k.clone(), t.render_into(output, state, level + 1)?);
                 }
                 Value::Object(map)
             }
         })
+    }
+}
+
+/// Bounds on what references may insert into one step's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Most bytes (of compact JSON text) that the references of one step's arguments may insert,
+    /// all references together.
+    pub max_bytes: usize,
+    /// Deepest nesting of arrays and objects that an inserted value may reach, counted from the
+    /// root of the arguments.
+    pub max_depth: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            max_bytes: crate::limits::DEFAULT_MAX_RESOLVED_ARGUMENT_BYTES,
+            max_depth: crate::limits::DEFAULT_MAX_VALUE_DEPTH,
+        }
+    }
+}
+
+/// Rendered arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// The arguments with every reference substituted.
+    pub value: Value,
+    /// Whether some reference found no value and was inserted as `null`.
+    pub missing: bool,
+}
+
+/// Why a step's arguments could not be rendered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RenderError {
+    /// A reference's path cannot be followed.
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// The references insert more bytes than the budget allows.
+    #[error(
+        "the arguments with their references resolved exceed the limit of {limit} bytes (max_resolved_argument_bytes) at '{reference}'"
+    )]
+    TooLarge {
+        /// The reference at which the budget ran out.
+        reference: String,
+        /// The budget, in bytes.
+        limit: usize,
+    },
+    /// An inserted value would be nested deeper than the budget allows.
+    #[error(
+        "the arguments with their references resolved nest deeper than the limit of {limit} levels (max_value_depth) at '{reference}'"
+    )]
+    TooDeep {
+        /// The reference whose value is too deep where it lands.
+        reference: String,
+        /// The budget, in levels of arrays and objects.
+        limit: usize,
+    },
+}
+
+struct RenderState<'b> {
+    budget: &'b Budget,
+    inserted: usize,
+    missing: bool,
+}
+
+impl RenderState<'_> {
+    /// Counts a value that `r` is about to insert at `level`, before it is copied.
+    fn admit(&mut self, r: &Reference, v: &Value, level: usize) -> Result<(), RenderError> {
+        let room = self.budget.max_depth.saturating_sub(level);
+        if level > self.budget.max_depth || crate::limits::value_depth(v, room).is_none() {
+            return Err(RenderError::TooDeep {
+                reference: r.to_string(),
+                limit: self.budget.max_depth,
+            });
+        }
+        let left = self.budget.max_bytes.saturating_sub(self.inserted);
+        match crate::limits::json_size_within(v, left) {
+            Some(n) => {
+                self.inserted += n;
+                Ok(())
+            }
+            None => Err(RenderError::TooLarge {
+                reference: r.to_string(),
+                limit: self.budget.max_bytes,
+            }),
+        }
     }
 }
 
@@ -229,7 +337,7 @@ mod tests {
         t
     }
 
-    fn render_with(t: &Template, outputs: &[Value]) -> Result<Value, PathError> {
+    fn render_with(t: &Template, outputs: &[Value]) -> Result<Value, RenderError> {
         t.render(&|slot| outputs.get(slot))
     }
 

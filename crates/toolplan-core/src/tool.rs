@@ -65,6 +65,9 @@ pub fn output_from_text(text: impl Into<String>) -> Value {
     Value::String(text)
 }
 
+/// Values longer than this (bytes of JSON text) are not quoted in schema errors.
+const SHOWN_VALUE_BYTES: usize = 200;
+
 /// A registered tool with what the registry derived from it once: its schema and compiled validator.
 pub struct RegisteredTool {
     tool: Arc<dyn Tool>,
@@ -94,10 +97,20 @@ impl RegisteredTool {
             .iter_errors(arguments)
             .map(|e| {
                 let path = e.instance_path().to_string();
+                // A short value helps whoever wrote it (`5 is not of type "string"`); a long one
+                // (a whole document passed by reference) would only bury the reason.
+                let text = match crate::limits::json_size_within(e.instance(), SHOWN_VALUE_BYTES) {
+                    Some(_) => e.to_string(),
+                    None => {
+                        let size =
+                            crate::limits::human_bytes(crate::limits::json_size(e.instance()));
+                        e.masked_with(format!("the value ({size})")).to_string()
+                    }
+                };
                 if path.is_empty() {
-                    e.to_string()
+                    text
                 } else {
-                    format!("{path}: {e}")
+                    format!("{path}: {text}")
                 }
             })
             .collect();

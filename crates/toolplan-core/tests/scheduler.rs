@@ -977,7 +977,9 @@ async fn an_output_over_max_output_bytes_fails_its_step() {
         status_and_error(&run, "big"),
         (
             StepStatus::Failed,
-            Some("the output is 32 bytes, more than the limit of 20 bytes".into())
+            Some(
+                "the output is 32 bytes, more than the limit of 20 bytes (max_output_bytes)".into()
+            )
         )
     );
     assert_eq!(run.output("edge"), Some(&json!("x".repeat(18))));

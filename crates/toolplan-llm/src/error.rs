@@ -32,6 +32,16 @@ pub enum LlmError {
         /// What was wrong with it.
         message: String,
     },
+    /// The response body is larger than [`crate::CallPolicy::max_response_bytes`].
+    #[error(
+        "{provider}: the response is larger than the limit of {limit} bytes (max_response_bytes)"
+    )]
+    TooLarge {
+        /// The provider.
+        provider: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The call took longer than its timeout.
     #[error("the model call timed out after {0:?}")]
     Timeout(Duration),

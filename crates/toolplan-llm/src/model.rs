@@ -34,6 +34,9 @@ pub struct CallPolicy {
     pub initial_backoff: Duration,
     /// Longest wait between attempts.
     pub max_backoff: Duration,
+    /// Largest response body read from an HTTP provider, in bytes (default 16 MiB); a longer one
+    /// fails the call instead of filling memory.
+    pub max_response_bytes: usize,
 }
 
 impl Default for CallPolicy {
@@ -43,6 +46,7 @@ impl Default for CallPolicy {
             max_retries: 3,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(20),
+            max_response_bytes: 16 * 1024 * 1024,
         }
     }
 }

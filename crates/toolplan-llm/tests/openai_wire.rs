@@ -229,6 +229,11 @@ async fn does_not_retry_400() {
 }
 
 #[tokio::test]
+async fn an_endless_body_fails_at_the_size_limit() {
+    common::check_endless_body(make, "openai").await;
+}
+
+#[tokio::test]
 async fn hung_server_times_out() {
     common::check_timeout(make).await;
 }

@@ -316,7 +316,12 @@ impl ChatModel for AnthropicModel {
                 if let Some(key) = &self.config.api_key {
                     http_request = http_request.header("x-api-key", key);
                 }
-                let answer = http::send(&self.label, http_request).await?;
+                let answer = http::send(
+                    &self.label,
+                    http_request,
+                    self.config.policy.max_response_bytes,
+                )
+                .await?;
                 parse_response(&self.label, &answer)
             })
             .await

@@ -458,7 +458,12 @@ impl ChatModel for BedrockModel {
                 for (name, value) in self.signature_headers(&body, SystemTime::now())? {
                     http_request = http_request.header(name, value);
                 }
-                let answer = http::send(&self.label, http_request).await?;
+                let answer = http::send(
+                    &self.label,
+                    http_request,
+                    self.config.policy.max_response_bytes,
+                )
+                .await?;
                 parse_response(&self.label, &answer)
             })
             .await

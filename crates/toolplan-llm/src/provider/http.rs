@@ -32,17 +32,32 @@ pub(crate) fn client(provider: &str) -> Result<reqwest::Client, LlmError> {
 
 /// Sends a request and returns the body of a successful answer. Connection failures become
 /// [`LlmError::Transport`], error statuses [`LlmError::Http`] with the (shortened) body.
+/// The body is read up to `max_bytes` ([`crate::CallPolicy::max_response_bytes`]): a longer one is
+/// [`LlmError::TooLarge`] (an error body is cut at that size instead).
 pub(crate) async fn send(
     provider: &str,
     request: reqwest::RequestBuilder,
+    max_bytes: usize,
 ) -> Result<Vec<u8>, LlmError> {
     let transport = |e: reqwest::Error| LlmError::Transport {
         provider: provider.to_owned(),
         message: chain(&e),
     };
-    let response = request.send().await.map_err(transport)?;
+    let mut response = request.send().await.map_err(transport)?;
     let status = response.status();
-    let body = response.bytes().await.map_err(transport)?;
+    let mut body: Vec<u8> = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(transport)? {
+        if body.len().saturating_add(chunk.len()) > max_bytes {
+            if !status.is_success() {
+                break;
+            }
+            return Err(LlmError::TooLarge {
+                provider: provider.to_owned(),
+                limit: max_bytes,
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
     if !status.is_success() {
         return Err(LlmError::Http {
             provider: provider.to_owned(),
@@ -50,7 +65,7 @@ pub(crate) async fn send(
             body: shorten(&String::from_utf8_lossy(&body), MAX_ERROR_BODY),
         });
     }
-    Ok(body.to_vec())
+    Ok(body)
 }
 
 /// Decodes a JSON answer into the provider's response type.

@@ -372,7 +372,12 @@ impl ChatModel for OpenAiModel {
                 if let Some(key) = &self.config.api_key {
                     http_request = http_request.bearer_auth(key);
                 }
-                let answer = http::send(&self.label, http_request).await?;
+                let answer = http::send(
+                    &self.label,
+                    http_request,
+                    self.config.policy.max_response_bytes,
+                )
+                .await?;
                 parse_response(&self.label, &answer)
             })
             .await

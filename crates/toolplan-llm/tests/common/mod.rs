@@ -56,6 +56,8 @@ pub enum Reply {
     Raw(u16, &'static str),
     /// No answer for a minute (longer than any test's timeout).
     Hang,
+    /// Status 200 and a body that never ends (64 KiB chunks of spaces, as fast as they are read).
+    Endless,
 }
 
 struct Script {
@@ -126,6 +128,18 @@ async fn handle(State(script): State<Arc<Script>>, request: Request) -> Response
             tokio::time::sleep(Duration::from_secs(60)).await;
             response(200, "{}".into(), "application/json")
         }
+        Some(Reply::Endless) => {
+            let chunk = axum::body::Bytes::from(vec![b' '; 64 * 1024]);
+            let chunks = futures::stream::repeat_with(move || {
+                Ok::<_, std::convert::Infallible>(chunk.clone())
+            });
+            (
+                StatusCode::OK,
+                [("content-type", "application/json")],
+                Body::from_stream(chunks),
+            )
+                .into_response()
+        }
         None => response(599, "no scripted reply left".into(), "text/plain"),
     }
 }
@@ -149,6 +163,7 @@ pub fn fast_policy(max_retries: u32) -> CallPolicy {
         max_retries,
         initial_backoff: Duration::from_millis(10),
         max_backoff: Duration::from_millis(50),
+        ..CallPolicy::default()
     }
 }
 
@@ -227,6 +242,32 @@ pub async fn check_timeout(make: MakeModel) {
         .unwrap_err();
     assert_eq!(e, LlmError::Timeout(Duration::from_millis(300)));
     assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+/// A body that never ends is read up to `max_response_bytes`, then the call fails (without a retry)
+/// instead of filling memory until the timeout.
+pub async fn check_endless_body(make: MakeModel, provider: &str) {
+    let server = MockServer::start(vec![Reply::Endless, Reply::Endless]).await;
+    let policy = CallPolicy {
+        timeout: Duration::from_secs(15),
+        max_response_bytes: 1 << 20,
+        ..fast_policy(1)
+    };
+    let model = make(&server.base, policy);
+    let start = Instant::now();
+    let e = bounded(model.chat(&simple_request(), &CancellationToken::new()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, LlmError::TooLarge { provider: p, limit: 1_048_576 } if p.starts_with(provider)),
+        "{e:?}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a response too large is not retried"
+    );
 }
 
 /// Cancelling a call in flight ends it at once with `Cancelled`.
