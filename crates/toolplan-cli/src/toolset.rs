@@ -54,7 +54,13 @@ pub async fn with_mcp(
     // A toolplan.toml found in the current directory starts nothing without the user's opt-in.
     config.check_mcp_trusted()?;
     let taken: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
-    let (servers, mcp) = toolplan_mcp::connect_all(&config.mcp_servers, &taken).await?;
+    // The servers run in process groups of their own, which a signal to toolplan does not reach.
+    crate::cmd::mcp::kill_children_on_termination();
+    let (servers, mcp) = tokio::select! {
+        connected = toolplan_mcp::connect_all(&config.mcp_servers, &taken) => connected?,
+        // Dropping what started kills it.
+        _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted while the MCP servers were starting"),
+    };
     for skipped in servers.iter().flat_map(|s| s.skipped_tools()) {
         eprintln!("warning: {skipped}");
     }

@@ -505,11 +505,16 @@ fn wait_gone(pid: u32, what: &str) {
 
 /// A server command that starts a grandchild (`sleep 300`) and writes both pids to `dir`.
 fn spawning_server(dir: &Path) -> String {
+    slow_spawning_server(dir, 0)
+}
+
+/// [`spawning_server`] that waits `delay` seconds before it serves.
+fn slow_spawning_server(dir: &Path, delay: u32) -> String {
     let script = dir.join("server.sh");
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nsleep 300 &\necho $! > {dir}/grandchild.pid\necho $$ > {dir}/child.pid\nexec {} {}\n",
+            "#!/bin/sh\nsleep 300 &\necho $! > {dir}/grandchild.pid\necho $$ > {dir}/child.pid\nsleep {delay}\nexec {} {}\n",
             python().display(),
             fake_server(),
             dir = dir.display()
@@ -544,22 +549,44 @@ fn signal(pid: u32, sig: &str) {
     assert!(status.success());
 }
 
+/// Both processes of [`spawning_server`] in `dir` are gone.
+fn server_gone(dir: &Path) {
+    let (server, grandchild) = pids(dir);
+    wait_gone(server, "the server");
+    wait_gone(grandchild, "what the server started");
+}
+
+/// `toolplan run` of `plan` over a server that waits `delay` s before serving, sent `sig` once the
+/// server runs; then neither the server nor what it started may be left.
+fn signalled_run(plan: &Value, delay: u32, sig: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        "",
+        &slow_spawning_server(dir.path(), delay),
+        &[],
+    );
+    let mut child = start_plan(&cfg, plan, &[]);
+    pids(dir.path());
+    std::thread::sleep(Duration::from_millis(500));
+    signal(child.id(), sig);
+    let _ = child.wait();
+    server_gone(dir.path());
+}
+
 #[test]
 fn no_server_process_outlives_toolplan_after_ctrl_c_or_an_error() {
-    // Ctrl-C during a plan.
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "", &spawning_server(dir.path()), &[]);
     let plan = json!({"steps": [
         {"id": "a", "tool": "add", "arguments": {"a": 1, "b": 2}},
         {"id": "s", "tool": "sleep", "arguments": {"ms": 20000}}]});
-    let mut child = start_plan(&cfg, &plan, &[]);
-    let (server, grandchild) = pids(dir.path());
-    std::thread::sleep(Duration::from_millis(500));
-    signal(child.id(), "-INT");
-    let _ = child.wait();
-    // Before: both lived on (the kill was left to a task the exiting runtime never ran).
-    wait_gone(server, "the server");
-    wait_gone(grandchild, "what the server started");
+    // Ctrl-C during a plan. Before: what the server started lived on (the kill was left to a task
+    // the exiting runtime never ran).
+    signalled_run(&plan, 0, "-INT");
+    // Ctrl-C or SIGTERM while the server starts, SIGTERM during a plan. Before: toolplan died and
+    // left them all (they are in a process group of their own, which the signal does not reach).
+    signalled_run(&plan, 30, "-INT");
+    signalled_run(&plan, 30, "-TERM");
+    signalled_run(&plan, 0, "-TERM");
 
     // A second server that fails to start (a second in): toolplan exits with an error, and the
     // first, started meanwhile, is stopped.
@@ -568,21 +595,15 @@ fn no_server_process_outlives_toolplan_after_ctrl_c_or_an_error() {
     let text = std::fs::read_to_string(&cfg).unwrap()
         + "[[mcp_servers]]\nname = \"failing\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"sleep 1; exit 3\"]\n";
     std::fs::write(&cfg, text).unwrap();
-    let out = run_plan(
-        &cfg,
-        &json!({"steps": [{"id": "a", "tool": "add", "arguments": {"a": 1, "b": 2}}]}),
-        &[],
-    );
+    let out = run_plan(&cfg, &plan, &[]);
     assert!(!out.status.success());
-    let (server, grandchild) = pids(dir.path());
-    wait_gone(server, "the server");
-    wait_gone(grandchild, "what the server started");
+    server_gone(dir.path());
 
     // `toolplan mcp` stopped with SIGTERM.
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "", &spawning_server(dir.path()), &[]);
     let mut mcp = Stdio_::start(&["--tools", "demo", "--config", &cfg]);
-    let (server, grandchild) = pids(dir.path());
+    pids(dir.path());
     signal(mcp.child.id(), "-TERM");
     let until = Instant::now() + Duration::from_secs(10);
     while mcp.child.try_wait().unwrap().is_none() {
@@ -592,6 +613,5 @@ fn no_server_process_outlives_toolplan_after_ctrl_c_or_an_error() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    wait_gone(server, "the server");
-    wait_gone(grandchild, "what the server started");
+    server_gone(dir.path());
 }

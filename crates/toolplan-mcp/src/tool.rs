@@ -181,6 +181,20 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn tools_that_cannot_be_registered_are_found() {
+        let def = |name: &str, schema: Value| {
+            let Value::Object(schema) = schema else {
+                unreachable!("schemas here are objects")
+            };
+            McpToolDef::new(name.to_owned(), String::new(), Arc::new(schema))
+        };
+        assert_eq!(unusable(&def("add", json!({"type": "object"}))), None);
+        let bad = unusable(&def("broken", json!({"type": 12}))).unwrap_or_default();
+        assert!(bad.contains("input schema"), "{bad}");
+        assert!(unusable(&def("two words", json!({"type": "object"}))).is_some());
+    }
+
+    #[test]
     fn results_become_outputs() {
         let text = CallToolResult::success(vec![ContentBlock::text("Echo: hi")]);
         assert_eq!(output(text).ok(), Some(json!("Echo: hi")));

@@ -139,6 +139,31 @@ async fn serve(args: McpArgs, stop: CancellationToken) -> anyhow::Result<Outcome
     Ok(Outcome::Ok)
 }
 
+/// For every command that starts MCP servers: SIGTERM and SIGHUP kill them (and what they started)
+/// before toolplan exits as the signal asks (their own process groups do not get the signal).
+/// Installed once.
+pub fn kill_children_on_termination() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        #[cfg(unix)]
+        tokio::spawn(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut term), Ok(mut hangup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) else {
+                return;
+            };
+            let code = tokio::select! {
+                _ = term.recv() => 128 + 15,
+                _ = hangup.recv() => 128 + 1,
+            };
+            toolplan_mcp::client::kill_all_children();
+            std::process::exit(code);
+        });
+    });
+}
+
 /// A token cancelled by Ctrl-C, SIGTERM or SIGHUP. The MCP servers toolplan started are killed as
 /// toolplan exits.
 fn stop_on_signals() -> CancellationToken {
