@@ -431,6 +431,10 @@ pub struct McpArgs {
     /// loopback ones (repeatable); requests with any other `Origin` get HTTP 403.
     #[arg(long = "allow-origin", value_name = "URL", value_parser = parse_origin)]
     pub allow_origins: Vec<String>,
+    /// A plan whose HTTP client went away (closed the response stream) is cancelled when the
+    /// client does not come back to its session within this time (e.g. 10s, none).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_optional_duration)]
+    pub disconnect_grace: OptionalDuration,
 }
 
 fn parse_origin(s: &str) -> Result<String, String> {

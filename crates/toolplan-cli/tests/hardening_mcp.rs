@@ -382,10 +382,17 @@ fn only_loopback_or_allowed_origins_are_served() {
 }
 
 #[test]
-fn ending_a_session_cancels_the_plan_it_runs() {
+fn a_plan_whose_session_ends_or_client_goes_away_is_cancelled() {
     let dir = tempfile::tempdir().unwrap();
     let config = fake_config(dir.path(), &[]);
-    let server = HttpServer::start(&["--tools", "demo", "--config", &config]);
+    let server = HttpServer::start(&[
+        "--tools",
+        "demo",
+        "--config",
+        &config,
+        "--disconnect-grace",
+        "300ms",
+    ]);
     let plan = |file: &Path| {
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "execute_tool_plan", "arguments": {"steps": [
@@ -393,7 +400,8 @@ fn ending_a_session_cancels_the_plan_it_runs() {
                 {"id": "w", "tool": "write", "arguments": {"path": file, "text": "$ref:slow"}}]}}})
         .to_string()
     };
-    let call = |session: String, body: String| {
+    // The call; with `hang_up`, the client closes the connection once the response has begun.
+    let call = |session: String, body: String, hang_up: bool| {
         let hostport = server.hostport.clone();
         std::thread::spawn(move || {
             let mut stream = TcpStream::connect(&hostport).unwrap();
@@ -406,6 +414,11 @@ fn ending_a_session_cancels_the_plan_it_runs() {
             stream
                 .set_read_timeout(Some(Duration::from_secs(10)))
                 .unwrap();
+            if hang_up {
+                let mut first = [0u8; 64];
+                let _ = stream.read(&mut first);
+                return String::new();
+            }
             let mut out = Vec::new();
             let _ = stream.read_to_end(&mut out);
             String::from_utf8_lossy(&out).into_owned()
@@ -414,21 +427,30 @@ fn ending_a_session_cancels_the_plan_it_runs() {
 
     // Left alone, the plan writes its file.
     let done = dir.path().join("done.txt");
-    let answer = call(server.session(), plan(&done)).join().unwrap();
+    let answer = call(server.session(), plan(&done), false).join().unwrap();
     assert!(answer.contains("completed"), "{answer}");
     assert_eq!(std::fs::read_to_string(&done).unwrap(), "late");
 
     // Its session ended (HTTP DELETE) half a second in, it does not. Before, it ran on.
     let session = server.session();
     let cancelled = dir.path().join("cancelled.txt");
-    let pending = call(session.clone(), plan(&cancelled));
+    let pending = call(session.clone(), plan(&cancelled), false);
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(server.delete(&session), 202);
     let _ = pending.join();
+
+    // Its client gone (the connection closed, and nothing more from its session), it does not.
+    // Before, it ran on.
+    let gone = dir.path().join("gone.txt");
+    call(server.session(), plan(&gone), true).join().unwrap();
     std::thread::sleep(Duration::from_millis(3500));
     assert!(
         !cancelled.exists(),
         "the plan went on after its session ended"
+    );
+    assert!(
+        !gone.exists(),
+        "the plan went on after its client went away"
     );
 }
 

@@ -19,11 +19,12 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use http::StatusCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -48,6 +49,9 @@ use crate::error::McpError;
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
 /// Default time after which an HTTP session nobody used is ended.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(600);
+/// Default time a call whose client went away (its HTTP response stream closed before the result)
+/// goes on, waiting for the client to come back to its session, before it is cancelled.
+pub const DEFAULT_DISCONNECT_GRACE: Duration = Duration::from_secs(10);
 /// Largest request body the HTTP server reads (as the MCP SDK's own default), in bytes.
 const MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
 /// The HTTP header carrying a session's id.
@@ -66,6 +70,10 @@ pub struct HttpOptions {
     /// `:*`); a request whose `Origin` is neither gets HTTP 403. Requests without `Origin` (not
     /// from a browser page) are served.
     pub allowed_origins: Vec<String>,
+    /// A call whose client closed the response stream before the result is cancelled when no
+    /// request of its session came within this time (a client may reconnect and resume, so a
+    /// dropped connection alone is not a cancellation); `None`: never.
+    pub disconnect_grace: Option<Duration>,
 }
 
 impl Default for HttpOptions {
@@ -75,6 +83,7 @@ impl Default for HttpOptions {
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle: Some(DEFAULT_SESSION_IDLE),
             allowed_origins: Vec::new(),
+            disconnect_grace: Some(DEFAULT_DISCONNECT_GRACE),
         }
     }
 }
@@ -243,6 +252,8 @@ impl PlanServer {
             max: options.max_sessions,
             opening: tokio::sync::Mutex::new(()),
             running,
+            grace: options.disconnect_grace,
+            seen: Arc::new(StdMutex::new(HashMap::new())),
         });
         let mut app =
             axum::Router::new()
@@ -293,12 +304,20 @@ impl PlanServer {
         context: &RequestContext<RoleServer>,
     ) -> (CancellationToken, Option<RunningGuard>) {
         let cancel = context.ct.child_token();
-        let session = context
-            .extensions
-            .get::<http::request::Parts>()
+        let parts = context.extensions.get::<http::request::Parts>();
+        let session = parts
             .and_then(|p| p.headers.get(SESSION_HEADER))
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        if let Some(RequestGone(gone)) = parts.and_then(|p| p.extensions.get::<RequestGone>()) {
+            let (gone, run) = (gone.clone(), cancel.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = gone.cancelled() => run.cancel(),
+                    () = run.cancelled() => {}
+                }
+            });
+        }
         let guard = session.map(|s| self.running.register(s, cancel.clone()));
         (cancel, guard)
     }
@@ -406,6 +425,51 @@ struct SessionGuard {
     /// place.
     opening: tokio::sync::Mutex<()>,
     running: Arc<Running>,
+    grace: Option<Duration>,
+    /// When each session last sent a request.
+    seen: Arc<StdMutex<HashMap<String, Instant>>>,
+}
+
+/// Cancelled when the HTTP request a call came in is gone: its client closed the response stream
+/// and did not come back to its session within the grace time.
+#[derive(Clone)]
+struct RequestGone(CancellationToken);
+
+/// Lives as long as a POST's response stream: dropped before the stream ended, it cancels the
+/// request's calls unless the session sends another request within the grace time.
+struct StreamWatch {
+    gone: CancellationToken,
+    finished: bool,
+    session: String,
+    grace: Duration,
+    seen: Arc<StdMutex<HashMap<String, Instant>>>,
+}
+
+impl Drop for StreamWatch {
+    fn drop(&mut self) {
+        if self.finished {
+            // The result went out: nothing is left to cancel (this ends the link task).
+            self.gone.cancel();
+            return;
+        }
+        let (gone, session, grace) = (self.gone.clone(), self.session.clone(), self.grace);
+        let seen = Arc::clone(&self.seen);
+        let dropped = Instant::now();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(grace) => {}
+                () = gone.cancelled() => return,
+            }
+            let back = seen
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&session)
+                .is_some_and(|at| *at > dropped);
+            if !back {
+                gone.cancel();
+            }
+        });
+    }
 }
 
 impl SessionGuard {
@@ -415,15 +479,68 @@ impl SessionGuard {
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        if let Some(session) = &session {
+            self.saw(session).await;
+        }
         match (req.method().clone(), session) {
             (http::Method::DELETE, Some(session)) => {
                 let response = next.run(req).await;
                 self.running.cancel_session(&session);
+                self.seen
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&session);
                 response
             }
             (http::Method::POST, None) => self.open(req, next).await,
+            (http::Method::POST, Some(session)) if self.grace.is_some() => {
+                self.watch(req, next, session).await
+            }
             _ => next.run(req).await,
         }
+    }
+
+    /// Notes that `session` sent a request; forgets sessions that ended when there are many.
+    async fn saw(&self, session: &str) {
+        let crowded = {
+            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            seen.insert(session.to_owned(), Instant::now());
+            seen.len() > 2 * self.max + 16
+        };
+        if crowded {
+            let open = self.sessions.sessions.read().await;
+            self.seen
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|s, _| open.contains_key(s.as_str()));
+        }
+    }
+
+    /// A POST of a session: its calls are cancelled if its client goes away for good.
+    async fn watch(&self, mut req: Request, next: Next, session: String) -> Response {
+        let gone = CancellationToken::new();
+        req.extensions_mut().insert(RequestGone(gone.clone()));
+        let mut watch = StreamWatch {
+            gone: gone.clone(),
+            finished: false,
+            session,
+            grace: self.grace.unwrap_or(DEFAULT_DISCONNECT_GRACE),
+            seen: Arc::clone(&self.seen),
+        };
+        // Dropped before a response (the client went away early), the watch still acts.
+        let response = next.run(req).await;
+        let (parts, body) = response.into_parts();
+        let mut data = body.into_data_stream();
+        let stream = futures::stream::poll_fn(move |cx| {
+            // The whole watch moves into the stream (not only its flag), to drop with it.
+            let watch = &mut watch;
+            let polled = data.poll_next_unpin(cx);
+            if let std::task::Poll::Ready(None) = polled {
+                watch.finished = true;
+            }
+            polled
+        });
+        Response::from_parts(parts, axum::body::Body::from_stream(stream))
     }
 
     /// A POST without a session: an `initialize` opens one if there is room.

@@ -122,6 +122,7 @@ async fn serve(args: McpArgs, stop: CancellationToken) -> anyhow::Result<Outcome
                 max_sessions: args.max_sessions as usize,
                 session_idle: args.session_idle.0,
                 allowed_origins: args.allow_origins.clone(),
+                disconnect_grace: args.disconnect_grace.0,
             };
             let served = server.serve_http(addr, options, stop.clone(), |bound| {
                 eprintln!("toolplan MCP server on http://{bound}/mcp");
