@@ -424,7 +424,8 @@ pub struct McpArgs {
     /// Most HTTP sessions open at once; an `initialize` beyond them gets HTTP 503.
     #[arg(long, value_name = "N", default_value_t = toolplan_mcp::server::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sessions: u32,
-    /// An HTTP session without requests for this long is ended (e.g. 30s, 10m, none).
+    /// An HTTP session without requests (or messages of its running plans) for this long is ended,
+    /// with its plans; keep it longer than --deadline (e.g. 30s, 10m, none).
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_optional_duration)]
     pub session_idle: OptionalDuration,
     /// A browser origin (scheme://host[:port|:*]) whose pages may call the HTTP server besides

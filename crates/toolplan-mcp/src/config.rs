@@ -24,7 +24,9 @@ pub struct McpServerConfig {
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Extra environment variables; `${VAR}` in a value is taken from toolplan's environment.
+    /// Environment variables; `${VAR}` in a value is taken from toolplan's environment. A stdio
+    /// server gets these and [`crate::client::INHERITED_ENV`] (PATH, HOME, …) only, not the rest
+    /// of toolplan's environment: `OPENAI_API_KEY = "${OPENAI_API_KEY}"` passes one key on.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Its working directory.

@@ -12,8 +12,9 @@
 //! [`DEFAULT_MAX_SESSIONS`] sessions at once (a new one beyond that is refused with HTTP 503 and a
 //! JSON-RPC error), sessions idle for [`DEFAULT_SESSION_IDLE`] are ended, requests from a browser
 //! page (`Origin`) are served only for loopback origins and those allowed explicitly (403
-//! otherwise), the bearer token is compared in constant time, and a session ended with HTTP
-//! `DELETE` cancels the plans it is running.
+//! otherwise), the bearer token is compared in constant time, a session ended with HTTP `DELETE`
+//! cancels the plans it is running, and so does a client that closed a call's response stream and
+//! did not come back to its session within [`DEFAULT_DISCONNECT_GRACE`].
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -570,7 +571,7 @@ impl SessionGuard {
                 "error": {
                     "code": -32000,
                     "message": format!(
-                        "the server has {open} sessions open, its limit (toolplan mcp --max-sessions, default {DEFAULT_MAX_SESSIONS}); end one with HTTP DELETE, wait for idle ones to expire, or raise the limit"
+                        "toolplan MCP server: {open} sessions are open, the most it allows (toolplan mcp --max-sessions N raises it; default {DEFAULT_MAX_SESSIONS}); end a session with HTTP DELETE or wait until idle ones expire (--session-idle)"
                     ),
                 },
             });
