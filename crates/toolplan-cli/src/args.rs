@@ -421,6 +421,10 @@ pub struct McpArgs {
     /// [default: `[limits] deadline` of the configuration, else 5m].
     #[arg(long, value_name = "DURATION", value_parser = parse_optional_duration)]
     pub deadline: Option<OptionalDuration>,
+    /// Most tool calls (plans and direct calls, of all clients) running at once; a call beyond
+    /// them fails at once, saying so.
+    #[arg(long, value_name = "N", default_value_t = toolplan_mcp::server::DEFAULT_MAX_CALLS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_calls: u32,
     /// Most HTTP sessions open at once; an `initialize` beyond them gets HTTP 503.
     #[arg(long, value_name = "N", default_value_t = toolplan_mcp::server::DEFAULT_MAX_SESSIONS as u32, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sessions: u32,

@@ -181,6 +181,24 @@ fn direct_calls_are_checked_against_the_schema_and_bounded_by_the_step_timeout()
 }
 
 #[test]
+fn calls_beyond_the_most_running_at_once_are_refused() {
+    let mut server = Stdio_::start(&["--tools", "demo", "--expose-tools", "--max-calls", "1"]);
+    // Two calls at once: a slow one, then a quick one while it runs. Before: no limit, any
+    // number of plans ran at once.
+    let slow = json!({"steps": [{"id": "s", "tool": "sleep", "arguments": {"ms": 1500}}]});
+    server.send(&json!({"jsonrpc": "2.0", "id": 101, "method": "tools/call",
+        "params": {"name": "execute_tool_plan", "arguments": slow}}));
+    std::thread::sleep(Duration::from_millis(300));
+    let refused = server.call("echo", json!({"text": "hi"}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(text_of(&refused).contains("--max-calls"), "{refused}");
+    // Once it has finished, calls run again.
+    std::thread::sleep(Duration::from_millis(1600));
+    let ok = server.call("echo", json!({"text": "hi"}));
+    assert_eq!(text_of(&ok), "hi", "{ok}");
+}
+
+#[test]
 fn the_limits_of_the_configuration_apply_and_a_plan_has_a_deadline() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("toolplan.toml");

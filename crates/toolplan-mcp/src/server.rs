@@ -46,6 +46,8 @@ use toolplan_core::{Engine, ExecuteToolPlan, RunControl, StepStatus, Tool, ToolR
 
 use crate::error::McpError;
 
+/// Default most tool calls (plans and direct calls) running at once, over all clients.
+pub const DEFAULT_MAX_CALLS: usize = 32;
 /// Default most sessions an HTTP server keeps open at once.
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
 /// Default time after which an HTTP session nobody used is ended.
@@ -110,6 +112,9 @@ pub struct PlanServer {
     instructions: String,
     /// The calls running over HTTP, with their session, so that ending a session cancels them.
     running: Arc<Running>,
+    /// Places for calls running at once.
+    calls: Arc<tokio::sync::Semaphore>,
+    max_calls: usize,
 }
 
 /// Calls running in HTTP sessions.
@@ -189,7 +194,18 @@ impl PlanServer {
                 "Call execute_tool_plan with one plan (a DAG of steps over {count} tools, arguments referring to earlier results with $ref) instead of one call per tool: independent steps run at once and only the output steps come back."
             ),
             running: Arc::new(Running::default()),
+            calls: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_CALLS)),
+            max_calls: DEFAULT_MAX_CALLS,
         })
+    }
+
+    /// At most `max` calls (plans and direct calls, over all clients) run at once; a call beyond
+    /// them fails at once, saying so (default [`DEFAULT_MAX_CALLS`]; at least 1).
+    pub fn with_max_calls(mut self, max: usize) -> PlanServer {
+        let max = max.max(1);
+        self.calls = Arc::new(tokio::sync::Semaphore::new(max));
+        self.max_calls = max;
+        self
     }
 
     /// The tool definitions offered, `execute_tool_plan` first.
@@ -624,6 +640,13 @@ impl ServerHandler for PlanServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let Ok(_place) = Arc::clone(&self.calls).try_acquire_owned() else {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "toolplan MCP server: {} calls are running, the most it runs at once (toolplan mcp --max-calls N raises it); try again when one has finished",
+                self.max_calls
+            ))])
+            .into());
+        };
         if request.name == self.planner.name() {
             return Ok(self.run_plan(arguments, context).await.into());
         }

@@ -108,7 +108,8 @@ async fn serve(args: McpArgs, stop: CancellationToken) -> anyhow::Result<Outcome
     let engine = toolplan_core::Engine::new(Arc::new(registry))
         .with_limits(limits(&config, &flags))
         .with_config(run);
-    let server = PlanServer::new(Arc::new(engine), args.expose_tools, extra)?;
+    let server = PlanServer::new(Arc::new(engine), args.expose_tools, extra)?
+        .with_max_calls(args.max_calls as usize);
     match addr {
         None => {
             tokio::select! {
