@@ -88,6 +88,18 @@ pub struct LimitsConfig {
     pub max_argument_bytes: Option<usize>,
     /// Largest output of one step, in bytes of JSON text.
     pub max_output_bytes: Option<usize>,
+    /// Most bytes the references of one step's arguments may insert, all together.
+    pub max_resolved_argument_bytes: Option<usize>,
+    /// Most bytes of outputs one run holds at once.
+    pub max_kept_output_bytes: Option<usize>,
+    /// Deepest nesting of arrays and objects in outputs and resolved arguments.
+    pub max_value_depth: Option<usize>,
+    /// Longest error message kept for one step, in bytes.
+    pub max_error_bytes: Option<usize>,
+    /// Longest text one tool or plan result may put into the agent's model context, in bytes.
+    pub max_result_bytes: Option<usize>,
+    /// Largest response body read from an HTTP model provider, in bytes.
+    pub max_response_bytes: Option<usize>,
     /// Longest one model call may take.
     pub model_timeout: Option<String>,
 }

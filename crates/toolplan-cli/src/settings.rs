@@ -68,6 +68,18 @@ pub fn resolve_run(
     if let Some(n) = l.max_output_bytes {
         run.max_output_bytes = n;
     }
+    if let Some(n) = l.max_resolved_argument_bytes {
+        run.max_resolved_argument_bytes = n;
+    }
+    if let Some(n) = l.max_kept_output_bytes {
+        run.max_kept_output_bytes = n;
+    }
+    if let Some(n) = l.max_value_depth {
+        run.max_value_depth = n;
+    }
+    if let Some(n) = l.max_error_bytes {
+        run.max_error_bytes = n;
+    }
     Ok(run)
 }
 
@@ -82,7 +94,8 @@ mod tests {
     #[test]
     fn flags_win_over_the_config_which_wins_over_defaults() {
         let c = config(
-            "[limits]\nmax_steps = 3\nconcurrency = 2\nstep_timeout = \"1s\"\ndeadline = \"none\"\nmax_output_bytes = 10\n",
+            "[limits]\nmax_steps = 3\nconcurrency = 2\nstep_timeout = \"1s\"\ndeadline = \"none\"\nmax_output_bytes = 10\n\
+             max_resolved_argument_bytes = 11\nmax_kept_output_bytes = 12\nmax_value_depth = 13\nmax_error_bytes = 14\n",
         );
         let base = RunConfig {
             step_timeout: Some(RUN_STEP_TIMEOUT),
@@ -94,6 +107,10 @@ mod tests {
         assert_eq!(run.deadline, None);
         assert_eq!(run.concurrency, 2);
         assert_eq!(run.max_output_bytes, 10);
+        assert_eq!(run.max_resolved_argument_bytes, 11);
+        assert_eq!(run.max_kept_output_bytes, 12);
+        assert_eq!(run.max_value_depth, 13);
+        assert_eq!(run.max_error_bytes, 14);
         assert_eq!(limits(&c, &LimitFlags::default()).max_steps, 3);
 
         let flags = LimitFlags {

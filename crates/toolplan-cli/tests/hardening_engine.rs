@@ -357,3 +357,63 @@ fn a_deepening_plan_fails_its_step_and_the_mcp_server_keeps_serving() {
     let second = v["second"]["text"].as_str().unwrap();
     assert!(second.contains("Plan executed successfully"), "{second}");
 }
+
+#[test]
+fn the_budgets_are_set_in_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("limits.toml");
+    std::fs::write(
+        &config,
+        "[limits]\nmax_value_depth = 3\nmax_resolved_argument_bytes = 100\nmax_error_bytes = 200\n",
+    )
+    .unwrap();
+    let plan = write_plan(
+        dir.path(),
+        &json!({"steps": [
+            {"id": "deep", "tool": "echo", "arguments": {"text": nest(json!(1), 2)}},
+            {"id": "deeper", "tool": "echo", "arguments": {"text": ["$ref:deep"]}},
+            {"id": "big", "tool": "echo", "arguments": {"text": "x".repeat(60)}},
+            {"id": "twice", "tool": "concat", "arguments": {"a": "$ref:big", "b": "$ref:big"}},
+            {"id": "loud", "tool": "fail", "arguments": {"message": "y".repeat(500)}}
+        ]}),
+    );
+    let out = Command::new(toolplan())
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--tools",
+            "demo",
+            "--json",
+            "--config",
+        ])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let v = report(&out);
+    assert_eq!(v["steps"]["deep"]["status"], "ok");
+    let deeper = v["errors"]["deeper"].as_str().unwrap();
+    assert!(deeper.contains("limit of 3 levels"), "{deeper}");
+    let twice = v["errors"]["twice"].as_str().unwrap();
+    assert!(twice.contains("limit of 100 bytes"), "{twice}");
+    assert_eq!(
+        v["errors"]["loud"],
+        format!("{}… 300 bytes more", "y".repeat(200))
+    );
+}
+
+#[test]
+fn an_api_key_is_never_sent_over_plain_http_to_another_machine() {
+    // `.invalid` never resolves: nothing could be sent even if the check were gone.
+    let out = Command::new(toolplan())
+        .args(["ask", "hi", "--model", "openai:m", "--tools", "none"])
+        .args(["--base-url", "http://models.invalid/v1"])
+        .env("OPENAI_API_KEY", "sk-test-not-a-key")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("the credentials would be sent in clear text to models.invalid"),
+        "{stderr}"
+    );
+}

@@ -75,6 +75,9 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
         .max_turns(args.max_turns.or(config.max_turns).unwrap_or(8))
         .run_config(run_config.clone())
         .limits(limits);
+    if let Some(n) = config.limits.max_result_bytes {
+        builder = builder.max_result_bytes(n);
+    }
     if query_planner {
         // The agent gets query planning as its one tool; branches are written by the same model.
         let planner = QueryPlanner::new(tools, Synthesizer::compact(Arc::clone(&model)))?
@@ -170,6 +173,9 @@ pub async fn connect_model(
     let mut policy = CallPolicy::default();
     if let Some(t) = config.limits.model_timeout()? {
         policy.timeout = t;
+    }
+    if let Some(n) = config.limits.max_response_bytes {
+        policy.max_response_bytes = n;
     }
     // A base_url from a toolplan.toml found in the current directory must be trusted (or local).
     let base_url = match base_url {

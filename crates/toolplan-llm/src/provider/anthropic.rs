@@ -116,7 +116,7 @@ pub struct AnthropicModel {
 impl AnthropicModel {
     /// A model for `config` (checks the base URL and builds the HTTP client; sends nothing).
     pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
-        http::check_base_url("anthropic", &config.base_url)?;
+        http::check_base_url("anthropic", &config.base_url, config.api_key.is_some())?;
         if config.model.trim().is_empty() {
             return Err(LlmError::Config(
                 "anthropic: the model name is empty".into(),

@@ -170,7 +170,7 @@ impl BedrockModel {
     /// A model for `config` (checks the base URL and region and builds the HTTP client; sends
     /// nothing).
     pub fn new(config: BedrockConfig) -> Result<Self, LlmError> {
-        http::check_base_url("bedrock", &config.base_url)?;
+        http::check_base_url("bedrock", &config.base_url, true)?;
         if config.model.trim().is_empty() {
             return Err(LlmError::Config("bedrock: the model id is empty".into()));
         }

@@ -129,12 +129,34 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
 }
 
 /// Checks that a base URL is an absolute `http(s)` URL with a host.
-pub(crate) fn check_base_url(provider: &str, base_url: &str) -> Result<reqwest::Url, LlmError> {
+/// With `credentials` (an API key, a signature), plain http is allowed to loopback hosts only: the
+/// credentials would otherwise cross the network in clear text.
+pub(crate) fn check_base_url(
+    provider: &str,
+    base_url: &str,
+    credentials: bool,
+) -> Result<reqwest::Url, LlmError> {
     let url = reqwest::Url::parse(base_url)
         .map_err(|e| LlmError::Config(format!("{provider}: invalid base URL {base_url:?}: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+    let Some(host) = url.host_str().map(str::to_owned) else {
         return Err(LlmError::Config(format!(
             "{provider}: invalid base URL {base_url:?}: expected http://HOST… or https://HOST…"
+        )));
+    };
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(LlmError::Config(format!(
+            "{provider}: invalid base URL {base_url:?}: expected http://HOST… or https://HOST…"
+        )));
+    }
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if credentials && url.scheme() == "http" && !loopback {
+        return Err(LlmError::Config(format!(
+            "{provider}: the credentials would be sent in clear text to {host}: use https://, or a loopback address for a local server"
         )));
     }
     Ok(url)
@@ -229,13 +251,28 @@ mod tests {
     fn joins_urls_and_checks_them() {
         assert_eq!(join_url("http://h/v1/", "/chat"), "http://h/v1/chat");
         assert_eq!(join_url("http://h/v1", "chat"), "http://h/v1/chat");
-        assert!(check_base_url("p", "http://127.0.0.1:8080/v1").is_ok());
+        assert!(check_base_url("p", "http://127.0.0.1:8080/v1", true).is_ok());
         for bad in ["", "localhost:8080", "ftp://h", "unix:/x"] {
             assert!(
-                matches!(check_base_url("p", bad), Err(LlmError::Config(_))),
+                matches!(check_base_url("p", bad, false), Err(LlmError::Config(_))),
                 "{bad}"
             );
         }
+        // A key goes over plain http to loopback only.
+        for local in [
+            "http://localhost:11434/v1",
+            "http://[::1]:80",
+            "https://example.com",
+        ] {
+            assert!(check_base_url("p", local, true).is_ok(), "{local}");
+        }
+        let e = check_base_url("p", "http://models.example.com/v1", true).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("in clear text to models.example.com"),
+            "{e}"
+        );
+        assert!(check_base_url("p", "http://models.example.com/v1", false).is_ok());
     }
 
     #[test]

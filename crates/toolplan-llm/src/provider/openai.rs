@@ -122,7 +122,7 @@ pub struct OpenAiModel {
 impl OpenAiModel {
     /// A model for `config` (checks the base URL and builds the HTTP client; sends nothing).
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
-        http::check_base_url("openai", &config.base_url)?;
+        http::check_base_url("openai", &config.base_url, config.api_key.is_some())?;
         if config.model.trim().is_empty() {
             return Err(LlmError::Config("openai: the model name is empty".into()));
         }
