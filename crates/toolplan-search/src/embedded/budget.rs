@@ -1,7 +1,9 @@
 //! Stopping a search in progress: a shared [`Stop`] that the async side raises (the body's `timeout`,
 //! the time budget, the caller dropping the search) and a query wrapper, [`Bounded`], whose scorers
 //! end their document stream once it is raised. Collectors then finish with what they have: a partial
-//! answer for a body `timeout`, an error for the others. The flag is read between matching documents.
+//! answer for a body `timeout`, an error for the others. The flag is read between matching documents
+//! of queries whose documents are costly to match (phrases); queries whose documents are cheap keep
+//! tantivy's own loops (block-WAND, buffered unions) and read it between segments and while pruning.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -63,15 +65,15 @@ impl Drop for StopOnDrop {
 pub struct Bounded {
     inner: Box<dyn Query>,
     stop: Arc<Stop>,
-    /// Whether the inner query's own top-k pruning (block-WAND) may run: only when every document
-    /// it visits is cheap (no phrase), as that loop cannot be left early, only made to skip.
-    prune: bool,
+    /// Whether every document is cheap to match (no phrase): then the inner query's own loops run,
+    /// which cannot be left inside a segment (at most a segment's scan at full speed).
+    cheap: bool,
 }
 
 impl Bounded {
     /// `inner`, stopped by `stop`.
-    pub fn new(inner: Box<dyn Query>, stop: Arc<Stop>, prune: bool) -> Self {
-        Self { inner, stop, prune }
+    pub fn new(inner: Box<dyn Query>, stop: Arc<Stop>, cheap: bool) -> Self {
+        Self { inner, stop, cheap }
     }
 }
 
@@ -80,7 +82,7 @@ impl Clone for Bounded {
         Self {
             inner: self.inner.box_clone(),
             stop: Arc::clone(&self.stop),
-            prune: self.prune,
+            cheap: self.cheap,
         }
     }
 }
@@ -90,7 +92,7 @@ impl Query for Bounded {
         Ok(Box::new(BoundedWeight {
             inner: self.inner.weight(enable_scoring)?,
             stop: Arc::clone(&self.stop),
-            prune: self.prune,
+            cheap: self.cheap,
         }))
     }
 }
@@ -98,7 +100,7 @@ impl Query for Bounded {
 struct BoundedWeight {
     inner: Box<dyn Weight>,
     stop: Arc<Stop>,
-    prune: bool,
+    cheap: bool,
 }
 
 impl Weight for BoundedWeight {
@@ -114,11 +116,31 @@ impl Weight for BoundedWeight {
         self.inner.explain(reader, doc)
     }
 
+    fn count(&self, reader: &SegmentReader) -> tantivy::Result<u32> {
+        if self.cheap {
+            if self.stop.stopped() {
+                return Ok(0);
+            }
+            return self.inner.count(reader);
+        }
+        let mut scorer = self.scorer(reader, 1.0)?;
+        Ok(match reader.alive_bitset() {
+            Some(alive) => scorer.count(alive),
+            None => scorer.count_including_deleted(),
+        })
+    }
+
     fn for_each(
         &self,
         reader: &SegmentReader,
         callback: &mut dyn FnMut(DocId, Score),
     ) -> tantivy::Result<()> {
+        if self.cheap {
+            if self.stop.stopped() {
+                return Ok(());
+            }
+            return self.inner.for_each(reader, callback);
+        }
         let mut scorer = self.scorer(reader, 1.0)?;
         let mut doc = scorer.doc();
         while doc != TERMINATED {
@@ -133,6 +155,12 @@ impl Weight for BoundedWeight {
         reader: &SegmentReader,
         callback: &mut dyn FnMut(&[DocId]),
     ) -> tantivy::Result<()> {
+        if self.cheap {
+            if self.stop.stopped() {
+                return Ok(());
+            }
+            return self.inner.for_each_no_score(reader, callback);
+        }
         let mut scorer = self.scorer(reader, 1.0)?;
         let mut block = Vec::with_capacity(64);
         let mut doc = scorer.doc();
@@ -156,7 +184,7 @@ impl Weight for BoundedWeight {
         reader: &SegmentReader,
         callback: &mut dyn FnMut(DocId, Score) -> Score,
     ) -> tantivy::Result<()> {
-        if self.prune {
+        if self.cheap {
             // Once stopped, no score can pass the threshold, so the pruning skips the rest.
             let stop = &self.stop;
             return self
