@@ -69,7 +69,7 @@ pub struct Interaction {
 }
 
 /// Default of [`AgentBuilder::max_result_bytes`]: 32 KB, about 8,000 tokens.
-pub const DEFAULT_MAX_RESULT_BYTES: usize = 32 * 1024;
+pub const DEFAULT_MAX_RESULT_BYTES: usize = toolplan_core::limits::DEFAULT_MAX_SUMMARY_BYTES;
 
 /// Builds an [`Agent`].
 pub struct AgentBuilder {

@@ -8,9 +8,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -286,21 +285,7 @@ struct HttpServer {
 
 impl HttpServer {
     fn start() -> HttpServer {
-        let mut child = Command::new(toolplan())
-            .args(["mcp", "--tools", "demo", "--http", "0"])
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("toolplan MCP server on ")
-            .unwrap_or_else(|| panic!("unexpected first line: {line}"))
-            .to_owned();
+        let (child, url) = common::start_mcp_http(&["--tools", "demo"]);
         HttpServer { child, url }
     }
 }
@@ -312,9 +297,9 @@ impl Drop for HttpServer {
     }
 }
 
-/// Calls execute_tool_plan with PLAN over streamable HTTP (the official Python SDK), then, in a new
-/// session, a small plan: prints both results as JSON.
-const DEEP_PLAN_CLIENT: &str = r#"
+/// Calls execute_tool_plan with each PLAN file over streamable HTTP (the official Python SDK), each in
+/// a session of its own, then a small plan: prints the text results as a JSON list.
+const PLAN_CLIENT: &str = r#"
 import asyncio, json, sys
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -324,15 +309,13 @@ async def call(url, plan):
         async with ClientSession(read, write) as session:
             await session.initialize()
             r = await session.call_tool("execute_tool_plan", plan)
-            return {"text": r.content[0].text if r.content else ""}
+            return r.content[0].text if r.content else ""
 
 async def main():
-    url, path = sys.argv[1], sys.argv[2]
-    plan = json.load(open(path))
-    first = await call(url, plan)
+    url, paths = sys.argv[1], sys.argv[2:]
     small = {"steps": [{"id": "w", "tool": "get_weather", "arguments": {"location": "Tokyo"}}]}
-    second = await call(url, small)
-    print(json.dumps({"first": first, "second": second}))
+    texts = [await call(url, json.load(open(p))) for p in paths] + [await call(url, small)]
+    print(json.dumps(texts))
 
 asyncio.run(main())
 "#;
@@ -342,20 +325,39 @@ fn a_deepening_plan_fails_its_step_and_the_mcp_server_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let server = HttpServer::start();
     // 100 steps: about 30 KB of plan.
-    let plan = write_plan(dir.path(), &deepening_plan(100));
+    let deep = write_plan(dir.path(), &deepening_plan(100));
+    // A 512 KB result: the text a client's model reads is cut, the structured report is whole
+    // (the Python SDK refuses server-sent events over 1 MiB).
+    let big = dir.path().join("big.json");
+    let mut steps = megabyte_steps();
+    steps.pop();
+    std::fs::write(
+        &big,
+        json!({"steps": steps, "output_steps": ["d19"]}).to_string(),
+    )
+    .unwrap();
     let out = Command::new(servers::servers_dir().join("venv/bin/python"))
         .arg("-c")
-        .arg(DEEP_PLAN_CLIENT)
+        .arg(PLAN_CLIENT)
         .arg(&server.url)
-        .arg(&plan)
+        .arg(&deep)
+        .arg(&big)
         .output()
         .unwrap();
     common::assert_ok(&out);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let first = v["first"]["text"].as_str().unwrap();
-    assert!(first.contains("max_value_depth"), "{first}");
-    let second = v["second"]["text"].as_str().unwrap();
-    assert!(second.contains("Plan executed successfully"), "{second}");
+    let texts: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(texts[0].contains("max_value_depth"), "{}", texts[0]);
+    assert!(
+        texts[1].len() < 40_000 && texts[1].ends_with("… 491.5 KB more"),
+        "{} bytes: …{}",
+        texts[1].len(),
+        &texts[1][texts[1].len().saturating_sub(40)..]
+    );
+    assert!(
+        texts[2].contains("Plan executed successfully"),
+        "{}",
+        texts[2]
+    );
 }
 
 #[test]

@@ -245,23 +245,12 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(extra: &[&str]) -> HttpServer {
-        let mut child = Command::new(toolplan())
-            .args(["mcp", "--http", "0"])
-            .args(extra)
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("toolplan MCP server on http://")
-            .unwrap_or_else(|| panic!("unexpected first line: {line}"));
+        let (child, url) = common::start_mcp_http(extra);
         HttpServer {
-            hostport: url.trim_end_matches("/mcp").to_owned(),
+            hostport: url
+                .trim_start_matches("http://")
+                .trim_end_matches("/mcp")
+                .to_owned(),
             child,
         }
     }

@@ -339,6 +339,8 @@ impl Tool for ExecuteToolPlan {
             .execute(arguments, RunControl::with_cancel(ctx.cancel))
             .await
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-        Ok(Value::String(run.summary()))
+        Ok(Value::String(
+            run.summary_within(crate::limits::DEFAULT_MAX_SUMMARY_BYTES),
+        ))
     }
 }

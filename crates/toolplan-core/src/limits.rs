@@ -26,6 +26,9 @@ pub const DEFAULT_MAX_RESOLVED_ARGUMENT_BYTES: usize = 32 * 1024 * 1024;
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
 /// Default of [`crate::RunConfig::max_kept_output_bytes`] (256 MiB).
 pub const DEFAULT_MAX_KEPT_OUTPUT_BYTES: usize = 256 * 1024 * 1024;
+/// The text of a plan's results that goes back to a model (the `execute_tool_plan` tool's output,
+/// the MCP server's text content), in bytes: [`crate::PlanRun::summary_within`] this (32 KB).
+pub const DEFAULT_MAX_SUMMARY_BYTES: usize = 32 * 1024;
 /// Default of [`crate::RunConfig::max_error_bytes`] (64 KiB).
 pub const DEFAULT_MAX_ERROR_BYTES: usize = 64 * 1024;
 

@@ -370,7 +370,9 @@ impl PlanServer {
         if let Some(r) = reporter {
             r.flush().await;
         }
-        let mut result = CallToolResult::success(vec![ContentBlock::text(run.summary())]);
+        // The text a client's model reads is bounded; the whole report is the structured content.
+        let summary = run.summary_within(toolplan_core::limits::DEFAULT_MAX_SUMMARY_BYTES);
+        let mut result = CallToolResult::success(vec![ContentBlock::text(summary)]);
         result.structured_content = Some(run.to_json());
         result
     }

@@ -78,3 +78,26 @@ pub fn assert_ok(out: &std::process::Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `toolplan mcp --http 0 EXTRA…` started, with the URL it printed on its first line of stderr
+/// (`http://127.0.0.1:PORT/mcp`). The caller kills it.
+pub fn start_mcp_http(extra: &[&str]) -> (std::process::Child, String) {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("toolplan"))
+        .args(["mcp", "--http", "0"])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("toolplan MCP server on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_owned();
+    (child, url)
+}
