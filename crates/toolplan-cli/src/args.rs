@@ -14,7 +14,7 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
     /// Trust a toolplan.toml found in the current directory (not named with --config): start the
-    /// commands of its [[mcp_servers]], connect to their URLs, and send model requests to its
+    /// commands of its mcp_servers entries, connect to their URLs, and send model requests to its
     /// base_url. Also TOOLPLAN_TRUST_CONFIG=1. A file named with --config is always trusted.
     #[arg(long, global = true)]
     pub trust_config: bool,

@@ -28,7 +28,7 @@ pub fn write(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
 }
 
 /// Whether a panic is `println!` failing on a closed standard output (in code that does not print
-/// through [`write`]). A closed standard error is left alone: exiting 0 would hide a failure.
+/// through [`write()`]). A closed standard error is left alone: exiting 0 would hide a failure.
 pub fn is_closed_pipe_panic(info: &std::panic::PanicHookInfo<'_>) -> bool {
     let payload = info.payload();
     let text = payload
@@ -39,14 +39,14 @@ pub fn is_closed_pipe_panic(info: &std::panic::PanicHookInfo<'_>) -> bool {
     text.starts_with("failed printing to stdout") && text.contains("Broken pipe")
 }
 
-/// `print!` through [`write`]: evaluates to `anyhow::Result<()>`.
+/// `print!` through [`write()`]: evaluates to `anyhow::Result<()>`.
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::output::write(format_args!($($arg)*))
     };
 }
 
-/// `println!` through [`write`]: evaluates to `anyhow::Result<()>`.
+/// `println!` through [`write()`]: evaluates to `anyhow::Result<()>`.
 macro_rules! outln {
     () => {
         $crate::output::write(format_args!("\n"))
