@@ -299,16 +299,16 @@ fn check_expression(expression: &str) -> Result<(), ToolError> {
 }
 
 fn evaluate(expression: &str) -> ToolResult {
-    let value = exmex::eval_str::<f64>(expression).map_err(|e| {
+    // Quoted in errors, at most 200 bytes of it.
+    let shown = || {
         let mut shown = format!("{expression:?}");
         crate::limits::truncate_string(&mut shown, 200);
-        ToolError::failed(format!("cannot evaluate {shown}: {e}"))
-    })?;
-    number(value).ok_or_else(|| {
-        let mut shown = format!("{expression:?}");
-        crate::limits::truncate_string(&mut shown, 200);
-        ToolError::failed(format!("{shown} has no finite result ({value})"))
-    })
+        shown
+    };
+    let value = exmex::eval_str::<f64>(expression)
+        .map_err(|e| ToolError::failed(format!("cannot evaluate {}: {e}", shown())))?;
+    number(value)
+        .ok_or_else(|| ToolError::failed(format!("{} has no finite result ({value})", shown())))
 }
 
 /// A finite number as JSON, whole numbers as integers; `None` for NaN and infinities.
