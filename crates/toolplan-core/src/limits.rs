@@ -50,29 +50,98 @@ pub fn json_size(value: &serde_json::Value) -> usize {
 
 /// [`json_size`], but stops counting as soon as the text would pass `limit` bytes and returns
 /// `None` then: the work is bounded by the limit, not by the value.
+///
+/// Counted by walking the value, without recursion and without running a serializer: this runs
+/// once or twice for every step of every plan, so a scalar costs a handful of instructions.
 pub fn json_size_within(value: &serde_json::Value, limit: usize) -> Option<usize> {
-    struct Counter {
-        n: usize,
-        limit: usize,
-    }
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.n = self.n.saturating_add(buf.len());
-            if self.n > self.limit {
-                return Err(std::io::Error::other("over the limit"));
+    use serde_json::Value;
+    let mut n = 0usize;
+    let mut add = |k: usize| {
+        n = n.saturating_add(k);
+        n <= limit
+    };
+    // Scalars (most outputs a step references) need no stack.
+    let mut stack: Vec<&Value> = Vec::new();
+    let mut next = Some(value);
+    while let Some(v) = next.take().or_else(|| stack.pop()) {
+        let within = match v {
+            Value::Array(items) => {
+                stack.extend(items.iter());
+                // `[`, `]` and a comma between items.
+                add(2 + items.len().saturating_sub(1))
             }
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
+            Value::Object(map) => {
+                let mut within = add(2 + map.len().saturating_sub(1));
+                for (key, item) in map {
+                    // `"key":`
+                    within = within && add(string_size(key) + 1);
+                    stack.push(item);
+                }
+                within
+            }
+            scalar => add(scalar_size(scalar)),
+        };
+        if !within {
+            return None;
         }
     }
-    let mut c = Counter { n: 0, limit };
-    // A `Value` always serialises: the only error is the counter's own.
-    match serde_json::to_writer(&mut c, value) {
-        Ok(()) => Some(c.n),
-        Err(_) => None,
+    Some(n)
+}
+
+/// Bytes of a scalar's JSON text.
+fn scalar_size(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::Null => 4,
+        Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::String(s) => string_size(s),
+        Value::Number(x) => {
+            if let Some(u) = x.as_u64() {
+                decimal_digits(u)
+            } else if let Some(i) = x.as_i64() {
+                1 + decimal_digits(i.unsigned_abs())
+            } else {
+                // Floats: exactly as serde_json writes them, counted without building the text.
+                struct Count(usize);
+                impl std::fmt::Write for Count {
+                    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                        self.0 += s.len();
+                        Ok(())
+                    }
+                }
+                let mut c = Count(0);
+                // Counting cannot fail.
+                let _ = std::fmt::Write::write_fmt(&mut c, format_args!("{x}"));
+                c.0
+            }
+        }
+        // Containers are walked by the caller.
+        Value::Array(_) | Value::Object(_) => 0,
     }
+}
+
+/// Bytes of a string's JSON text: quotes, and escapes as serde_json writes them (`\n`, `\"`,
+/// `\u001f`); everything else, UTF-8 included, as it is.
+fn string_size(s: &str) -> usize {
+    let extra: usize = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+            0x00..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    s.len() + 2 + extra
+}
+
+fn decimal_digits(mut u: u64) -> usize {
+    let mut digits = 1;
+    while u >= 10 {
+        u /= 10;
+        digits += 1;
+    }
+    digits
 }
 
 /// How deeply arrays and objects nest in `value` (`1` → 0, `[]` → 1, `{"a": [1]}` → 2), found without
@@ -218,5 +287,63 @@ mod tests {
     fn size_matches_text() {
         let v = json!({"a": [1, 2.5, "x\"y"], "b": null});
         assert_eq!(json_size(&v), serde_json::to_string(&v).unwrap().len());
+        let escapes = json!([
+            "\u{0}\u{8}\u{c}\n\r\t\u{1f}\u{7f}\\/\"é€😀",
+            -0,
+            -1,
+            u64::MAX,
+            i64::MIN,
+            1e300,
+            -2.5e-7,
+            0.1
+        ]);
+        assert_eq!(
+            json_size(&escapes),
+            serde_json::to_string(&escapes).unwrap().len()
+        );
+        assert_eq!(json_size(&json!({})), 2);
+        assert_eq!(json_size(&json!([[], {}, [[]]])), 12);
+    }
+
+    #[test]
+    fn size_stops_at_the_limit() {
+        let v = json!({"a": "x".repeat(100)});
+        let n = json_size(&v);
+        assert_eq!(json_size_within(&v, n), Some(n));
+        assert_eq!(json_size_within(&v, n - 1), None);
+        assert_eq!(json_size_within(&json!(true), 3), None);
+    }
+
+    fn any_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<u64>().prop_map(|u| json!(u)),
+            any::<f64>().prop_map(|f| json!(f)),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                proptest::collection::btree_map(any::<String>(), inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// The hand count is exactly the length of serde_json's compact text, for any value.
+        #[test]
+        fn size_is_the_length_of_the_text(v in any_value()) {
+            let text = serde_json::to_string(&v).unwrap();
+            proptest::prop_assert_eq!(json_size(&v), text.len());
+            proptest::prop_assert_eq!(json_size_within(&v, text.len()), Some(text.len()));
+            if !text.is_empty() {
+                proptest::prop_assert_eq!(json_size_within(&v, text.len() - 1), None);
+            }
+        }
     }
 }

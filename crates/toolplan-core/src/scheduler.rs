@@ -188,12 +188,37 @@ struct Slot {
     output: Option<Value>,
     /// The size of `output` in bytes of JSON text, counted in the run's kept bytes while it is held.
     size: usize,
+    /// Its error and notes; boxed, as most steps have none (a run holds a slot per step, so slots
+    /// stay small).
+    trouble: Option<Box<Trouble>>,
+    started: Option<Duration>,
+    finished: Duration,
+}
+
+/// What went wrong with a step.
+#[derive(Default)]
+struct Trouble {
+    /// Why it failed or was skipped.
     error: Option<String>,
     /// Why references of the step's arguments found no value (inserted as `null`), added to its
     /// error if it fails.
     note: Option<String>,
-    started: Option<Duration>,
-    finished: Duration,
+}
+
+impl Slot {
+    fn error(&self) -> Option<&str> {
+        self.trouble.as_ref()?.error.as_deref()
+    }
+
+    fn set_error(&mut self, error: Option<String>) {
+        match (&mut self.trouble, error) {
+            (Some(t), error) => t.error = error,
+            (None, None) => {}
+            (None, error) => {
+                self.trouble = Some(Box::new(Trouble { error, note: None }));
+            }
+        }
+    }
 }
 
 struct Driver<'p> {
@@ -250,8 +275,7 @@ impl<'p> Driver<'p> {
                 status: StepStatus::Skipped,
                 output: None,
                 size: 0,
-                error: None,
-                note: None,
+                trouble: None,
                 started: None,
                 finished: Duration::ZERO,
             })
@@ -435,7 +459,9 @@ impl<'p> Driver<'p> {
             Ok(r) if r.missing => step.arguments.missing_note(&output),
             _ => None,
         };
-        self.slots[i].note = note;
+        if note.is_some() {
+            self.slots[i].trouble = Some(Box::new(Trouble { error: None, note }));
+        }
         self.release_inputs(i);
         let arguments = match rendered {
             Ok(r) => r.value,
@@ -512,7 +538,7 @@ impl<'p> Driver<'p> {
         {
             self.ready.push_front(next);
         }
-        let note = self.slots[i].note.take();
+        let note = self.slots[i].trouble.as_mut().and_then(|t| t.note.take());
         match result {
             Ok((output, size)) => {
                 let slot = &mut self.slots[i];
@@ -546,18 +572,20 @@ impl<'p> Driver<'p> {
         output: Option<Value>,
         error: Option<String>,
     ) {
-        let mut pending = vec![(i, status, output, error)];
-        while let Some((i, status, output, error)) = pending.pop() {
+        // Skipping dependents is the rare case: `pending` allocates only then.
+        let mut next = Some((i, status, output, error));
+        let mut pending = Vec::new();
+        while let Some((i, status, output, error)) = next.take().or_else(|| pending.pop()) {
             let at = self.now();
             let slot = &mut self.slots[i];
             slot.state = State::Done;
             slot.status = status;
             slot.finished = at;
             let keep = status == StepStatus::Ok && (slot.is_output || slot.consumers > 0);
-            slot.error = error.map(|mut e| {
+            slot.set_error(error.map(|mut e| {
                 truncate_string(&mut e, self.config.max_error_bytes);
                 e
-            });
+            }));
             self.done += 1;
             if status == StepStatus::Skipped {
                 self.release_inputs(i);
@@ -609,7 +637,7 @@ impl<'p> Driver<'p> {
                 id: &step.id,
                 tool: &step.tool,
                 status: slot.status,
-                error: slot.error.as_deref(),
+                error: slot.error(),
                 output,
                 started: slot.started,
                 at: slot.finished,
@@ -650,7 +678,7 @@ impl<'p> Driver<'p> {
             };
             slot.state = State::Done;
             slot.status = status;
-            slot.error = Some(error);
+            slot.set_error(Some(error));
             slot.finished = at;
             self.done += 1;
             self.notify_finished(i, None);
@@ -670,7 +698,7 @@ impl<'p> Driver<'p> {
                 tool: step.tool.clone(),
                 status: slot.status,
                 output: if slot.is_output { slot.output } else { None },
-                error: slot.error,
+                error: slot.trouble.and_then(|t| t.error),
                 started: slot.started,
                 finished: slot.finished,
                 wave: step.wave,
