@@ -1,0 +1,1 @@
+//! Deterministic demo tools of toolplan (being moved here from toolplan-core).
