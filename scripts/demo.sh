@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The offline agent demo: installs what is missing, fetches the default local model, builds toolplan,
-# and asks the seed's question with the demo tools. --plan-only offers the model execute_tool_plan
+# and asks a sample question (two cities' weather, compared) with the demo tools. --plan-only offers the model execute_tool_plan
 # alone (the 1.5B model makes parallel single calls when the tools are offered one by one too), so it
 # answers through one plan; --verbose shows the plan and its result.
 #
