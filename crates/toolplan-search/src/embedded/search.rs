@@ -15,7 +15,7 @@ use tantivy::schema::{OwnedValue, Value as _};
 use tantivy::{DocAddress, Index, Order, Searcher, TantivyDocument};
 
 use super::budget::{Bounded, Reason, Stop};
-use super::query::Ctx;
+use super::query::QueryTranslator;
 use super::schema::IndexSchema;
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, body_timeout};
@@ -129,10 +129,10 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
     let size = count(obj.get("size"), "size", 10)?;
     let from = count(obj.get("from"), "from", 0)?;
     let (size, from) = result_window(size, from, env.limits.max_result_window)?;
-    let ctx = Ctx::new(index, schema, now, env.limits);
+    let translator = QueryTranslator::new(index, schema, now, env.limits);
     let unbounded: Box<dyn Query> = match obj.get("query") {
         None | Some(Value::Null) => Box::new(AllQuery),
-        Some(q) => ctx.query(q, "query")?,
+        Some(q) => translator.translate(q, "query")?,
     };
     let sort = sort_keys(obj.get("sort"), schema)?;
     let tantivy_err = |e: tantivy::TantivyError| SearchError::Index(e.to_string());
@@ -146,7 +146,7 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
     let query = Bounded::new(
         unbounded.box_clone(),
         Arc::clone(env.stop),
-        !ctx.has_phrase(),
+        !translator.has_phrase_query(),
     );
     let (total, hits): (usize, Vec<Hit>) = if size == 0 && cheap_count {
         (term_count()?, Vec::new())

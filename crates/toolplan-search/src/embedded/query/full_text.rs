@@ -1,0 +1,365 @@
+//! Full-text queries, which analyse their text with the field's analyzer: `match` (operator,
+//! fuzziness, minimum_should_match), `match_phrase` (slop), `match_phrase_prefix` and `multi_match`
+//! (best_fields / most_fields / phrase, `field^boost`, field patterns like `title*`). On a field that
+//! is not analysed text they compare the whole value, as a `term` query does.
+
+use serde_json::{Map, Value};
+use tantivy::Term;
+use tantivy::query::{
+    BooleanQuery, BoostQuery, DisjunctionMaxQuery, FuzzyTermQuery, Occur, PhrasePrefixQuery,
+    PhraseQuery, RegexQuery, TermQuery,
+};
+use tantivy::schema::IndexRecordOption;
+use tantivy::tokenizer::TokenStream;
+
+use super::compound::minimum_should_match;
+use super::term_level::regex_escape;
+use super::{BoxedQuery, QueryTranslator, match_nothing};
+use crate::embedded::schema::{Indexed, scalar_text};
+use crate::error::SearchError;
+use crate::mapping::FieldKind;
+
+impl QueryTranslator<'_> {
+    /// The tokens the field's analyzer makes of `text`.
+    fn analyze(
+        &self,
+        indexed: &Indexed,
+        text: &str,
+        path: &str,
+    ) -> Result<Vec<String>, SearchError> {
+        let mut analyzer = self
+            .index
+            .tokenizer_for_field(indexed.field)
+            .map_err(|e| SearchError::dsl(path, e.to_string()))?;
+        let mut stream = analyzer.token_stream(text);
+        let mut tokens = Vec::new();
+        while let Some(t) = stream.next() {
+            tokens.push(t.text.clone());
+        }
+        Ok(tokens)
+    }
+
+    /// `match`: any (or, with `"operator": "and"`, every) token of the text.
+    pub(super) fn match_query(
+        &self,
+        indexed: &Indexed,
+        options: &Map<String, Value>,
+        path: &str,
+    ) -> Result<BoxedQuery, SearchError> {
+        let value = options
+            .get("query")
+            .ok_or_else(|| SearchError::dsl(path, "match needs a query"))?;
+        if indexed.spec.kind != FieldKind::Text {
+            // On exact fields, match compares the whole value.
+            return self
+                .term_query(indexed, options, path)
+                .or_else(|_| Ok(match_nothing()));
+        }
+        let text =
+            scalar_text(value).ok_or_else(|| SearchError::dsl(path, "query must be text"))?;
+        let tokens = self.analyze(indexed, &text, path)?;
+        self.count_clauses(tokens.len(), path)?;
+        let fuzziness = options.get("fuzziness");
+        let parts: Vec<BoxedQuery> = tokens
+            .iter()
+            .map(|t| -> Result<BoxedQuery, SearchError> {
+                let term = Term::from_field_text(indexed.field, t);
+                Ok(match fuzzy_distance(fuzziness, t, path)? {
+                    0 => Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
+                    d => Box::new(FuzzyTermQuery::new(term, d, true)),
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let and = match options.get("operator").and_then(Value::as_str) {
+            None => false,
+            Some(op) if op.eq_ignore_ascii_case("or") => false,
+            Some(op) if op.eq_ignore_ascii_case("and") => true,
+            Some(op) => return Err(SearchError::dsl(path, format!("unknown operator '{op}'"))),
+        };
+        let n = parts.len();
+        if n == 0 {
+            return Ok(match_nothing());
+        }
+        let occur = if and { Occur::Must } else { Occur::Should };
+        let clauses: Vec<(Occur, BoxedQuery)> = parts.into_iter().map(|q| (occur, q)).collect();
+        match (and, options.get("minimum_should_match")) {
+            (false, Some(msm)) => Ok(Box::new(BooleanQuery::with_minimum_required_clauses(
+                clauses,
+                minimum_should_match(msm, n, path)?,
+            ))),
+            _ => Ok(Box::new(BooleanQuery::new(clauses))),
+        }
+    }
+
+    /// `match_phrase` (the tokens in order, `slop` apart at most) or, with `prefix`,
+    /// `match_phrase_prefix` (the last token a prefix).
+    pub(super) fn match_phrase(
+        &self,
+        indexed: &Indexed,
+        options: &Map<String, Value>,
+        path: &str,
+        prefix: bool,
+    ) -> Result<BoxedQuery, SearchError> {
+        let text = options
+            .get("query")
+            .and_then(scalar_text)
+            .ok_or_else(|| SearchError::dsl(path, "the phrase must be text"))?;
+        if indexed.spec.kind != FieldKind::Text {
+            let mut exact = Map::new();
+            exact.insert("value".into(), Value::String(text));
+            return self.term_query(indexed, &exact, path);
+        }
+        let terms: Vec<Term> = self
+            .analyze(indexed, &text, path)?
+            .iter()
+            .map(|t| Term::from_field_text(indexed.field, t))
+            .collect();
+        Ok(match (terms.len(), prefix) {
+            (0, _) => match_nothing(),
+            (1, false) => Box::new(TermQuery::new(
+                terms[0].clone(),
+                IndexRecordOption::WithFreqs,
+            )),
+            (1, true) => {
+                let t = terms[0].value().as_str().unwrap_or_default().to_owned();
+                Box::new(
+                    RegexQuery::from_pattern(&format!("{}.*", regex_escape(&t)), indexed.field)
+                        .map_err(|e| SearchError::dsl(path, e.to_string()))?,
+                )
+            }
+            (_, true) => {
+                self.made_phrase_query.set(true);
+                Box::new(PhrasePrefixQuery::new(terms))
+            }
+            (_, false) => {
+                self.made_phrase_query.set(true);
+                let mut query = PhraseQuery::new(terms);
+                if let Some(slop) = self.slop(options.get("slop"), path)? {
+                    query.set_slop(slop);
+                }
+                Box::new(query)
+            }
+        })
+    }
+
+    /// A phrase's `slop`, refused above the limit.
+    fn slop(&self, v: Option<&Value>, path: &str) -> Result<Option<u32>, SearchError> {
+        let Some(v) = v.filter(|v| !v.is_null()) else {
+            return Ok(None);
+        };
+        let max = self.limits.slop();
+        match v.as_u64() {
+            Some(slop) if slop <= u64::from(max) => Ok(u32::try_from(slop).ok()),
+            Some(slop) => Err(SearchError::dsl(
+                format!("{path}.slop"),
+                format!("slop {slop} is more than {max} (search limit max_slop)"),
+            )),
+            None => Err(SearchError::dsl(
+                format!("{path}.slop"),
+                format!("slop must be a whole number of at least 0, found {v}"),
+            )),
+        }
+    }
+
+    /// `multi_match`: a `match` (or `match_phrase`) on each of its fields, the best score
+    /// (`best_fields`, plus `tie_breaker` times the others) or their sum (`most_fields`).
+    pub(super) fn multi_match(&self, body: &Value, path: &str) -> Result<BoxedQuery, SearchError> {
+        let query = body
+            .get("query")
+            .ok_or_else(|| SearchError::dsl(path, "multi_match needs a query"))?;
+        let fields: Vec<String> = match body.get("fields") {
+            Some(Value::Array(f)) => f
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            Some(Value::String(f)) => vec![f.clone()],
+            None => self
+                .schema
+                .mapping
+                .fields()
+                .iter()
+                .filter(|f| f.kind == FieldKind::Text)
+                .map(|f| f.path.clone())
+                .collect(),
+            Some(_) => {
+                return Err(SearchError::dsl(
+                    path,
+                    "fields must be a list of field names",
+                ));
+            }
+        };
+        let kind = body
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("best_fields");
+        let phrase = match kind {
+            "best_fields" | "most_fields" => false,
+            "phrase" => true,
+            other => {
+                return Err(SearchError::Unsupported {
+                    path: format!("{path}.type"),
+                    clause: format!("multi_match type {other}"),
+                });
+            }
+        };
+        let mut parts: Vec<BoxedQuery> = Vec::new();
+        for spec in &fields {
+            let (name, boost) = match spec.split_once('^') {
+                Some((n, b)) => (
+                    n,
+                    b.parse::<f32>()
+                        .map_err(|_| SearchError::dsl(path, format!("bad boost in '{spec}'")))?,
+                ),
+                None => (spec.as_str(), 1.0),
+            };
+            // Field patterns (`title*`) expand over the mapping.
+            let names: Vec<String> = if name.contains('*') {
+                let pattern = FieldNamePattern::new(name);
+                self.schema
+                    .mapping
+                    .fields()
+                    .iter()
+                    .map(|f| f.path.clone())
+                    .filter(|p| pattern.is_match(p))
+                    .collect()
+            } else {
+                vec![name.to_owned()]
+            };
+            for n in names {
+                let Some(indexed) = self.indexed_field(&n, path)? else {
+                    continue;
+                };
+                self.count_clauses(1, path)?;
+                let mut options: Map<String, Value> = body.as_object().cloned().unwrap_or_default();
+                options.insert("query".into(), query.clone());
+                options.remove("fields");
+                let one = if phrase {
+                    self.match_phrase(indexed, &options, path, false)?
+                } else {
+                    self.match_query(indexed, &options, path)?
+                };
+                parts.push(if boost == 1.0 {
+                    one
+                } else {
+                    Box::new(BoostQuery::new(one, boost))
+                });
+            }
+        }
+        if parts.is_empty() {
+            return Ok(match_nothing());
+        }
+        Ok(match kind {
+            "most_fields" => Box::new(BooleanQuery::new(
+                parts.into_iter().map(|q| (Occur::Should, q)).collect(),
+            )),
+            _ => {
+                let tie = body
+                    .get("tie_breaker")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0) as f32;
+                Box::new(DisjunctionMaxQuery::with_tie_breaker(parts, tie))
+            }
+        })
+    }
+}
+
+/// Edit distance for a term under `fuzziness` (`AUTO`, `AUTO:3,6`, 0, 1, 2).
+fn fuzzy_distance(fuzziness: Option<&Value>, term: &str, path: &str) -> Result<u8, SearchError> {
+    let len = term.chars().count();
+    let auto = |low: usize, high: usize| {
+        if len < low {
+            0
+        } else if len < high {
+            1
+        } else {
+            2
+        }
+    };
+    match fuzziness {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(d @ 0..=2) => Ok(d as u8),
+            _ => Err(SearchError::dsl(path, "fuzziness must be 0, 1, 2 or AUTO")),
+        },
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("auto") => Ok(auto(3, 6)),
+        Some(Value::String(s)) if s.to_ascii_lowercase().starts_with("auto:") => {
+            let (lo, hi) = s[5..]
+                .split_once(',')
+                .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)))
+                .ok_or_else(|| SearchError::dsl(path, format!("bad fuzziness '{s}'")))?;
+            Ok(auto(lo, hi))
+        }
+        Some(Value::String(s)) => match s.parse::<u8>() {
+            Ok(d @ 0..=2) => Ok(d),
+            _ => Err(SearchError::dsl(
+                path,
+                format!("fuzziness '{s}' must be 0, 1, 2 or AUTO"),
+            )),
+        },
+        Some(other) => Err(SearchError::dsl(
+            path,
+            format!("fuzziness {other} must be 0, 1, 2 or AUTO"),
+        )),
+    }
+}
+
+/// A field-name pattern of `multi_match` (`title*`, `*name`): the parts between its `*`s.
+struct FieldNamePattern(Vec<String>);
+
+impl FieldNamePattern {
+    fn new(pattern: &str) -> Self {
+        Self(pattern.split('*').map(str::to_owned).collect())
+    }
+
+    fn is_match(&self, s: &str) -> bool {
+        let parts = &self.0;
+        let Some((first, rest)) = parts.split_first() else {
+            return true;
+        };
+        let Some(mut tail) = s.strip_prefix(first.as_str()) else {
+            return false;
+        };
+        for (i, part) in rest.iter().enumerate() {
+            if i == rest.len() - 1 {
+                return tail.ends_with(part.as_str());
+            }
+            match tail.find(part.as_str()) {
+                Some(at) => tail = &tail[at + part.len()..],
+                None => return false,
+            }
+        }
+        tail.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fuzziness_by_term_length() {
+        assert_eq!(
+            fuzzy_distance(Some(&json!("AUTO")), "ab", "q").ok(),
+            Some(0)
+        );
+        assert_eq!(
+            fuzzy_distance(Some(&json!("AUTO")), "london", "q").ok(),
+            Some(2)
+        );
+        assert_eq!(
+            fuzzy_distance(Some(&json!("auto")), "lond", "q").ok(),
+            Some(1)
+        );
+        assert_eq!(fuzzy_distance(Some(&json!(1)), "x", "q").ok(), Some(1));
+        assert!(fuzzy_distance(Some(&json!(5)), "x", "q").is_err());
+    }
+
+    #[test]
+    fn field_patterns() {
+        assert!(FieldNamePattern::new("title*").is_match("title.keyword"));
+        assert!(FieldNamePattern::new("*name").is_match("first_name"));
+        assert!(!FieldNamePattern::new("title*").is_match("subtitle"));
+    }
+}
