@@ -16,15 +16,13 @@
 
 use std::fmt;
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::http;
 use crate::error::LlmError;
 use crate::message::{ChatRequest, ChatResponse, Message, Role, ToolCall, ToolChoice, Usage};
-use crate::model::{CallPolicy, ChatModel};
+use crate::model::CallPolicy;
 
 /// The Anthropic API.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -60,7 +58,7 @@ impl fmt::Debug for AnthropicConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AnthropicConfig")
             .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key", &http::redacted(&self.api_key))
             .field("model", &self.model)
             .field("policy", &self.policy)
             .field("max_tokens", &self.max_tokens)
@@ -84,11 +82,7 @@ impl AnthropicConfig {
     /// `base_url`, else `ANTHROPIC_BASE_URL`, else the Anthropic API. The key is required unless
     /// another base URL is given.
     pub fn from_env(model: impl Into<String>, base_url: Option<String>) -> Result<Self, LlmError> {
-        let base_url = base_url
-            .map(|b| b.trim().to_owned())
-            .filter(|b| !b.is_empty())
-            .or_else(|| http::env_var(BASE_URL_ENV))
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let base_url = http::base_url(base_url, BASE_URL_ENV, DEFAULT_BASE_URL);
         let api_key = http::env_var(API_KEY_ENV);
         if api_key.is_none() && base_url.trim_end_matches('/') == DEFAULT_BASE_URL {
             return Err(LlmError::Config(format!(
@@ -107,29 +101,23 @@ impl AnthropicConfig {
 #[derive(Debug)]
 pub struct AnthropicModel {
     config: AnthropicConfig,
-    client: reqwest::Client,
-    url: String,
-    name: String,
-    label: String,
+    endpoint: http::Endpoint,
 }
 
 impl AnthropicModel {
     /// A model for `config` (checks the base URL and builds the HTTP client; sends nothing).
     pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
-        http::check_base_url("anthropic", &config.base_url, config.api_key.is_some())?;
-        if config.model.trim().is_empty() {
-            return Err(LlmError::Config(
-                "anthropic: the model name is empty".into(),
-            ));
-        }
-        let label = http::label("anthropic", &config.base_url, DEFAULT_BASE_URL);
-        Ok(Self {
-            client: http::client(&label)?,
-            url: http::join_url(&config.base_url, "v1/messages"),
-            name: format!("anthropic:{}", config.model),
-            label,
-            config,
-        })
+        let endpoint = http::Endpoint::new(&http::Site {
+            provider: "anthropic",
+            base_url: &config.base_url,
+            default_base_url: DEFAULT_BASE_URL,
+            path: "v1/messages",
+            credentials: config.api_key.is_some(),
+            model: &config.model,
+            policy: &config.policy,
+            model_noun: "name",
+        })?;
+        Ok(Self { config, endpoint })
     }
 
     /// The config this model was made with.
@@ -155,7 +143,8 @@ impl AnthropicModel {
                     http::push_blocks(&mut messages, "assistant", blocks);
                 }
                 Role::Tool => {
-                    let id = http::tool_call_id(&self.label, i, m.tool_call_id.as_deref())?;
+                    let id =
+                        http::tool_call_id(self.endpoint.label(), i, m.tool_call_id.as_deref())?;
                     let mut block =
                         json!({"type": "tool_result", "tool_use_id": id, "content": m.content});
                     if m.is_error {
@@ -165,10 +154,6 @@ impl AnthropicModel {
                 }
             }
         }
-        let messages: Vec<Value> = messages
-            .into_iter()
-            .map(|(role, content)| json!({"role": role, "content": content}))
-            .collect();
         let mut body = Map::new();
         body.insert("model".into(), json!(self.config.model));
         body.insert(
@@ -178,7 +163,7 @@ impl AnthropicModel {
         if !system.is_empty() {
             body.insert("system".into(), json!(system.join("\n\n")));
         }
-        body.insert("messages".into(), Value::Array(messages));
+        body.insert("messages".into(), http::messages(messages));
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
                 .tools
@@ -291,42 +276,29 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
     })
 }
 
-#[async_trait]
-impl ChatModel for AnthropicModel {
-    fn name(&self) -> &str {
-        &self.name
+impl http::WireFormat for AnthropicModel {
+    fn endpoint(&self) -> &http::Endpoint {
+        &self.endpoint
     }
 
-    async fn chat(
+    fn authorize(
         &self,
-        request: &ChatRequest,
-        cancel: &CancellationToken,
-    ) -> Result<ChatResponse, LlmError> {
-        let body = serde_json::to_vec(&self.request_body(request)?)
-            .map_err(|e| LlmError::InvalidRequest(format!("{}: {e}", self.label)))?;
-        self.config
-            .policy
-            .run(cancel, || async {
-                let mut http_request = self
-                    .client
-                    .post(&self.url)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .header("anthropic-version", API_VERSION)
-                    .body(body.clone());
-                if let Some(key) = &self.config.api_key {
-                    http_request = http_request.header("x-api-key", key);
-                }
-                let answer = http::send(
-                    &self.label,
-                    http_request,
-                    self.config.policy.max_response_bytes,
-                )
-                .await?;
-                parse_response(&self.label, &answer)
-            })
-            .await
+        http_request: reqwest::RequestBuilder,
+        _body: &[u8],
+    ) -> Result<reqwest::RequestBuilder, LlmError> {
+        let http_request = http_request.header("anthropic-version", API_VERSION);
+        Ok(match &self.config.api_key {
+            Some(key) => http_request.header("x-api-key", key),
+            None => http_request,
+        })
+    }
+
+    fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        parse_response(provider, body)
     }
 }
+
+http::impl_chat_model!(AnthropicModel);
 
 #[cfg(test)]
 mod tests {

@@ -24,7 +24,6 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use async_trait::async_trait;
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
@@ -32,12 +31,11 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::http;
 use crate::error::LlmError;
 use crate::message::{ChatRequest, ChatResponse, Message, Role, ToolCall, ToolChoice, Usage};
-use crate::model::{CallPolicy, ChatModel};
+use crate::model::CallPolicy;
 
 /// The SigV4 service name of the Bedrock runtime.
 pub const SIGNING_SERVICE: &str = "bedrock";
@@ -141,10 +139,7 @@ impl BedrockConfig {
                 )
             })?;
         let mut config = Self::new(model, region, AwsCredentials::from_env()?);
-        if let Some(base_url) = base_url
-            .map(|b| b.trim().to_owned())
-            .filter(|b| !b.is_empty())
-        {
+        if let Some(base_url) = http::given(base_url) {
             config.base_url = base_url;
         }
         Ok(config)
@@ -160,39 +155,31 @@ pub fn default_base_url(region: &str) -> String {
 #[derive(Debug)]
 pub struct BedrockModel {
     config: BedrockConfig,
-    client: reqwest::Client,
-    url: String,
-    name: String,
-    label: String,
+    endpoint: http::Endpoint,
 }
 
 impl BedrockModel {
     /// A model for `config` (checks the base URL and region and builds the HTTP client; sends
     /// nothing).
     pub fn new(config: BedrockConfig) -> Result<Self, LlmError> {
-        http::check_base_url("bedrock", &config.base_url, true)?;
-        if config.model.trim().is_empty() {
-            return Err(LlmError::Config("bedrock: the model id is empty".into()));
-        }
-        if config.region.trim().is_empty() {
-            return Err(LlmError::Config("bedrock: the region is empty".into()));
-        }
-        let label = http::label(
-            "bedrock",
-            &config.base_url,
-            &default_base_url(&config.region),
-        );
         let path = format!(
             "model/{}/converse",
             utf8_percent_encode(&config.model, PATH_SEGMENT)
         );
-        Ok(Self {
-            client: http::client(&label)?,
-            url: http::join_url(&config.base_url, &path),
-            name: format!("bedrock:{}", config.model),
-            label,
-            config,
-        })
+        let endpoint = http::Endpoint::new(&http::Site {
+            provider: "bedrock",
+            base_url: &config.base_url,
+            default_base_url: &default_base_url(&config.region),
+            path: &path,
+            credentials: true,
+            model: &config.model,
+            policy: &config.policy,
+            model_noun: "id",
+        })?;
+        if config.region.trim().is_empty() {
+            return Err(LlmError::Config("bedrock: the region is empty".into()));
+        }
+        Ok(Self { config, endpoint })
     }
 
     /// The config this model was made with.
@@ -202,7 +189,7 @@ impl BedrockModel {
 
     /// The URL requests go to (with the model id percent-encoded).
     pub fn url(&self) -> &str {
-        &self.url
+        self.endpoint.url()
     }
 
     /// The JSON body of the Converse request for `request`.
@@ -225,7 +212,8 @@ impl BedrockModel {
                     http::push_blocks(&mut messages, "assistant", blocks);
                 }
                 Role::Tool => {
-                    let id = http::tool_call_id(&self.label, i, m.tool_call_id.as_deref())?;
+                    let id =
+                        http::tool_call_id(self.endpoint.label(), i, m.tool_call_id.as_deref())?;
                     let content = match serde_json::from_str::<Value>(&m.content) {
                         Ok(value @ Value::Object(_)) => json!({"json": value}),
                         _ => json!({"text": m.content}),
@@ -239,12 +227,8 @@ impl BedrockModel {
                 }
             }
         }
-        let messages: Vec<Value> = messages
-            .into_iter()
-            .map(|(role, content)| json!({"role": role, "content": content}))
-            .collect();
         let mut body = Map::new();
-        body.insert("messages".into(), Value::Array(messages));
+        body.insert("messages".into(), http::messages(messages));
         if !system.is_empty() {
             body.insert("system".into(), Value::Array(system));
         }
@@ -301,7 +285,7 @@ impl BedrockModel {
         let signing_error = |e: &dyn std::error::Error| {
             LlmError::Config(format!(
                 "{}: cannot sign the request: {}",
-                self.label,
+                self.endpoint.label(),
                 http::chain(e)
             ))
         };
@@ -316,7 +300,7 @@ impl BedrockModel {
             .into();
         let signable = SignableRequest::new(
             "POST",
-            self.url.as_str(),
+            self.endpoint.url(),
             [("content-type", "application/json")].into_iter(),
             SignableBody::Bytes(body),
         )
@@ -433,42 +417,30 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
     })
 }
 
-#[async_trait]
-impl ChatModel for BedrockModel {
-    fn name(&self) -> &str {
-        &self.name
+impl http::WireFormat for BedrockModel {
+    fn endpoint(&self) -> &http::Endpoint {
+        &self.endpoint
     }
 
-    async fn chat(
+    fn authorize(
         &self,
-        request: &ChatRequest,
-        cancel: &CancellationToken,
-    ) -> Result<ChatResponse, LlmError> {
-        let body = serde_json::to_vec(&self.request_body(request)?)
-            .map_err(|e| LlmError::InvalidRequest(format!("{}: {e}", self.label)))?;
-        self.config
-            .policy
-            .run(cancel, || async {
-                // Signed per attempt: a signature is valid for a few minutes only.
-                let mut http_request = self
-                    .client
-                    .post(&self.url)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.clone());
-                for (name, value) in self.signature_headers(&body, SystemTime::now())? {
-                    http_request = http_request.header(name, value);
-                }
-                let answer = http::send(
-                    &self.label,
-                    http_request,
-                    self.config.policy.max_response_bytes,
-                )
-                .await?;
-                parse_response(&self.label, &answer)
-            })
-            .await
+        http_request: reqwest::RequestBuilder,
+        body: &[u8],
+    ) -> Result<reqwest::RequestBuilder, LlmError> {
+        // Signed per attempt: a signature is valid for a few minutes only.
+        let mut http_request = http_request;
+        for (name, value) in self.signature_headers(body, SystemTime::now())? {
+            http_request = http_request.header(name, value);
+        }
+        Ok(http_request)
+    }
+
+    fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        parse_response(provider, body)
     }
 }
+
+http::impl_chat_model!(BedrockModel);
 
 #[cfg(test)]
 mod tests {

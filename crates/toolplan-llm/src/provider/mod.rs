@@ -7,6 +7,11 @@
 //! * [`anthropic`] — Anthropic Messages.
 //! * [`bedrock`] — Amazon Bedrock Converse, signed with SigV4.
 //! * `local` (feature `local`) — an in-process GGUF model through llama.cpp.
+//!
+//! The three HTTP providers keep only their wire format (request body, response parsing,
+//! authentication); the request path they share (base-URL checks, client, timeout, retries with
+//! backoff, the response-size cap, error mapping, settings from the environment) is the private
+//! module `http`.
 
 pub mod anthropic;
 pub mod bedrock;

@@ -19,10 +19,8 @@
 
 use std::fmt;
 
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::http;
 use crate::error::LlmError;
@@ -30,7 +28,7 @@ use crate::message::{
     ChatRequest, ChatResponse, Message, Role, StopReason, ToolCall, ToolChoice, Usage,
     parse_arguments,
 };
-use crate::model::{CallPolicy, ChatModel};
+use crate::model::CallPolicy;
 
 /// The official OpenAI API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -61,7 +59,7 @@ impl fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiConfig")
             .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key", &http::redacted(&self.api_key))
             .field("model", &self.model)
             .field("policy", &self.policy)
             .field("max_tokens", &self.max_tokens)
@@ -85,11 +83,7 @@ impl OpenAiConfig {
     /// `base_url`, else `OPENAI_BASE_URL`, else the official API. The key is required only for the
     /// official API.
     pub fn from_env(model: impl Into<String>, base_url: Option<String>) -> Result<Self, LlmError> {
-        let base_url = base_url
-            .map(|b| b.trim().to_owned())
-            .filter(|b| !b.is_empty())
-            .or_else(|| http::env_var(BASE_URL_ENV))
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let base_url = http::base_url(base_url, BASE_URL_ENV, DEFAULT_BASE_URL);
         let api_key = http::env_var(API_KEY_ENV);
         if api_key.is_none() && is_official(&base_url) {
             return Err(LlmError::Config(format!(
@@ -113,27 +107,23 @@ fn is_official(base_url: &str) -> bool {
 #[derive(Debug)]
 pub struct OpenAiModel {
     config: OpenAiConfig,
-    client: reqwest::Client,
-    url: String,
-    name: String,
-    label: String,
+    endpoint: http::Endpoint,
 }
 
 impl OpenAiModel {
     /// A model for `config` (checks the base URL and builds the HTTP client; sends nothing).
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
-        http::check_base_url("openai", &config.base_url, config.api_key.is_some())?;
-        if config.model.trim().is_empty() {
-            return Err(LlmError::Config("openai: the model name is empty".into()));
-        }
-        let label = http::label("openai", &config.base_url, DEFAULT_BASE_URL);
-        Ok(Self {
-            client: http::client(&label)?,
-            url: http::join_url(&config.base_url, "chat/completions"),
-            name: format!("openai:{}", config.model),
-            label,
-            config,
-        })
+        let endpoint = http::Endpoint::new(&http::Site {
+            provider: "openai",
+            base_url: &config.base_url,
+            default_base_url: DEFAULT_BASE_URL,
+            path: "chat/completions",
+            credentials: config.api_key.is_some(),
+            model: &config.model,
+            policy: &config.policy,
+            model_noun: "name",
+        })?;
+        Ok(Self { config, endpoint })
     }
 
     /// The config this model was made with.
@@ -147,7 +137,7 @@ impl OpenAiModel {
             .messages
             .iter()
             .enumerate()
-            .map(|(i, m)| wire_message(&self.label, i, m))
+            .map(|(i, m)| wire_message(self.endpoint.label(), i, m))
             .collect::<Result<Vec<_>, _>>()?;
         let mut body = Map::new();
         body.insert("model".into(), json!(self.config.model));
@@ -348,41 +338,28 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
     })
 }
 
-#[async_trait]
-impl ChatModel for OpenAiModel {
-    fn name(&self) -> &str {
-        &self.name
+impl http::WireFormat for OpenAiModel {
+    fn endpoint(&self) -> &http::Endpoint {
+        &self.endpoint
     }
 
-    async fn chat(
+    fn authorize(
         &self,
-        request: &ChatRequest,
-        cancel: &CancellationToken,
-    ) -> Result<ChatResponse, LlmError> {
-        let body = serde_json::to_vec(&self.request_body(request)?)
-            .map_err(|e| LlmError::InvalidRequest(format!("{}: {e}", self.label)))?;
-        self.config
-            .policy
-            .run(cancel, || async {
-                let mut http_request = self
-                    .client
-                    .post(&self.url)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.clone());
-                if let Some(key) = &self.config.api_key {
-                    http_request = http_request.bearer_auth(key);
-                }
-                let answer = http::send(
-                    &self.label,
-                    http_request,
-                    self.config.policy.max_response_bytes,
-                )
-                .await?;
-                parse_response(&self.label, &answer)
-            })
-            .await
+        http_request: reqwest::RequestBuilder,
+        _body: &[u8],
+    ) -> Result<reqwest::RequestBuilder, LlmError> {
+        Ok(match &self.config.api_key {
+            Some(key) => http_request.bearer_auth(key),
+            None => http_request,
+        })
+    }
+
+    fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError> {
+        parse_response(provider, body)
     }
 }
+
+http::impl_chat_model!(OpenAiModel);
 
 #[cfg(test)]
 mod tests {
