@@ -25,32 +25,22 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use toolplan_core::{Engine, Plan, RunConfig, RunControl, Tool, ToolContext, ToolRegistry};
-use toolplan_core::{ToolResult, scheduler::Schedule};
+use toolplan_core::scheduler::Schedule;
+use toolplan_core::{Engine, FnTool, Plan, RunConfig, RunControl, Tool, ToolRegistry};
 
 /// A tool that returns at once: all the time a plan of these takes is engine overhead.
-struct Noop;
-
-#[async_trait]
-impl Tool for Noop {
-    fn name(&self) -> &str {
-        "noop"
-    }
-    fn description(&self) -> &str {
-        "Returns true at once."
-    }
-    fn parameters(&self) -> Value {
+fn noop() -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "noop",
+        "Returns true at once.",
         json!({"type": "object", "properties": {"in": {"description": "Ignored."}},
-               "additionalProperties": false})
-    }
-    async fn call(&self, _arguments: Value, _ctx: ToolContext) -> ToolResult {
-        Ok(Value::Bool(true))
-    }
+               "additionalProperties": false}),
+        |_, _| async { Ok(Value::Bool(true)) },
+    ))
 }
 
 const SIZES: [usize; 4] = [10, 100, 1_000, 10_000];
@@ -98,7 +88,7 @@ fn plan_text(shape: &str, n: usize) -> String {
 
 fn registry() -> Arc<ToolRegistry> {
     let mut r = ToolRegistry::new();
-    r.register(Arc::new(Noop)).unwrap();
+    r.register(noop()).unwrap();
     Arc::new(r)
 }
 

@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolContext, ToolRegistry, ToolResult, output_from_text};
+use crate::tool::{Tool, ToolContext, ToolRegistry, ToolResult, output_from_text, value_as_text};
 
 /// Every demo tool.
 pub fn tools() -> Vec<Arc<dyn Tool>> {
@@ -45,13 +45,6 @@ pub fn registry() -> ToolRegistry {
         }
     }
     r
-}
-
-fn text_of(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// `echo`: returns its text.
@@ -93,7 +86,9 @@ impl Tool for Concat {
                "required": ["a", "b"], "additionalProperties": false})
     }
     async fn call(&self, args: Value, _ctx: ToolContext) -> ToolResult {
-        Ok(Value::String(text_of(&args["a"]) + &text_of(&args["b"])))
+        Ok(Value::String(
+            value_as_text(&args["a"]).into_owned() + &value_as_text(&args["b"]),
+        ))
     }
 }
 

@@ -11,7 +11,9 @@
 //! * [`dialect`] — plan formats parsed into the IR ([`dialect::tool_plan`] is the seed's format).
 //! * [`plan`] — the IR ([`Plan`], [`Step`]) and [`plan::validate`]: unknown tools and steps, cycles,
 //!   schema checks of literal arguments; waves (Kahn levels).
-//! * [`tool`] — the object-safe async [`Tool`] trait and the [`ToolRegistry`] (schemas compiled once).
+//! * [`tool`] — the object-safe async [`Tool`] trait and the [`ToolRegistry`] (schemas compiled once);
+//!   [`FnTool`] defines a tool by a closure; [`value_as_text`] and [`output_from_text`] turn JSON
+//!   values into the text a model reads and a tool's text back into JSON.
 //! * [`scheduler`] — the one scheduler: dependency-driven, concurrency limits, timeouts, deadline,
 //!   cancellation, fail-forward, observer events.
 //! * [`run`] — the [`PlanRun`] record, its JSON report and the summary an LLM reads.
@@ -47,6 +49,7 @@ pub mod demo;
 pub mod dialect;
 pub mod engine;
 pub mod error;
+mod fn_tool;
 pub mod limits;
 pub mod plan;
 pub mod reference;
@@ -60,11 +63,12 @@ pub use engine::{
     ArgumentsStyle, Engine, ExecuteToolPlan, plan_schema, plan_schema_for_tools, worked_example,
 };
 pub use error::{InvalidPlan, Problem, RegistryError, ToolError};
+pub use fn_tool::FnTool;
 pub use limits::Limits;
 pub use plan::{EXECUTE_TOOL_PLAN, Plan, Step};
 pub use run::{PlanRun, RunOutcome, StepRecord, StepStatus};
 pub use scheduler::{Observer, RunConfig, RunControl, Schedule, StepFinished, StepStarted};
-pub use tool::{Tool, ToolContext, ToolRegistry, ToolResult};
+pub use tool::{Tool, ToolContext, ToolRegistry, ToolResult, output_from_text, value_as_text};
 
 /// The README's Rust examples, compiled and run as doc tests so they cannot rot.
 #[cfg(doctest)]

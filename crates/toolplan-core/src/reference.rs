@@ -287,14 +287,6 @@ fn array_index(len: usize, segment: &str) -> Option<usize> {
     }
 }
 
-/// Renders a value for interpolation into a longer string: text as it is, anything else as compact JSON.
-pub fn value_as_text(value: &Value, out: &mut String) {
-    match value {
-        Value::String(s) => out.push_str(s),
-        other => out.push_str(&other.to_string()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,15 +426,5 @@ mod tests {
     fn numeric_keys_on_objects() {
         let out = json!({"0": "zero"});
         assert_eq!(follow(&r("s", &["0"]), &out).unwrap(), Some(&json!("zero")));
-    }
-
-    #[test]
-    fn text_rendering() {
-        let mut s = String::new();
-        value_as_text(&json!("hi"), &mut s);
-        value_as_text(&json!(1.5), &mut s);
-        value_as_text(&json!({"a": [1]}), &mut s);
-        value_as_text(&json!(null), &mut s);
-        assert_eq!(s, "hi1.5{\"a\":[1]}null");
     }
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::limits::truncate_text;
+use crate::tool::value_as_text;
 
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -204,10 +205,7 @@ impl PlanRun {
                 text.push_str("\n- ");
                 text.push_str(id);
                 text.push_str(": ");
-                match v {
-                    Value::String(s) => text.push_str(&truncate_text(s, share)),
-                    other => text.push_str(&truncate_text(&other.to_string(), share)),
-                }
+                text.push_str(&truncate_text(&value_as_text(v), share));
             }
         }
         if failed + skipped > 0 {

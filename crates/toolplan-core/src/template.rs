@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 
 use crate::reference::{self, PathError, Piece, Reference};
+use crate::tool::value_as_text;
 
 /// A JSON value whose strings may hold references to other steps' outputs.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,7 +199,7 @@ impl Template {
                             Some(v) => {
                                 // Text is flat: only its bytes count.
                                 state.admit(r, v, 0)?;
-                                reference::value_as_text(v, &mut text);
+                                text.push_str(&value_as_text(v));
                             }
                             None => {
                                 state.missing = true;

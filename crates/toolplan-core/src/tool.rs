@@ -1,6 +1,7 @@
 //! The tool trait every tool source implements (built-in, MCP, search, LLM-backed), and the registry
 //! that plans are validated and run against.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -63,6 +64,15 @@ pub fn output_from_text(text: impl Into<String>) -> Value {
         return v;
     }
     Value::String(text)
+}
+
+/// A JSON value as the text a model or a template reads: a string as it is, anything else as compact
+/// JSON (`{"a":[1]}`, `1.5`, `null`). The inverse of [`output_from_text`] for text that is not JSON.
+pub fn value_as_text(value: &Value) -> Cow<'_, str> {
+    match value {
+        Value::String(s) => Cow::Borrowed(s),
+        other => Cow::Owned(other.to_string()),
+    }
 }
 
 /// Values longer than this (bytes of JSON text) are not quoted in schema errors.
@@ -226,22 +236,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    struct Named(&'static str, Value);
+    use crate::FnTool;
 
-    #[async_trait]
-    impl Tool for Named {
-        fn name(&self) -> &str {
-            self.0
-        }
-        fn description(&self) -> &str {
-            "test tool"
-        }
-        fn parameters(&self) -> Value {
-            self.1.clone()
-        }
-        async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
-            Ok(arguments)
-        }
+    /// A tool that returns its arguments.
+    fn named(name: &'static str, schema: Value) -> Arc<dyn Tool> {
+        Arc::new(FnTool::new(name, "test tool", schema, |a, _| async move {
+            Ok(a)
+        }))
     }
 
     fn schema() -> Value {
@@ -259,20 +260,30 @@ mod tests {
     }
 
     #[test]
+    fn text_rendering() {
+        let mut s = String::new();
+        s.push_str(&value_as_text(&json!("hi")));
+        s.push_str(&value_as_text(&json!(1.5)));
+        s.push_str(&value_as_text(&json!({"a": [1]})));
+        s.push_str(&value_as_text(&json!(null)));
+        assert_eq!(s, "hi1.5{\"a\":[1]}null");
+        assert!(matches!(value_as_text(&json!("hi")), Cow::Borrowed("hi")));
+    }
+
+    #[test]
     fn registry_rejects_duplicates_and_bad_schemas() {
         let mut r = ToolRegistry::new();
-        r.register(Arc::new(Named("get_weather", schema())))
-            .unwrap();
+        r.register(named("get_weather", schema())).unwrap();
         assert_eq!(
-            r.register(Arc::new(Named("get_weather", schema()))),
+            r.register(named("get_weather", schema())),
             Err(RegistryError::DuplicateName("get_weather".into()))
         );
         assert!(matches!(
-            r.register(Arc::new(Named("bad", json!({"type": 12})))),
+            r.register(named("bad", json!({"type": 12}))),
             Err(RegistryError::InvalidSchema { .. })
         ));
         assert!(matches!(
-            r.register(Arc::new(Named("a b", schema()))),
+            r.register(named("a b", schema())),
             Err(RegistryError::InvalidName(_))
         ));
         assert_eq!(r.names().collect::<Vec<_>>(), ["get_weather"]);
@@ -281,8 +292,7 @@ mod tests {
     #[test]
     fn argument_check_names_the_field() {
         let mut r = ToolRegistry::new();
-        r.register(Arc::new(Named("get_weather", schema())))
-            .unwrap();
+        r.register(named("get_weather", schema())).unwrap();
         let t = r.get("get_weather").unwrap();
         assert!(t.check_arguments(&json!({"location": "Oslo"})).is_ok());
         let err = t.check_arguments(&json!({"location": 5})).unwrap_err();
@@ -294,9 +304,8 @@ mod tests {
     #[test]
     fn suggestions() {
         let mut r = ToolRegistry::new();
-        r.register(Arc::new(Named("get_weather", schema())))
-            .unwrap();
-        r.register(Arc::new(Named("calculator", schema()))).unwrap();
+        r.register(named("get_weather", schema())).unwrap();
+        r.register(named("calculator", schema())).unwrap();
         assert_eq!(r.closest_name("get_wether"), Some("get_weather"));
         assert_eq!(r.closest_name("zzz"), None);
     }

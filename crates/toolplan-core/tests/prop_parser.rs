@@ -7,7 +7,6 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
@@ -16,8 +15,8 @@ use toolplan_core::dialect::tool_plan;
 use toolplan_core::reference::{self, Piece};
 use toolplan_core::template::Template;
 use toolplan_core::{
-    Engine, ExecuteToolPlan, InvalidPlan, Limits, Plan, Problem, RunConfig, RunControl, RunOutcome,
-    StepStatus, Tool, ToolContext, ToolError, ToolRegistry, ToolResult, demo,
+    Engine, ExecuteToolPlan, FnTool, InvalidPlan, Limits, Plan, Problem, RunConfig, RunControl,
+    RunOutcome, StepStatus, Tool, ToolContext, ToolError, ToolRegistry, demo,
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -1036,42 +1035,29 @@ fn separator() -> impl Strategy<Value = String> {
 }
 
 /// Returns a fixed output.
-struct Const(Value);
-
-#[async_trait]
-impl Tool for Const {
-    fn name(&self) -> &str {
-        "const"
-    }
-    fn description(&self) -> &str {
-        "returns a fixed value"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    async fn call(&self, _arguments: Value, _ctx: ToolContext) -> ToolResult {
-        Ok(self.0.clone())
-    }
+fn constant(value: Value) -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "const",
+        "returns a fixed value",
+        json!({"type": "object"}),
+        move |_, _| {
+            let value = value.clone();
+            async move { Ok(value) }
+        },
+    ))
 }
 
 /// Records the arguments it is called with.
-struct Capture(Arc<Mutex<Vec<Value>>>);
-
-#[async_trait]
-impl Tool for Capture {
-    fn name(&self) -> &str {
-        "capture"
-    }
-    fn description(&self) -> &str {
-        "records its arguments"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
-        self.0.lock().unwrap().push(arguments);
-        Ok(json!("captured"))
-    }
+fn capture(seen: Arc<Mutex<Vec<Value>>>) -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "capture",
+        "records its arguments",
+        json!({"type": "object"}),
+        move |arguments, _| {
+            seen.lock().unwrap().push(arguments);
+            async { Ok(json!("captured")) }
+        },
+    ))
 }
 
 proptest! {
@@ -1146,8 +1132,8 @@ proptest! {
         // The same through a plan: a step returning `output`, and a step that captures its arguments.
         let captured = Arc::new(Mutex::new(Vec::new()));
         let mut tools = ToolRegistry::new();
-        tools.register(Arc::new(Const(output.clone()))).unwrap();
-        tools.register(Arc::new(Capture(Arc::clone(&captured)))).unwrap();
+        tools.register(constant(output.clone())).unwrap();
+        tools.register(capture(Arc::clone(&captured))).unwrap();
         let engine = Engine::new(Arc::new(tools));
         let plan = engine
             .compile_value(json!({"steps": [

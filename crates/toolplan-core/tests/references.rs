@@ -5,35 +5,24 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 use toolplan_core::{
-    Engine, Plan, PlanRun, RunControl, StepStatus, Tool, ToolContext, ToolRegistry, ToolResult,
-    demo,
+    Engine, FnTool, Plan, PlanRun, RunControl, StepStatus, Tool, ToolRegistry, demo,
 };
 
 /// Returns its arguments unchanged, so a test can see exactly what references resolved to.
-struct Capture;
-
-#[async_trait]
-impl Tool for Capture {
-    fn name(&self) -> &str {
-        "capture"
-    }
-    fn description(&self) -> &str {
-        "Returns its arguments."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
-        Ok(arguments)
-    }
+fn capture() -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "capture",
+        "Returns its arguments.",
+        json!({"type": "object"}),
+        |arguments, _| async move { Ok(arguments) },
+    ))
 }
 
 fn engine() -> Engine {
     let mut tools: ToolRegistry = demo::registry();
-    tools.register(Arc::new(Capture)).unwrap();
+    tools.register(capture()).unwrap();
     Engine::new(Arc::new(tools))
 }
 

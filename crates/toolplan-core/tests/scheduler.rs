@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolplan_core::{
-    Engine, Observer, Plan, PlanRun, RunConfig, RunControl, RunOutcome, Schedule, StepFinished,
-    StepStarted, StepStatus, Tool, ToolContext, ToolRegistry, ToolResult, demo,
+    Engine, FnTool, Observer, Plan, PlanRun, RunConfig, RunControl, RunOutcome, Schedule,
+    StepFinished, StepStarted, StepStatus, Tool, ToolContext, ToolRegistry, ToolResult, demo,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -61,25 +61,18 @@ impl Tool for Hang {
 }
 
 /// Panics with the given message (a `String` payload) or a fixed `&str`.
-struct Panic;
-
-#[async_trait]
-impl Tool for Panic {
-    fn name(&self) -> &str {
-        "panic"
-    }
-    fn description(&self) -> &str {
-        "Panics."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"message": {"type": "string"}}})
-    }
-    async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
-        match arguments["message"].as_str() {
-            Some(m) => panic!("{m}"),
-            None => panic!("boom"),
-        }
-    }
+fn panic_tool() -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "panic",
+        "Panics.",
+        json!({"type": "object", "properties": {"message": {"type": "string"}}}),
+        |arguments: Value, _| async move {
+            match arguments["message"].as_str() {
+                Some(m) => panic!("{m}"),
+                None => panic!("boom"),
+            }
+        },
+    ))
 }
 
 /// Counts calls running at once (its own and, through `global`, those of all counting tools); each call
@@ -516,7 +509,7 @@ async fn dropping_the_run_future_stops_the_tools() {
 
 #[tokio::test]
 async fn a_panicking_tool_fails_only_its_step() {
-    let engine = engine_with(vec![Arc::new(Panic)], RunConfig::default());
+    let engine = engine_with(vec![panic_tool()], RunConfig::default());
     let run = run(
         &engine,
         json!({"steps": [
@@ -559,7 +552,7 @@ async fn a_panicking_tool_fails_only_its_step() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_tool_is_contained_on_a_multi_threaded_runtime() {
-    let engine = engine_with(vec![Arc::new(Panic)], RunConfig::default());
+    let engine = engine_with(vec![panic_tool()], RunConfig::default());
     let run = run(
         &engine,
         json!({"steps": [

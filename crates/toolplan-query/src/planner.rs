@@ -7,7 +7,7 @@ use serde_json::Value;
 use toolplan_core::dialect::query_plan::{self, QueryPlan};
 use toolplan_core::{
     Engine, InvalidPlan, Limits, PlanRun, RunConfig, RunControl, RunOutcome, StepStatus, Tool,
-    ToolRegistry,
+    ToolRegistry, value_as_text,
 };
 
 use crate::error::QueryError;
@@ -147,10 +147,7 @@ impl QueryRun {
 
     /// The root's answer as text (JSON answers as compact JSON).
     pub fn answer_text(&self) -> Result<String, QueryError> {
-        self.answer().map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
+        self.answer().map(|v| value_as_text(v).into_owned())
     }
 
     /// Tool calls made (synthesis steps not counted).

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolplan_core::dialect::query_plan::{SYNTH_CONTEXT, SYNTH_QUERY};
-use toolplan_core::reference::value_as_text;
+use toolplan_core::value_as_text;
 use toolplan_core::{Tool, ToolContext, ToolError, ToolResult};
 use toolplan_llm::{ChatModel, ChatRequest, Message};
 
@@ -310,9 +310,7 @@ impl SynthesizeTool {
 
 /// A child's answer as text: text as it is, anything else as JSON.
 fn response_text(value: &Value) -> String {
-    let mut out = String::new();
-    value_as_text(value, &mut out);
-    out
+    value_as_text(value).into_owned()
 }
 
 #[async_trait]
