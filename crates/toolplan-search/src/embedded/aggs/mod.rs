@@ -1,0 +1,352 @@
+//! Aggregations: OpenSearch requests rewritten onto the index's fields and run by tantivy's
+//! Elasticsearch-compatible aggregation engine; results put back into OpenSearch's shape.
+//!
+//! Supported: `terms` (size, order — also by a sub-aggregation —, min_doc_count, include/exclude,
+//! missing), `avg`, `min`, `max`, `sum`, `stats`, `extended_stats`, `value_count`, `cardinality`,
+//! `percentiles`, `histogram`, `date_histogram` (`fixed_interval`; `calendar_interval` from second
+//! to year, in UTC — week, month, quarter and year run as calendar-aligned date ranges over the
+//! matching documents' span), `range` (only the requested buckets are returned), and `top_hits`
+//! (run as one search per bucket: the query and the bucket's own filter, with the `size`, `from`,
+//! `sort` and `_source` asked for). Anything else is an error naming the aggregation.
+//!
+//! Bounded by the [`SearchLimits`]: aggregation nesting (`max_nested_depth`), `terms` sizes and
+//! buckets made (`max_buckets`), memory (`max_aggregation_memory`), `top_hits` `from + size`
+//! (`max_inner_result_window`) and the hits all `top_hits` return together (`max_result_window`).
+//!
+//! [`run`] rewrites the request onto the index's fields (this module), runs it and puts the result
+//! back into shape; the parts that need more than tantivy's engine live in their own modules:
+//!
+//! * [`calendar`] — `date_histogram` intervals; calendar periods (week, month, quarter, year) as
+//!   date ranges over the matching documents' span.
+//! * [`top_hits`] — `top_hits`, run as one search per bucket with the bucket's own filter.
+//! * [`response`] — tantivy's result put back into OpenSearch's shape.
+
+mod calendar;
+mod response;
+mod top_hits;
+
+use std::cell::Cell;
+
+use serde_json::{Map, Value, json};
+use tantivy::Searcher;
+use tantivy::aggregation::agg_req::Aggregations;
+use tantivy::aggregation::{AggContextParams, AggregationCollector, AggregationLimitsGuard};
+use tantivy::query::Query;
+use tantivy::tokenizer::TokenizerManager;
+
+use self::calendar::{Calendar, Interval, date_histogram_interval};
+use self::response::to_opensearch_shape;
+use self::top_hits::top_hits_body;
+use super::schema::IndexSchema;
+use crate::error::SearchError;
+use crate::limits::{SearchLimits, within};
+use crate::mapping::FieldKind;
+
+const METRICS: &[&str] = &[
+    "avg",
+    "min",
+    "max",
+    "sum",
+    "stats",
+    "extended_stats",
+    "value_count",
+    "cardinality",
+    "percentiles",
+];
+const BUCKETS: &[&str] = &["terms", "histogram", "date_histogram", "range"];
+
+/// What the post-processing needs to remember of a request.
+struct AggregationPlan {
+    name: String,
+    kind: String,
+    /// The field as the request names it (for bucket filters of `top_hits`).
+    field: Option<String>,
+    date_field: bool,
+    ranges: Vec<(Option<f64>, Option<f64>)>,
+    /// Width of a `histogram` / fixed `date_histogram` bucket (ms for dates).
+    interval: Option<f64>,
+    calendar: Option<Calendar>,
+    min_doc_count: u64,
+    /// A `top_hits` request, run after the aggregations.
+    top_hits: Option<Value>,
+    children: Vec<AggregationPlan>,
+}
+
+/// A search on the same index, for what aggregations need besides tantivy's engine: the span of a
+/// date field under the query, and the hits of `top_hits`.
+pub(crate) type SubSearch<'a> = &'a dyn Fn(&Value) -> Result<Value, SearchError>;
+
+/// Runs the aggregations of a request (`key` is `aggs` or `aggregations`, for messages).
+/// `query_json` is the request's query (for `top_hits` and calendar spans, run through `sub`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    schema: &IndexSchema,
+    searcher: &Searcher,
+    query: &dyn Query,
+    query_json: &Value,
+    aggs: &Value,
+    key: &str,
+    limits: &SearchLimits,
+    sub: SubSearch<'_>,
+) -> Result<Value, SearchError> {
+    let rewrite = Rewrite {
+        schema,
+        query: query_json,
+        sub,
+        limits,
+        top_hits: Cell::new(0),
+    };
+    let (request, plans) = rewrite.rewrite(aggs, key, 1)?;
+    let parsed: Aggregations = serde_json::from_value(request)
+        .map_err(|e| SearchError::dsl(key, format!("invalid aggregation: {e}")))?;
+    let guard = AggregationLimitsGuard::new(
+        Some(limits.max_aggregation_memory),
+        Some(limits.max_buckets),
+    );
+    let params = AggContextParams::new(guard, TokenizerManager::default());
+    let collector = AggregationCollector::from_aggs(parsed, params);
+    let result = searcher
+        .search(query, &collector)
+        .map_err(|e| SearchError::dsl(key, e.to_string()))?;
+    let mut out = serde_json::to_value(&result).map_err(|e| SearchError::Index(e.to_string()))?;
+    let mut filters = Vec::new();
+    for plan in &plans {
+        if plan.top_hits.is_some()
+            && let Some(o) = out.as_object_mut()
+        {
+            o.insert(plan.name.clone(), Value::Null);
+        }
+        if let Some(v) = out.get_mut(&plan.name) {
+            to_opensearch_shape(v, plan);
+            rewrite.fill_top_hits(v, plan, &mut filters)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Query-time context of the rewrite.
+struct Rewrite<'a> {
+    schema: &'a IndexSchema,
+    query: &'a Value,
+    sub: SubSearch<'a>,
+    limits: &'a SearchLimits,
+    /// Hits the `top_hits` searches returned so far.
+    top_hits: Cell<usize>,
+}
+
+impl Rewrite<'_> {
+    /// Rewrites the aggregations at `path`, `depth` levels down.
+    fn rewrite(
+        &self,
+        aggs: &Value,
+        path: &str,
+        depth: usize,
+    ) -> Result<(Value, Vec<AggregationPlan>), SearchError> {
+        let schema = self.schema;
+        let max = self.limits.max_nested_depth;
+        within(depth, max, "max_nested_depth", path, || {
+            format!("aggregations nest more than {max} levels deep")
+        })?;
+        let Value::Object(aggs) = aggs else {
+            return Err(SearchError::dsl(
+                path,
+                "aggregations must be an object of named aggregations",
+            ));
+        };
+        let mut out = Map::new();
+        let mut plans = Vec::new();
+        for (name, def) in aggs {
+            let here = format!("{path}.{name}");
+            let Value::Object(def) = def else {
+                return Err(SearchError::dsl(&here, "an aggregation must be an object"));
+            };
+            let mut kind: Option<(String, Value)> = None;
+            let mut children = None;
+            for (k, v) in def {
+                match k.as_str() {
+                    "aggs" | "aggregations" => children = Some(v),
+                    "meta" => {}
+                    other if kind.is_none() => kind = Some((other.to_owned(), v.clone())),
+                    other => {
+                        return Err(SearchError::dsl(
+                            &here,
+                            format!("more than one aggregation type ({other})"),
+                        ));
+                    }
+                }
+            }
+            let Some((kind, mut body)) = kind else {
+                return Err(SearchError::dsl(&here, "no aggregation type"));
+            };
+            let kind_path = format!("{here}.{kind}");
+            if kind == "top_hits" {
+                if children.is_some() {
+                    return Err(SearchError::dsl(
+                        &here,
+                        "a top_hits aggregation cannot have sub-aggregations",
+                    ));
+                }
+                plans.push(AggregationPlan {
+                    top_hits: Some(top_hits_body(&body, name, &kind_path, self.limits)?),
+                    ..AggregationPlan::new(name, &kind)
+                });
+                continue;
+            }
+            if !METRICS.contains(&kind.as_str()) && !BUCKETS.contains(&kind.as_str()) {
+                return Err(SearchError::Unsupported {
+                    path: kind_path,
+                    clause: format!("{kind} aggregation"),
+                });
+            }
+            let mut date_field = false;
+            let requested_field = body.get("field").and_then(Value::as_str).map(str::to_owned);
+            if let Some(field) = requested_field.clone() {
+                let Some(indexed) = schema.fields.get(&field) else {
+                    return Err(SearchError::dsl(
+                        &kind_path,
+                        format!("field '{field}' is not in the mapping"),
+                    ));
+                };
+                if indexed.spec.kind == FieldKind::Text {
+                    let hint = schema.keyword_hint(&field);
+                    return Err(SearchError::dsl(
+                        &kind_path,
+                        format!(
+                            "text field '{field}' cannot be aggregated; use a keyword field{hint}"
+                        ),
+                    ));
+                }
+                date_field = indexed.spec.kind == FieldKind::Date;
+                body["field"] = json!(indexed.name);
+            } else if kind != "value_count" || body.get("script").is_some() {
+                if body.get("script").is_some() {
+                    return Err(SearchError::Unsupported {
+                        path: format!("{kind_path}.script"),
+                        clause: "script".into(),
+                    });
+                }
+                return Err(SearchError::dsl(&kind_path, "a field is required"));
+            }
+            let mut ranges = Vec::new();
+            let mut interval = None;
+            let mut calendar = None;
+            let min_doc_count = body
+                .get("min_doc_count")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            let mut tantivy_kind = kind.clone();
+            if kind == "terms" {
+                self.check_terms_size(&body, &kind_path)?;
+            }
+            if kind == "histogram" {
+                interval = body.get("interval").and_then(Value::as_f64);
+            }
+            if kind == "date_histogram" {
+                match date_histogram_interval(&mut body, &kind_path)? {
+                    Interval::Fixed(ms) => interval = Some(ms),
+                    Interval::Calendar(c) => {
+                        // tantivy knows fixed intervals only: a calendar interval becomes date ranges,
+                        // one per period over the span of the matching documents.
+                        let field = requested_field.clone().unwrap_or_default();
+                        let periods = self.calendar_ranges(&field, c, &kind_path)?;
+                        body = json!({"field": body.get("field").cloned().unwrap_or(Value::Null),
+                                  "ranges": periods, "keyed": false});
+                        calendar = Some(c);
+                        tantivy_kind = "range".into();
+                    }
+                }
+            }
+            if tantivy_kind == "range" {
+                let scale = if date_field { 1e6 } else { 1.0 };
+                if let Some(Value::Array(rs)) = body.get_mut("ranges") {
+                    for r in rs.iter_mut() {
+                        let from = r.get("from").and_then(Value::as_f64);
+                        let to = r.get("to").and_then(Value::as_f64);
+                        ranges.push((from, to));
+                        // Date ranges are given in ms; tantivy takes nanoseconds.
+                        if let (true, Some(f)) = (date_field, from) {
+                            r["from"] = json!(f * scale);
+                        }
+                        if let (true, Some(t)) = (date_field, to) {
+                            r["to"] = json!(t * scale);
+                        }
+                    }
+                }
+            }
+            if calendar.is_some()
+                && let Some(o) = body.as_object_mut()
+            {
+                o.remove("min_doc_count");
+            }
+            let mut entry = Map::new();
+            entry.insert(tantivy_kind, body);
+            let mut child_plans = Vec::new();
+            if let Some(children) = children {
+                if METRICS.contains(&kind.as_str()) {
+                    return Err(SearchError::dsl(
+                        &here,
+                        format!("a {kind} aggregation cannot have sub-aggregations"),
+                    ));
+                }
+                let (sub, sub_plans) =
+                    self.rewrite(children, &format!("{here}.aggs"), depth + 1)?;
+                if sub.as_object().is_some_and(|o| !o.is_empty()) {
+                    entry.insert("aggs".into(), sub);
+                }
+                child_plans = sub_plans;
+            }
+            out.insert(name.clone(), Value::Object(entry));
+            plans.push(AggregationPlan {
+                field: requested_field,
+                date_field,
+                ranges,
+                interval,
+                calendar,
+                min_doc_count,
+                children: child_plans,
+                ..AggregationPlan::new(name, &kind)
+            });
+        }
+        Ok((Value::Object(out), plans))
+    }
+
+    /// Refuses a `terms` `size` (or `shard_size`) over `max_buckets`: tantivy would reserve room
+    /// for that many terms.
+    fn check_terms_size(&self, body: &Value, path: &str) -> Result<(), SearchError> {
+        let max = self.limits.max_buckets;
+        for key in ["size", "shard_size", "segment_size"] {
+            if let Some(n) = body.get(key).and_then(Value::as_u64)
+                && n > u64::from(max)
+            {
+                return Err(SearchError::dsl(
+                    format!("{path}.{key}"),
+                    format!(
+                        "{key} {n} is more than the {max} buckets one request may make (search limit max_buckets)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl AggregationPlan {
+    fn new(name: &str, kind: &str) -> AggregationPlan {
+        AggregationPlan {
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            field: None,
+            date_field: false,
+            ranges: Vec::new(),
+            interval: None,
+            calendar: None,
+            min_doc_count: 0,
+            top_hits: None,
+            children: Vec::new(),
+        }
+    }
+
+    fn has_top_hits(&self) -> bool {
+        self.top_hits.is_some() || self.children.iter().any(AggregationPlan::has_top_hits)
+    }
+}

@@ -1,0 +1,115 @@
+//! tantivy's aggregation result put back into OpenSearch's shape: only the requested range buckets,
+//! calendar buckets keyed by their start, dates in milliseconds.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::AggregationPlan;
+
+/// Puts a result back into OpenSearch's shape.
+pub(super) fn to_opensearch_shape(v: &mut Value, plan: &AggregationPlan) {
+    match plan.kind.as_str() {
+        "date_histogram" if plan.calendar.is_some() => {
+            if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
+                // tantivy adds open-ended buckets before the first and after the last period.
+                buckets.retain(|b| {
+                    b.get("from").and_then(Value::as_f64).is_some()
+                        && b.get("to").and_then(Value::as_f64).is_some()
+                });
+                for b in buckets.iter_mut() {
+                    let from_ns = b.get("from").and_then(Value::as_f64).unwrap_or_default();
+                    let key = (from_ns / 1e6) as i64;
+                    if let Some(o) = b.as_object_mut() {
+                        for k in ["from", "to", "key", "from_as_string", "to_as_string"] {
+                            o.remove(k);
+                        }
+                        let text = DateTime::<Utc>::from_timestamp_millis(key)
+                            .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+                            .unwrap_or_default();
+                        o.insert("key_as_string".into(), json!(text));
+                        o.insert("key".into(), json!(key));
+                    }
+                }
+                // As OpenSearch: from the first to the last bucket with documents.
+                let keep = |b: &Value| {
+                    b.get("doc_count").and_then(Value::as_u64).unwrap_or(0)
+                        >= plan.min_doc_count.max(1)
+                };
+                if plan.min_doc_count > 0 {
+                    buckets.retain(keep);
+                } else {
+                    let first = buckets.iter().position(keep).unwrap_or(buckets.len());
+                    let last = buckets.iter().rposition(keep).map_or(0, |i| i + 1);
+                    if first >= last {
+                        buckets.clear();
+                    } else {
+                        buckets.truncate(last);
+                        buckets.drain(..first);
+                    }
+                }
+            }
+        }
+        "range" => {
+            if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
+                // tantivy fills the gaps between requested ranges with buckets of its own.
+                buckets.retain(|b| {
+                    let from = b
+                        .get("from")
+                        .and_then(Value::as_f64)
+                        .map(|f| if plan.date_field { f / 1e6 } else { f });
+                    let to = b
+                        .get("to")
+                        .and_then(Value::as_f64)
+                        .map(|t| if plan.date_field { t / 1e6 } else { t });
+                    plan.ranges
+                        .iter()
+                        .any(|(rf, rt)| close(*rf, from) && close(*rt, to))
+                });
+                if plan.date_field {
+                    for b in buckets.iter_mut() {
+                        for k in ["from", "to"] {
+                            if let Some(x) = b.get(k).and_then(Value::as_f64) {
+                                b[k] = json!(x / 1e6);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        "date_histogram" => {
+            if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
+                for b in buckets.iter_mut() {
+                    if let Some(k) = b.get("key").and_then(Value::as_f64) {
+                        b["key"] = json!(k as i64);
+                    }
+                }
+            }
+        }
+        "min" | "max" | "avg" if plan.date_field => {
+            if let Some(x) = v.get("value").and_then(Value::as_f64) {
+                v["value"] = json!(x / 1e6);
+            }
+        }
+        _ => {}
+    }
+    if plan.children.is_empty() {
+        return;
+    }
+    if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
+        for b in buckets.iter_mut() {
+            for child in &plan.children {
+                if let Some(cv) = b.get_mut(&child.name) {
+                    to_opensearch_shape(cv, child);
+                }
+            }
+        }
+    }
+}
+
+fn close(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(1.0),
+        _ => false,
+    }
+}

@@ -1,0 +1,147 @@
+//! `top_hits`: run after the aggregations as one search per bucket, with the request's query and the
+//! filters of the buckets it sits in, bounded by `max_inner_result_window` per request and
+//! `max_result_window` over all buckets.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value, json};
+
+use super::{AggregationPlan, Rewrite};
+use crate::error::SearchError;
+use crate::limits::{SearchLimits, within};
+
+impl Rewrite<'_> {
+    /// request's query and the filters of the buckets it sits in.
+    pub(super) fn fill_top_hits(
+        &self,
+        v: &mut Value,
+        plan: &AggregationPlan,
+        filters: &mut Vec<Value>,
+    ) -> Result<(), SearchError> {
+        if let Some(req) = &plan.top_hits {
+            let mut body = req.clone();
+            body["query"] = json!({"bool": {"must": [self.query], "filter": filters.clone()}});
+            let response = (self.sub)(&body)?;
+            let returned = response
+                .pointer("/hits/hits")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let total = self.top_hits.get().saturating_add(returned);
+            self.top_hits.set(total);
+            let max = self.limits.max_result_window;
+            within(
+                total,
+                max,
+                "max_result_window",
+                &format!("aggs.{}", plan.name),
+                || {
+                    format!(
+                        "the top_hits of all buckets return more than {max} hits; ask for fewer buckets or a smaller size"
+                    )
+                },
+            )?;
+            *v = json!({"hits": response.get("hits").cloned().unwrap_or(Value::Null)});
+            return Ok(());
+        }
+        if !plan.children.iter().any(AggregationPlan::has_top_hits) {
+            return Ok(());
+        }
+        let Some(Value::Array(buckets)) = v.get_mut("buckets") else {
+            return Ok(());
+        };
+        for b in buckets.iter_mut() {
+            let filter = bucket_filter(plan, b);
+            filters.push(filter);
+            for child in &plan.children {
+                if child.top_hits.is_some()
+                    && let Some(o) = b.as_object_mut()
+                {
+                    o.insert(child.name.clone(), Value::Null);
+                }
+                if let Some(cv) = b.get_mut(&child.name) {
+                    self.fill_top_hits(cv, child, filters)?;
+                }
+            }
+            filters.pop();
+        }
+        Ok(())
+    }
+}
+
+/// The query DSL that selects a bucket's documents.
+fn bucket_filter(plan: &AggregationPlan, bucket: &Value) -> Value {
+    let field = plan.field.clone().unwrap_or_default();
+    let num = |k: &str| bucket.get(k).and_then(Value::as_f64);
+    let range = |from: Option<f64>, to: Option<f64>| {
+        let mut r = Map::new();
+        if let Some(f) = from {
+            r.insert("gte".into(), json!(f));
+        }
+        if let Some(t) = to {
+            r.insert("lt".into(), json!(t));
+        }
+        json!({"range": {field.clone(): Value::Object(r)}})
+    };
+    match plan.kind.as_str() {
+        "terms" => {
+            let key = match (bucket.get("key_as_string"), bucket.get("key")) {
+                (Some(s), _) if !plan.date_field => s.clone(),
+                (_, Some(k)) => k.clone(),
+                _ => Value::Null,
+            };
+            json!({"term": {field: key}})
+        }
+        "range" => range(num("from"), num("to")),
+        "date_histogram" | "histogram" => {
+            let key = num("key");
+            let to = match (plan.calendar, key) {
+                (Some(c), Some(k)) => DateTime::<Utc>::from_timestamp_millis(k as i64)
+                    .map(|t| c.next(t).timestamp_millis() as f64),
+                (None, Some(k)) => plan.interval.map(|i| k + i),
+                _ => None,
+            };
+            range(key, to)
+        }
+        _ => json!({"match_all": {}}),
+    }
+}
+
+/// The search body of a `top_hits` request: its `size` (default 3), `from`, `sort`, `_source`;
+/// `from + size` at most `max_inner_result_window` (in OpenSearch's words).
+pub(super) fn top_hits_body(
+    req: &Value,
+    name: &str,
+    path: &str,
+    limits: &SearchLimits,
+) -> Result<Value, SearchError> {
+    let Value::Object(o) = req else {
+        return Err(SearchError::dsl(path, "top_hits must be an object"));
+    };
+    let number = |k: &str, default: u64| o.get(k).and_then(Value::as_u64).unwrap_or(default);
+    let window = u128::from(number("size", 3)) + u128::from(number("from", 0));
+    let max = limits.max_inner_result_window;
+    if window > max as u128 {
+        return Err(SearchError::dsl(
+            path,
+            format!(
+                "Top hits result window is too large, the top hits aggregator [{name}]'s from + size must be less than or equal to: [{max}] but was [{window}] (search limit max_inner_result_window)"
+            ),
+        ));
+    }
+    let mut body = Map::new();
+    body.insert("size".into(), json!(3));
+    body.insert("track_total_hits".into(), json!(true));
+    for (k, v) in o {
+        match k.as_str() {
+            "size" | "from" | "sort" | "_source" => {
+                body.insert(k.clone(), v.clone());
+            }
+            other => {
+                return Err(SearchError::Unsupported {
+                    path: format!("{path}.{other}"),
+                    clause: format!("top_hits option {other}"),
+                });
+            }
+        }
+    }
+    Ok(Value::Object(body))
+}
