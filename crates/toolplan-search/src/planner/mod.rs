@@ -7,27 +7,34 @@
 //! backend itself (a dry run: what it cannot parse or run), problems go back to the
 //! model for a bounded number of repairs, and only then does the fallback query stand in — with the
 //! reason recorded.
+//!
+//! [`DslPlanner`] runs the rounds (this module); the other parts:
+//!
+//! * `templates` — `user_templates` generation: the model picks one of the stored search
+//!   templates, whose body the generation prompt then shows.
+//! * `reply` — reading a model reply: the text the response filter selects, the first JSON object
+//!   in it, whole floats made integers, what is wrong with it, and the repair prompt that says so.
+
+mod reply;
+mod templates;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
-use serde_json_path::JsonPath;
 use tokio_util::sync::CancellationToken;
 use toolplan_llm::{ChatModel, ChatRequest, ChatResponse, Message};
 
+pub use self::reply::{extract_json_object, normalize_integers, problems};
+pub use self::templates::pick_template;
+
+use self::reply::{repair_prompt, reply_text};
 use crate::backend::SearchBackend;
-use crate::check;
 use crate::error::SearchError;
 use crate::mapping::Mapping;
-use crate::params::{
-    GenerationType, PlanParameters, SearchTemplate, apply_response_filter, response_filter,
-};
-use crate::prompts::{
-    DEFAULT_EXAMPLES, DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_PROMPT, TEMPLATE_SELECTION_SYSTEM_PROMPT,
-    TEMPLATE_SELECTION_USER_PROMPT, substitute,
-};
+use crate::params::{GenerationType, PlanParameters, response_filter};
+use crate::prompts::{DEFAULT_EXAMPLES, DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_PROMPT, substitute};
 
 /// The query used when no valid DSL comes back: OpenSearch's default.
 pub fn default_fallback() -> Value {
@@ -316,123 +323,6 @@ impl DslPlanner {
         plan.output_tokens += response.usage.output_tokens;
         Ok(response)
     }
-
-    /// `user_templates`: the model picks a template id from the ids and descriptions; the stored body
-    /// of that template (or the default template) is what the generation prompt shows.
-    async fn choose_template(
-        &self,
-        p: &PlanParameters,
-        templates: &[SearchTemplate],
-        values: &mut HashMap<String, String>,
-        filter: Option<&JsonPath>,
-        plan: &mut DslPlan,
-        cancel: &CancellationToken,
-    ) -> Result<TemplateChoice, SearchError> {
-        values.insert(
-            "search_templates".into(),
-            serde_json::to_string(templates).unwrap_or_default(),
-        );
-        let system = p
-            .template_selection_system_prompt
-            .as_deref()
-            .unwrap_or(TEMPLATE_SELECTION_SYSTEM_PROMPT);
-        let user = p
-            .template_selection_user_prompt
-            .as_deref()
-            .unwrap_or(TEMPLATE_SELECTION_USER_PROMPT);
-        let messages = [
-            Message::system(substitute(system, values)),
-            Message::user(substitute(user, values)),
-        ];
-        let response = self.call(&messages, plan, cancel).await?;
-        let (raw_reply, filtered) = reply_text(&response, filter);
-        let reply = filtered.unwrap_or(raw_reply);
-        let selected = pick_template(&reply, templates);
-        let default_template = default_fallback().to_string();
-        let (template, note) = match &selected {
-            None => (
-                default_template,
-                Some("the model named none of the templates; the default template is used".into()),
-            ),
-            Some(id) => match self.backend.get_script(id).await? {
-                Some(script) => (
-                    script.get("source").map_or_else(
-                        || script.to_string(),
-                        |s| match s {
-                            Value::String(t) => t.clone(),
-                            other => other.to_string(),
-                        },
-                    ),
-                    None,
-                ),
-                None => (
-                    default_template,
-                    Some(format!(
-                        "template '{id}' is not stored in the {} backend; the default template is used",
-                        self.backend.kind()
-                    )),
-                ),
-            },
-        };
-        Ok(TemplateChoice {
-            reply,
-            selected,
-            template,
-            note,
-        })
-    }
-}
-
-/// The reply text of a response, and the text the response filter selects from the raw response
-/// (the reply text itself when there is no filter; `None` when the filter matches nothing).
-fn reply_text(response: &ChatResponse, filter: Option<&JsonPath>) -> (String, Option<String>) {
-    let text = response.message.content.clone();
-    match filter {
-        None => (text.clone(), Some(text)),
-        Some(f) => {
-            let selected = response
-                .raw
-                .as_ref()
-                .and_then(|raw| apply_response_filter(f, raw));
-            (text, selected)
-        }
-    }
-}
-
-/// The template id a selection reply names: the whole reply (trimmed of quotes and fences) if it is
-/// an id, else the id that appears first in it (longer ids first where one contains another).
-pub fn pick_template(reply: &str, templates: &[SearchTemplate]) -> Option<String> {
-    let trimmed = reply
-        .trim()
-        .trim_matches(|c: char| matches!(c, '`' | '"' | '\'' | '.'));
-    if let Some(t) = templates.iter().find(|t| t.template_id == trimmed) {
-        return Some(t.template_id.clone());
-    }
-    let mut best: Option<(usize, usize, &str)> = None;
-    for t in templates {
-        if let Some(pos) = reply.find(t.template_id.as_str()) {
-            let key = (
-                pos,
-                usize::MAX - t.template_id.len(),
-                t.template_id.as_str(),
-            );
-            if best.is_none_or(|b| (key.0, key.1) < (b.0, b.1)) {
-                best = Some(key);
-            }
-        }
-    }
-    best.map(|(_, _, id)| id.to_owned())
-}
-
-fn repair_prompt(problems: &[String]) -> String {
-    let mut s = String::from("That query cannot be used:\n");
-    for p in problems {
-        s.push_str("- ");
-        s.push_str(p);
-        s.push('\n');
-    }
-    s.push_str("Return the corrected query: a single JSON object, nothing else.\nOutput:");
-    s
 }
 
 /// The sample document as the prompt shows it: each top-level field as text, cut to
@@ -458,171 +348,9 @@ pub fn sample_text(sample: Option<&Value>) -> String {
     Value::Object(out).to_string()
 }
 
-/// The first JSON object in `text` that parses: prose, code fences and stray braces before it are
-/// skipped; anything after it is ignored.
-pub fn extract_json_object(text: &str) -> Option<Value> {
-    for (i, _) in text.char_indices().filter(|(_, c)| *c == '{') {
-        let mut stream = serde_json::Deserializer::from_str(&text[i..]).into_iter::<Value>();
-        if let Some(Ok(v @ Value::Object(_))) = stream.next() {
-            return Some(v);
-        }
-    }
-    None
-}
-
-/// `size`, `from` and `k` written as whole floats (`10.0`) become integers, as OpenSearch's tool does.
-pub fn normalize_integers(mut v: Value) -> Value {
-    fn walk(v: &mut Value) {
-        match v {
-            Value::Object(o) => {
-                for (k, child) in o.iter_mut() {
-                    if matches!(k.as_str(), "size" | "from" | "k")
-                        && let Some(f) = child.as_f64()
-                        && child.is_f64()
-                        && f.fract() == 0.0
-                        && f >= 0.0
-                    {
-                        *child = json!(f as u64);
-                    } else {
-                        walk(child);
-                    }
-                }
-            }
-            Value::Array(a) => a.iter_mut().for_each(walk),
-            _ => {}
-        }
-    }
-    walk(&mut v);
-    v
-}
-
-/// Everything wrong with a generated body: the mapping checks, clauses the embedded backend cannot
-/// run, and `size` / `from` / `k` that are not whole numbers.
-pub fn problems(mapping: &Mapping, dsl: &Value, embedded: bool) -> Vec<String> {
-    let mut out: Vec<String> = check::check(mapping, dsl)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    fn walk(v: &Value, path: &str, embedded: bool, out: &mut Vec<String>) {
-        match v {
-            Value::Object(o) => {
-                for (k, child) in o {
-                    let here = if path.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{path}.{k}")
-                    };
-                    if embedded
-                        && crate::embedded::UNSUPPORTED.contains(&k.as_str())
-                        && path.contains("query")
-                    {
-                        out.push(format!("{here}: the {k} clause cannot run on this index; use the clauses its mapping supports"));
-                        continue;
-                    }
-                    if matches!(k.as_str(), "size" | "from" | "k")
-                        && child.is_number()
-                        && child.as_u64().is_none()
-                    {
-                        out.push(format!("{here}: must be a whole number, found {child}"));
-                    }
-                    walk(child, &here, embedded, out);
-                }
-            }
-            Value::Array(a) => {
-                for (i, child) in a.iter().enumerate() {
-                    walk(child, &format!("{path}[{i}]"), embedded, out);
-                }
-            }
-            _ => {}
-        }
-    }
-    walk(dsl, "", embedded, &mut out);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn template_ids_are_picked_from_the_reply() {
-        let t = |id: &str| SearchTemplate {
-            template_id: id.into(),
-            template_description: "d".into(),
-        };
-        let list = [t("species"), t("species_range"), t("petal")];
-        assert_eq!(pick_template(" `petal`\n", &list).as_deref(), Some("petal"));
-        assert_eq!(
-            pick_template("The best is species_range.", &list).as_deref(),
-            Some("species_range")
-        );
-        assert_eq!(
-            pick_template("petal, or maybe species", &list).as_deref(),
-            Some("petal")
-        );
-        assert_eq!(pick_template("none", &list), None);
-    }
-
-    #[test]
-    fn the_first_valid_object_is_taken() {
-        assert_eq!(extract_json_object("no json"), None);
-        assert_eq!(extract_json_object(""), None);
-        assert_eq!(extract_json_object("null"), None);
-        assert_eq!(
-            extract_json_object("{\"size\": 0}"),
-            Some(json!({"size": 0}))
-        );
-        assert_eq!(
-            extract_json_object(
-                "Sure! {not json} here:\n```json\n{\"size\": 0}\n```\nDone {\"x\": 1}"
-            ),
-            Some(json!({"size": 0}))
-        );
-        assert_eq!(
-            extract_json_object("[1, {\"a\": 2}]"),
-            Some(json!({"a": 2}))
-        );
-        assert_eq!(
-            extract_json_object("{\"a\": {\"b\": 1}} trailing"),
-            Some(json!({"a": {"b": 1}}))
-        );
-    }
-
-    #[test]
-    fn whole_floats_become_integers() {
-        assert_eq!(
-            normalize_integers(
-                json!({"size": 10.0, "query": {"neural": {"f": {"k": 100.0}}}, "x": 1.5})
-            ),
-            json!({"size": 10, "query": {"neural": {"f": {"k": 100}}}, "x": 1.5})
-        );
-    }
-
-    #[test]
-    fn problems_name_where() {
-        let mapping = Mapping::parse(&json!({"properties": {"species": {"type": "text", "fields": {"keyword": {"type": "keyword"}}}}})).expect("mapping");
-        let p = problems(
-            &mapping,
-            &json!({"size": 2.5, "query": {"bool": {"must": [{"neural": {"v": {}}}]}}}),
-            true,
-        );
-        assert_eq!(
-            p,
-            [
-                "size: must be a whole number, found 2.5",
-                "query.bool.must[0].neural: the neural clause cannot run on this index; use the clauses its mapping supports",
-            ]
-        );
-        assert!(problems(&mapping, &json!({"query": {"neural": {}}}), false).is_empty());
-        assert!(
-            problems(
-                &mapping,
-                &json!({"query": {"match": {"species": "setosa"}}}),
-                true
-            )
-            .is_empty()
-        );
-    }
 
     #[test]
     fn sample_fields_are_cut() {
