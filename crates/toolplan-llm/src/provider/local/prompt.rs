@@ -1,14 +1,17 @@
 //! Turns a [`ChatRequest`] into the turns of a chat (role and text), ready for the model's chat
 //! template: the tools and the reply format go into the system message; tool results come back as a
 //! user turn of `<tool_response>` blocks (as Qwen2.5's own template does); earlier assistant tool
-//! calls are written in the same JSON form the model is asked to reply in.
+//! calls are written in the same JSON form the model is asked to reply in. `apply_template` then
+//! writes the turns in the model's own chat template.
 
 use std::io;
 
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::reply::ReplyMode;
+use crate::error::LlmError;
 use crate::message::{ChatRequest, Message, Role};
 
 /// The system message used when a request has none.
@@ -259,6 +262,27 @@ pub const FAILED_RESULTS_REMINDER: &str = "\nThese are the results of your tool 
 If an error shows that a call was wrong (a missing lookup, a wrong argument), call the tools again \
 with the mistake fixed. Reply with your final answer ({\"answer\": ...}) only when the results give \
 what the question needs.";
+
+/// `template` (the model's chat template) applied to the turns, with the assistant's turn opened.
+pub(crate) fn apply_template(
+    model: &LlamaModel,
+    template: &LlamaChatTemplate,
+    turns: &[Turn],
+) -> Result<String, LlmError> {
+    let messages = turns
+        .iter()
+        .map(|t| LlamaChatMessage::new(t.role.to_owned(), t.content.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| LlmError::Local(format!("bad chat message: {e}")))?;
+    match model.apply_chat_template(template, &messages, true) {
+        Ok(text) => Ok(text),
+        // llama.cpp recognises templates by their markers; one it does not know falls back to ChatML.
+        Err(first) => LlamaChatTemplate::new("chatml")
+            .ok()
+            .and_then(|chatml| model.apply_chat_template(&chatml, &messages, true).ok())
+            .ok_or_else(|| LlmError::Local(format!("cannot apply the chat template: {first}"))),
+    }
+}
 
 #[cfg(test)]
 mod tests {

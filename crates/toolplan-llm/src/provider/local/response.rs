@@ -1,0 +1,94 @@
+//! What a local model wrote, as a [`ChatResponse`]: the reply parsed into an answer or tool calls
+//! ([`parse_reply`]), its stop reason and token usage, and a `raw` answer shaped like the one of an
+//! OpenAI-compatible server.
+
+use serde_json::Value;
+
+use super::generate::Generated;
+use super::reply::{Reply, ReplyMode, parse_reply};
+use crate::error::LlmError;
+use crate::message::{ChatResponse, Message, StopReason, ToolDefinition, Usage};
+
+/// The response of `model` (its name, for errors) for the reply it `generated` in `mode` to a
+/// request that offered `tools`; `next_id` gives each tool call its id. A constrained reply that
+/// does not parse is an [`LlmError::Decode`].
+pub(super) fn response(
+    model: &str,
+    generated: &Generated,
+    mode: ReplyMode,
+    tools: &[ToolDefinition],
+    next_id: impl FnMut() -> String,
+) -> Result<ChatResponse, LlmError> {
+    let usage = Usage {
+        input_tokens: generated.stats.prompt_tokens,
+        output_tokens: generated.stats.generated_tokens,
+    };
+    let (message, stop) = match parse_reply(&generated.text, mode, tools, next_id) {
+        Ok(Reply::Answer(text)) => {
+            let stop = if generated.hit_limit && mode == ReplyMode::Text {
+                StopReason::MaxTokens
+            } else {
+                StopReason::EndTurn
+            };
+            (Message::assistant(text, Vec::new()), stop)
+        }
+        Ok(Reply::ToolCalls { calls, thought }) => {
+            (Message::assistant(thought, calls), StopReason::ToolUse)
+        }
+        // Cut off by the token limit: a JSON reply that never closed is nothing to act on
+        // (handing it back as an answer would pass a fragment of a tool call off as one).
+        Err(_) if generated.hit_limit => {
+            return Err(LlmError::Decode {
+                provider: model.to_owned(),
+                message: format!(
+                    "the reply was cut off at the token limit ({} tokens) before its JSON was complete",
+                    generated.stats.generated_tokens
+                ),
+            });
+        }
+        Err(e) => {
+            return Err(LlmError::Decode {
+                provider: model.to_owned(),
+                message: e,
+            });
+        }
+    };
+    let raw = openai_shaped(model, &message, stop, usage);
+    Ok(ChatResponse {
+        message,
+        usage,
+        stop,
+        raw: Some(raw),
+    })
+}
+
+/// A local reply as an OpenAI-compatible server (llama.cpp's) would send it, so that response
+/// filters written for one (`$.choices[0].message.content`) work on the other.
+fn openai_shaped(model: &str, message: &Message, stop: StopReason, usage: Usage) -> Value {
+    let finish = match stop {
+        StopReason::ToolUse => "tool_calls",
+        StopReason::MaxTokens => "length",
+        _ => "stop",
+    };
+    let calls: Vec<Value> = message
+        .tool_calls
+        .iter()
+        .map(|c| {
+            serde_json::json!({"id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments.to_string()}})
+        })
+        .collect();
+    let mut msg = serde_json::json!({"role": "assistant", "content": message.content});
+    if !calls.is_empty()
+        && let Value::Object(o) = &mut msg
+    {
+        o.insert("tool_calls".into(), Value::Array(calls));
+    }
+    serde_json::json!({
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": msg, "finish_reason": finish}],
+        "usage": {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
+                  "total_tokens": usage.input_tokens + usage.output_tokens},
+    })
+}

@@ -1,0 +1,142 @@
+//! Picking each token of a reply: greedy (the argmax of the logits) or seeded sampling, filtered by
+//! the reply grammar when there is one and by the values that must not repeat
+//! ([`UniqueValues`]). The unconstrained choice is checked first and kept when it is allowed (the
+//! common case); only otherwise is the whole vocabulary filtered.
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+
+use super::unique::UniqueValues;
+use crate::error::LlmError;
+
+/// A token's text.
+pub(super) type Piece<'a> = dyn Fn(LlamaToken) -> Vec<u8> + 'a;
+
+/// Picks tokens: greedy or seeded sampling, the reply grammar when there is one, and the values
+/// that must not repeat ([`UniqueValues`]).
+pub(super) struct Sampler {
+    chain: LlamaSampler,
+    greedy: bool,
+    grammar: Option<LlamaSampler>,
+    unique: Option<UniqueValues>,
+}
+
+impl Sampler {
+    pub(super) fn new(
+        model: &LlamaModel,
+        grammar: Option<&str>,
+        unique: Option<UniqueValues>,
+        temperature: f32,
+        seed: u32,
+    ) -> Result<Self, LlmError> {
+        let chain = if temperature > 0.0 {
+            LlamaSampler::chain_simple([
+                LlamaSampler::top_k(40),
+                LlamaSampler::top_p(0.95, 1),
+                LlamaSampler::temp(temperature),
+                LlamaSampler::dist(seed),
+            ])
+        } else {
+            LlamaSampler::greedy()
+        };
+        let grammar = grammar
+            .map(|g| LlamaSampler::grammar(model, g, "root"))
+            .transpose()
+            .map_err(|e| LlmError::Local(format!("llama.cpp rejected the reply grammar: {e}")))?;
+        Ok(Self {
+            chain,
+            greedy: temperature <= 0.0,
+            grammar,
+            unique,
+        })
+    }
+
+    /// The next token from the logits of batch position `idx` (`piece` gives a token's text). The
+    /// unconstrained choice is kept when the grammar allows it and it repeats no unique value (the
+    /// common case, and cheap to check); otherwise the whole vocabulary is filtered first.
+    pub(super) fn sample(
+        &mut self,
+        ctx: &LlamaContext<'_>,
+        idx: i32,
+        piece: &Piece<'_>,
+    ) -> Result<LlamaToken, LlmError> {
+        let mut token = if self.greedy {
+            // The argmax straight from the logits, without building the candidate array.
+            argmax(ctx.get_logits_ith(idx))
+        } else {
+            let mut candidates = ctx.token_data_array_ith(idx);
+            self.chain.apply(&mut candidates);
+            candidates.selected_token()
+        }
+        .ok_or_else(|| LlmError::Local("the sampler chose no token".into()))?;
+        if let Some(grammar) = &mut self.grammar {
+            let mut single =
+                LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 1.0)], false);
+            grammar.apply(&mut single);
+            let allowed = single.data.first().is_some_and(|d| d.logit().is_finite());
+            // Choosing again among the tokens the grammar allows, then (only when that choice would
+            // repeat a unique value) among those that repeat none, draws from the same distribution
+            // as filtering by both at once, without reading every token's text on each fallback.
+            if !allowed {
+                token = resample(&mut self.chain, grammar, ctx, idx, None)?;
+            }
+            if let Some(unique) = &self.unique
+                && !unique.allows(&piece(token))
+            {
+                token = resample(&mut self.chain, grammar, ctx, idx, Some((unique, piece)))?;
+            }
+            grammar
+                .try_accept(token)
+                .map_err(|e| LlmError::Local(format!("the reply grammar rejected a token: {e}")))?;
+        }
+        if let Some(unique) = &mut self.unique {
+            unique.feed(&piece(token));
+        }
+        Ok(token)
+    }
+}
+
+/// Chooses a token with `chain` among those `grammar` allows and, with `unique`, that repeat no
+/// unique value (`piece` gives a token's text).
+fn resample(
+    chain: &mut LlamaSampler,
+    grammar: &mut LlamaSampler,
+    ctx: &LlamaContext<'_>,
+    idx: i32,
+    unique: Option<(&UniqueValues, &Piece<'_>)>,
+) -> Result<LlamaToken, LlmError> {
+    let mut candidates = ctx.token_data_array_ith(idx);
+    grammar.apply(&mut candidates);
+    if let Some((unique, piece)) = unique {
+        for d in candidates.data.iter_mut() {
+            if d.logit().is_finite() && !unique.allows(&piece(d.id())) {
+                d.set_logit(f32::NEG_INFINITY);
+            }
+        }
+    }
+    if !candidates.data.iter().any(|d| d.logit().is_finite()) {
+        return Err(LlmError::Local(
+            "the reply grammar (with its unique values) allows no next token".into(),
+        ));
+    }
+    chain.apply(&mut candidates);
+    candidates
+        .selected_token()
+        .ok_or_else(|| LlmError::Local("the sampler chose no token".into()))
+}
+
+/// The token with the highest logit.
+fn argmax(logits: &[f32]) -> Option<LlamaToken> {
+    let mut best: Option<(usize, f32)> = None;
+    for (i, &logit) in logits.iter().enumerate() {
+        if best.is_none_or(|(_, b)| logit > b) {
+            best = Some((i, logit));
+        }
+    }
+    best.and_then(|(i, _)| i32::try_from(i).ok())
+        .map(LlamaToken)
+}
