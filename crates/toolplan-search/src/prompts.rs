@@ -85,8 +85,8 @@ Embedding Model ID for Neural Search: ${parameters.embedding_model_id:- not prov
 GIVE THE OUTPUT PART ONLY IN YOUR RESPONSE (a single JSON object)
 Output:"#;
 
-/// The system prompt of the template-selection call (`user_templates`). The seed does not give
-/// OpenSearch's; this one asks for the id alone, which every model can follow.
+/// The system prompt of the template-selection call (`user_templates`). Not OpenSearch's own: this
+/// one asks for the id alone, which every model can follow.
 pub const TEMPLATE_SELECTION_SYSTEM_PROMPT: &str = r#"You choose the search template that best fits a question about an OpenSearch index.
 Each template has a template_id and a template_description saying what kind of query it holds.
 Reply with the template_id of the one template that best fits the question, and nothing else.
@@ -97,7 +97,8 @@ pub const TEMPLATE_SELECTION_USER_PROMPT: &str = r#"Question: ${parameters.quest
 Search templates: ${parameters.search_templates}
 Template id:"#;
 
-/// Worked examples for the system prompt (question, mapping, DSL), in the seed's style.
+/// Worked examples for the system prompt (question, mapping, DSL), in the style of OpenSearch's
+/// QueryPlanningTool examples.
 pub const DEFAULT_EXAMPLES: &str = r#"Example 1 — numeric range and date math
 Question: Show all products that cost more than 50 dollars in the last 30 days.
 Mapping: {"properties":{"price":{"type":"float"},"created_at":{"type":"date"},"color":{"type":"keyword"}}}

@@ -2,10 +2,8 @@
 //! request: the prompt's contents, extraction past stray braces and fences, the repair round trip,
 //! the backend's own validation, the fallback with its reason, template selection, response
 //! filters on the raw provider response, and registration versus execution parameters.
-#![allow(clippy::unwrap_used)]
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -14,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 use toolplan_core::{Tool, ToolContext};
 use toolplan_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, StopReason, Usage};
 use toolplan_search::tools::QueryPlanning;
-use toolplan_search::{DslPlan, DslPlanner, EmbeddedBackend, PlanParameters, SearchBackend};
+use toolplan_search::{DslPlan, DslPlanner, PlanParameters, SearchBackend};
+
+use crate::fixtures::iris_index;
 
 /// Replays replies; each comes back as the reply text and, as the raw provider response, in an
 /// OpenAI-compatible body — or a reply `RAW:{json}` is the raw response itself, with the text
@@ -63,20 +63,7 @@ fn replay(replies: &[&str]) -> Arc<Replay> {
 }
 
 async fn iris() -> (tempfile::TempDir, Arc<dyn SearchBackend>) {
-    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    let dir = tempfile::tempdir().unwrap();
-    let backend = Arc::new(EmbeddedBackend::open(dir.path()).unwrap());
-    let mapping: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("iris-mapping.json")).unwrap())
-            .unwrap();
-    backend.create_index("iris-index", &mapping).await.unwrap();
-    backend
-        .bulk(
-            None,
-            &std::fs::read_to_string(data.join("iris.ndjson")).unwrap(),
-        )
-        .await
-        .unwrap();
+    let (dir, backend) = iris_index().await;
     (dir, backend)
 }
 
@@ -304,7 +291,7 @@ async fn with_templates(backend: &Arc<dyn SearchBackend>) {
         .unwrap();
 }
 
-fn seed_templates() -> Value {
+fn flower_templates() -> Value {
     json!({"generation_type": "user_templates", "search_templates": [
         {"template_id": "flower_species_search_template",
          "template_description": "This template searches for flowers that match the given species using a match query."},
@@ -320,7 +307,7 @@ async fn user_templates_pick_one_and_show_its_stored_body() {
         "flower_species_search_template",
         "{\"size\": 0, \"query\": {\"match\": {\"species\": \"setosa\"}}}",
     ]);
-    let plan = plan_iris(&model, &backend, seed_templates(), json!({})).await;
+    let plan = plan_iris(&model, &backend, flower_templates(), json!({})).await;
     let choice = plan.template.clone().unwrap();
     assert_eq!(
         choice.selected.as_deref(),
@@ -357,7 +344,7 @@ async fn an_unknown_or_missing_template_keeps_the_default() {
     with_templates(&backend).await;
     let dsl = "{\"size\": 0, \"query\": {\"match\": {\"species\": \"setosa\"}}}";
     let model = replay(&["none of them", dsl]);
-    let plan = plan_iris(&model, &backend, seed_templates(), json!({})).await;
+    let plan = plan_iris(&model, &backend, flower_templates(), json!({})).await;
     let choice = plan.template.unwrap();
     assert_eq!(choice.selected, None);
     assert_eq!(choice.template, r#"{"size":10,"query":{"match_all":{}}}"#);

@@ -1,22 +1,18 @@
 //! Aggregations the embedded backend runs beyond tantivy's own engine: calendar `date_histogram`
 //! (week, month, quarter, year) and `top_hits`, on the evaluation set's tickets index (60 tickets,
 //! January to June 2025). Expected figures were counted from `bench/dsl_eval/tickets.ndjson`.
-#![allow(clippy::unwrap_used)]
-
-use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use toolplan_search::{EmbeddedBackend, SearchBackend, SearchError};
 
+use crate::fixtures::{eval_set, read_json};
+
 async fn tickets() -> (tempfile::TempDir, EmbeddedBackend) {
-    let eval = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/dsl_eval");
     let dir = tempfile::tempdir().unwrap();
     let backend = EmbeddedBackend::open(dir.path()).unwrap();
-    let mapping: Value =
-        serde_json::from_str(&std::fs::read_to_string(eval.join("tickets-mapping.json")).unwrap())
-            .unwrap();
+    let mapping = read_json(&eval_set("tickets-mapping.json"));
     backend.create_index("tickets", &mapping).await.unwrap();
-    let data = std::fs::read_to_string(eval.join("tickets.ndjson")).unwrap();
+    let data = std::fs::read_to_string(eval_set("tickets.ndjson")).unwrap();
     assert_eq!(backend.bulk(None, &data).await.unwrap().indexed, 60);
     (dir, backend)
 }

@@ -2,20 +2,18 @@
 //! QueryPlanningTool prompt) run on the embedded backend, over documents made for its mapping: the
 //! supported ones return the documents a person would expect; the unsupported ones (nested, neural)
 //! fail with an error naming the clause and where it is.
-#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use toolplan_search::{EmbeddedBackend, SearchBackend};
 
+use crate::fixtures::{read_json, shared_data};
+
 fn examples() -> Vec<Value> {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/dsl_examples.json");
-    let all: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let all = read_json(&shared_data("dsl_examples.json"));
     all["examples"].as_array().unwrap().clone()
 }
 

@@ -1,32 +1,22 @@
 //! The query-DSL evaluation set (`bench/dsl_eval/`): every question's gold body, run on the embedded
 //! index, returns the answer computed in Python from the documents — so the benchmark's expected
 //! answers and the engine agree — and a wrong body is judged wrong.
-#![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-
-use serde_json::{Value, json};
+use serde_json::json;
 use toolplan_search::eval::{Question, judge};
 use toolplan_search::{EmbeddedBackend, SearchBackend};
 
-fn eval_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/dsl_eval")
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+use crate::fixtures::{eval_set, read_json};
 
 #[tokio::test]
 async fn every_gold_body_returns_the_expected_answer() {
-    let set = read_json(&eval_dir().join("questions.json"));
+    let set = read_json(&eval_set("questions.json"));
     let dir = tempfile::tempdir().unwrap();
     let backend = EmbeddedBackend::open(dir.path()).unwrap();
     for (name, files) in set["indices"].as_object().unwrap() {
-        let mapping = read_json(&eval_dir().join(files["mapping"].as_str().unwrap()));
+        let mapping = read_json(&eval_set(files["mapping"].as_str().unwrap()));
         backend.create_index(name, &mapping).await.unwrap();
-        let body =
-            std::fs::read_to_string(eval_dir().join(files["data"].as_str().unwrap())).unwrap();
+        let body = std::fs::read_to_string(eval_set(files["data"].as_str().unwrap())).unwrap();
         let summary = backend.bulk(Some(name), &body).await.unwrap();
         assert!(summary.errors.is_empty(), "{name}: {:?}", summary.errors);
     }

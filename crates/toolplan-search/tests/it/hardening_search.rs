@@ -1,7 +1,6 @@
-//! Search work that cannot run away (issue 18): every request body a plan or an agent can send is
+//! Search work that cannot run away: every request body a plan or an agent can send is
 //! bounded by the embedded backend's `SearchLimits` — refused with an error naming the limit, or
 //! stopped by the body's `timeout`, the time budget or the caller going away.
-#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,32 +1,12 @@
-//! The seed's iris walk-through on the embedded backend: the mapping and the 150 flowers of
+//! The iris walk-through on the embedded backend: the mapping and the 150 flowers of
 //! `../shared/data`, loaded through `_bulk`, counted the ways a generated DSL would count them.
-#![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolplan_search::{EmbeddedBackend, SearchBackend};
 
-fn shared(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(file)
-}
-
-async fn iris() -> (tempfile::TempDir, Arc<EmbeddedBackend>) {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = Arc::new(EmbeddedBackend::open(dir.path()).unwrap());
-    let mapping: Value =
-        serde_json::from_str(&std::fs::read_to_string(shared("iris-mapping.json")).unwrap())
-            .unwrap();
-    backend.create_index("iris-index", &mapping).await.unwrap();
-    let body = std::fs::read_to_string(shared("iris.ndjson")).unwrap();
-    let summary = backend.bulk(None, &body).await.unwrap();
-    assert_eq!(summary.indexed, 150, "{:?}", summary.errors);
-    assert!(summary.errors.is_empty());
-    (dir, backend)
-}
+use crate::fixtures::iris_index;
 
 fn total(response: &Value) -> u64 {
     response["hits"]["total"]["value"].as_u64().unwrap()
@@ -34,7 +14,7 @@ fn total(response: &Value) -> u64 {
 
 #[tokio::test]
 async fn fifty_setosa_however_the_dsl_counts_them() {
-    let (_dir, backend) = iris().await;
+    let (_dir, backend) = iris_index().await;
     let term = backend
         .search(
             "iris-index",
@@ -76,7 +56,7 @@ async fn fifty_setosa_however_the_dsl_counts_them() {
 
 #[tokio::test]
 async fn ranges_sorting_metrics_and_sources() {
-    let (_dir, backend) = iris().await;
+    let (_dir, backend) = iris_index().await;
     let r = backend
         .search(
             "iris-index",
@@ -126,7 +106,7 @@ async fn ranges_sorting_metrics_and_sources() {
 
 #[tokio::test]
 async fn unsupported_and_wrong_requests_say_where() {
-    let (_dir, backend) = iris().await;
+    let (_dir, backend) = iris_index().await;
     let err = backend
         .search("iris-index", &json!({"query": {"bool": {"must": [{"match_all": {}}, {"nested": {"path": "x", "query": {"match_all": {}}}}]}}}))
         .await
@@ -164,7 +144,7 @@ async fn unsupported_and_wrong_requests_say_where() {
 
 #[tokio::test]
 async fn the_index_persists_and_can_be_deleted() {
-    let (dir, backend) = iris().await;
+    let (dir, backend) = iris_index().await;
     drop(backend);
     let reopened = Arc::new(EmbeddedBackend::open(dir.path()).unwrap());
     let r = reopened
@@ -184,7 +164,7 @@ async fn the_index_persists_and_can_be_deleted() {
 #[tokio::test]
 async fn the_search_tools_run_in_a_plan() {
     use toolplan_core::{Engine, RunControl, ToolRegistry};
-    let (_dir, backend) = iris().await;
+    let (_dir, backend) = iris_index().await;
     let mut registry = ToolRegistry::new();
     registry
         .register_all(toolplan_search::tools::backend_tools(backend))
@@ -215,7 +195,7 @@ async fn the_search_tools_run_in_a_plan() {
 async fn two_backends_over_one_directory_both_read() {
     // Reading never takes the write lock: a second backend (another process, or the search tools
     // beside query_planning) searches the index the first one loaded while the first is still open.
-    let (dir, first) = iris().await;
+    let (dir, first) = iris_index().await;
     let second = EmbeddedBackend::open(dir.path()).unwrap();
     let r = second
         .search("iris-index", &json!({"size": 0}))
@@ -233,7 +213,7 @@ async fn two_backends_over_one_directory_both_read() {
 async fn a_term_query_counts_only_live_documents() {
     // A term query is counted apart from its page of hits (from the term's document frequency
     // while nothing is deleted): the count must still leave out replaced documents.
-    let (_dir, backend) = iris().await;
+    let (_dir, backend) = iris_index().await;
     let body = r#"{"index": {"_index": "iris-index", "_id": "x1"}}
 {"species": "setosa", "sepal_length_in_cm": 5.0}
 {"index": {"_index": "iris-index", "_id": "x2"}}

@@ -1,7 +1,6 @@
 //! The OpenSearch backend against a loopback server that records every request and replays
 //! OpenSearch-shaped answers. No cluster can run here; this checks the requests we send (paths,
 //! methods, auth headers, bodies, content types) and how answers and errors are read.
-#![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,0 +1,11 @@
+//! The integration tests of toolplan-search, one module per subject, in one test binary.
+#![allow(clippy::unwrap_used)]
+
+mod aggregations;
+mod dsl_eval_set;
+mod dsl_examples;
+mod fixtures;
+mod hardening_search;
+mod iris;
+mod opensearch;
+mod planner;
