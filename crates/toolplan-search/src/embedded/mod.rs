@@ -12,6 +12,11 @@
 //! `timed_out: true`) or at the time budget (failing); dropping the search's future stops it too.
 //! An index whose directory cannot be read is left out of the list (with the reason, in
 //! [`SearchBackend::list_indices_checked`]) and fails only the requests that name it.
+//!
+//! The parts: this module keeps the open indices and the writes; `schema` maps an OpenSearch
+//! mapping and documents onto tantivy; `search` runs one request body; `query` translates its query
+//! DSL (by family: full text, term level, compound); `aggs` runs its aggregations; `budget` stops a
+//! search in progress.
 
 mod aggs;
 mod budget;
