@@ -1,25 +1,9 @@
-//! The one scheduler: runs a validated [`Plan`] against a [`ToolRegistry`].
-//!
-//! A single driver task owns all bookkeeping (no locks): it keeps a ready queue, starts steps as tokio
-//! tasks while the global and per-tool concurrency limits allow, and reacts to each completion by
-//! starting the dependents whose last dependency just finished — there is no wave barrier. A failed
-//! step marks all of its transitive dependents skipped at once; independent steps go on (fail-forward).
-//!
-//! Every tool call runs under `catch_unwind` and an optional timeout, so a panicking or hanging tool
-//! fails only its own step. The driver polls each call once itself: a call that is done at once (an
-//! instant tool) completes without a task or a thread hop; a call that has to wait continues on its own
-//! task. Tools must therefore not block the thread (use `spawn_blocking` for blocking work). The run as a whole stops at the plan deadline or when the
-//! cancellation token fires: steps still running then fail, steps not started are skipped. Dropping the
-//! future returned by [`run`] aborts every running tool call.
-//!
-//! Outputs are kept only while a dependent still has to read them, or when they are output steps, so a
-//! long pipeline does not hold every intermediate result in memory.
-//!
-//! [`Schedule::WaveBarrier`] runs the same plans the way wave executors do (each wave waits for the
-//! previous one to finish): it exists to compare against, and for users who want that behaviour.
+//! The driver: one task that owns all of a run's bookkeeping (no locks). It keeps the ready queue,
+//! starts steps while the global and per-tool limits allow, reacts to each completion by starting the
+//! dependents whose last dependency just finished, skips the dependents of a failed step, and stops the
+//! run at the deadline or on cancellation.
 
 use std::collections::{HashMap, VecDeque};
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,199 +13,18 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{ToolError, format_duration};
-use crate::limits::{drop_deep, json_size, truncate_string, value_depth};
+use super::call::{Call, CallResult};
+use super::config::{RunConfig, Schedule};
+use super::observer::{Observer, RunControl, StepFinished, StepStarted};
+use super::slot::{Slot, State, Trouble};
+use crate::error::format_duration;
+use crate::limits::truncate_string;
 use crate::plan::Plan;
 use crate::run::{PlanRun, RunOutcome, StepRecord, StepStatus};
 use crate::template::Budget;
-use crate::tool::{RegisteredTool, ToolContext, ToolRegistry};
+use crate::tool::{ToolContext, ToolRegistry};
 
-/// When a step may start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Schedule {
-    /// As soon as its last dependency has finished.
-    #[default]
-    Dependency,
-    /// Only once every step of the previous wave has finished (how wave executors run plans).
-    WaveBarrier,
-}
-
-/// How plans run: limits on concurrency and time. Set once, used for many runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunConfig {
-    /// Most tool calls running at once (at least 1; 1 runs steps one at a time in plan order).
-    pub concurrency: usize,
-    /// Most calls of one tool running at once, for the tools named here.
-    pub tool_concurrency: HashMap<String, usize>,
-    /// Longest time one tool call may take; it then fails with a timeout.
-    pub step_timeout: Option<Duration>,
-    /// Longest time the whole run may take.
-    pub deadline: Option<Duration>,
-    /// When steps may start.
-    pub schedule: Schedule,
-    /// Largest output of one step, in bytes of JSON text; a larger output fails its step.
-    pub max_output_bytes: usize,
-    /// Most bytes that the references of one step's arguments may insert, all together; past it the
-    /// step fails before anything is copied (one output referenced thousands of times cannot fill
-    /// memory).
-    pub max_resolved_argument_bytes: usize,
-    /// Most bytes of outputs that a run holds at once (outputs that later steps still read, and
-    /// output steps' results); a step whose output would go past it fails.
-    pub max_kept_output_bytes: usize,
-    /// Deepest nesting of arrays and objects in a step's output and in its arguments once references
-    /// are resolved; deeper fails the step. Bounds every recursive walk over values (copying,
-    /// schema checks, serialisation, dropping).
-    pub max_value_depth: usize,
-    /// Longest error message kept for one step, in bytes; longer ones are cut, with a note of how
-    /// much was left out.
-    pub max_error_bytes: usize,
-}
-
-impl Default for RunConfig {
-    fn default() -> Self {
-        Self {
-            concurrency: 64,
-            tool_concurrency: HashMap::new(),
-            step_timeout: Some(Duration::from_secs(300)),
-            deadline: None,
-            schedule: Schedule::Dependency,
-            max_output_bytes: crate::limits::DEFAULT_MAX_OUTPUT_BYTES,
-            max_resolved_argument_bytes: crate::limits::DEFAULT_MAX_RESOLVED_ARGUMENT_BYTES,
-            max_kept_output_bytes: crate::limits::DEFAULT_MAX_KEPT_OUTPUT_BYTES,
-            max_value_depth: crate::limits::DEFAULT_MAX_VALUE_DEPTH,
-            max_error_bytes: crate::limits::DEFAULT_MAX_ERROR_BYTES,
-        }
-    }
-}
-
-/// A step has started.
-#[derive(Debug, Clone)]
-pub struct StepStarted<'a> {
-    /// Index of the step in the plan.
-    pub index: usize,
-    /// Its id.
-    pub id: &'a str,
-    /// Its tool.
-    pub tool: &'a str,
-    /// When, from the start of the run.
-    pub at: Duration,
-}
-
-/// A step has finished, failed or been skipped.
-#[derive(Debug, Clone)]
-pub struct StepFinished<'a> {
-    /// Index of the step in the plan.
-    pub index: usize,
-    /// Its id.
-    pub id: &'a str,
-    /// Its tool.
-    pub tool: &'a str,
-    /// How it ended.
-    pub status: StepStatus,
-    /// Why it failed or was skipped.
-    pub error: Option<&'a str>,
-    /// What it returned (`None` unless it succeeded).
-    pub output: Option<&'a Value>,
-    /// When it started (`None` when skipped).
-    pub started: Option<Duration>,
-    /// When it ended, from the start of the run.
-    pub at: Duration,
-    /// Steps decided so far, this one included.
-    pub done: usize,
-    /// Steps in the plan.
-    pub total: usize,
-}
-
-/// Watches a run: progress displays, tracing, tests. Called on the driver task, so keep it quick.
-pub trait Observer: Send + Sync {
-    /// A step has started.
-    fn step_started(&self, _event: &StepStarted<'_>) {}
-    /// A step has ended.
-    fn step_finished(&self, _event: &StepFinished<'_>) {}
-}
-
-/// Per-run controls: cancellation and an observer.
-#[derive(Clone, Default)]
-pub struct RunControl {
-    /// Cancels the run when cancelled.
-    pub cancel: CancellationToken,
-    /// Told about every step start and end.
-    pub observer: Option<Arc<dyn Observer>>,
-}
-
-impl RunControl {
-    /// Controls with this cancellation token and no observer.
-    pub fn with_cancel(cancel: CancellationToken) -> Self {
-        Self {
-            cancel,
-            observer: None,
-        }
-    }
-}
-
-/// Runs a validated plan. Never fails as a whole: every step's fate is in the returned record.
-pub async fn run(
-    plan: &Plan,
-    tools: &ToolRegistry,
-    config: &RunConfig,
-    control: RunControl,
-) -> PlanRun {
-    let mut driver = Driver::new(plan, tools, config, control);
-    driver.drive().await;
-    driver.finish()
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Waiting,
-    Queued,
-    Running,
-    Done,
-}
-
-struct Slot {
-    state: State,
-    missing: usize,
-    consumers: usize,
-    is_output: bool,
-    status: StepStatus,
-    output: Option<Value>,
-    /// The size of `output` in bytes of JSON text, counted in the run's kept bytes while it is held.
-    size: usize,
-    /// Its error and notes; boxed, as most steps have none (a run holds a slot per step, so slots
-    /// stay small).
-    trouble: Option<Box<Trouble>>,
-    started: Option<Duration>,
-    finished: Duration,
-}
-
-/// What went wrong with a step.
-#[derive(Default)]
-struct Trouble {
-    /// Why it failed or was skipped.
-    error: Option<String>,
-    /// Why references of the step's arguments found no value (inserted as `null`), added to its
-    /// error if it fails.
-    note: Option<String>,
-}
-
-impl Slot {
-    fn error(&self) -> Option<&str> {
-        self.trouble.as_ref()?.error.as_deref()
-    }
-
-    fn set_error(&mut self, error: Option<String>) {
-        match (&mut self.trouble, error) {
-            (Some(t), error) => t.error = error,
-            (None, None) => {}
-            (None, error) => {
-                self.trouble = Some(Box::new(Trouble { error, note: None }));
-            }
-        }
-    }
-}
-
-struct Driver<'p> {
+pub(super) struct Driver<'p> {
     plan: &'p Plan,
     tools: &'p ToolRegistry,
     config: &'p RunConfig,
@@ -258,7 +61,7 @@ enum Launch {
 }
 
 impl<'p> Driver<'p> {
-    fn new(
+    pub(super) fn new(
         plan: &'p Plan,
         tools: &'p ToolRegistry,
         config: &'p RunConfig,
@@ -311,7 +114,7 @@ impl<'p> Driver<'p> {
         self.start.elapsed()
     }
 
-    async fn drive(&mut self) {
+    pub(super) async fn drive(&mut self) {
         // Tool side work watches `run_cancel`; it fires on cancel, deadline, and when this future is
         // dropped half-way.
         let _cancel_on_drop = self.run_cancel.clone().drop_guard();
@@ -686,7 +489,7 @@ impl<'p> Driver<'p> {
         self.running = 0;
     }
 
-    fn finish(self) -> PlanRun {
+    pub(super) fn finish(self) -> PlanRun {
         let elapsed = self.now();
         let steps = self
             .plan
@@ -712,80 +515,5 @@ impl<'p> Driver<'p> {
             elapsed,
             outcome: self.outcome,
         }
-    }
-}
-
-/// What a call gives the driver: the output and its size in bytes of JSON text, or the error.
-type CallResult = Result<(Value, usize), ToolError>;
-
-/// One tool call, with everything it needs to run on its own task.
-struct Call {
-    registered: Arc<RegisteredTool>,
-    check: bool,
-    arguments: Value,
-    ctx: ToolContext,
-    timeout: Option<Duration>,
-    max_output_bytes: usize,
-    max_depth: usize,
-}
-
-impl Call {
-    async fn run(self) -> CallResult {
-        let Call {
-            registered,
-            check,
-            arguments,
-            ctx,
-            timeout,
-            max_output_bytes,
-            max_depth,
-        } = self;
-        if check {
-            registered.check_arguments(&arguments).map_err(|detail| {
-                ToolError::InvalidArguments(format!(
-                    "arguments do not match the schema of tool '{}': {detail}",
-                    registered.tool().name()
-                ))
-            })?;
-        }
-        let cancel = ctx.cancel.clone();
-        let call = AssertUnwindSafe(registered.tool().call(arguments, ctx)).catch_unwind();
-        let caught = match timeout {
-            Some(limit) => match tokio::time::timeout(limit, call).await {
-                Ok(caught) => caught,
-                Err(_) => {
-                    cancel.cancel();
-                    return Err(ToolError::Timeout(limit));
-                }
-            },
-            None => call.await,
-        };
-        let output =
-            caught.map_err(|payload| ToolError::Panicked(panic_message(payload.as_ref())))??;
-        // Depth first: measuring the size walks the value recursively.
-        if value_depth(&output, max_depth).is_none() {
-            let error = ToolError::Failed(format!(
-                "the output nests deeper than the limit of {max_depth} levels (max_value_depth)"
-            ));
-            drop_deep(output);
-            return Err(error);
-        }
-        let size = json_size(&output);
-        if size > max_output_bytes {
-            return Err(ToolError::Failed(format!(
-                "the output is {size} bytes, more than the limit of {max_output_bytes} bytes (max_output_bytes)"
-            )));
-        }
-        Ok((output, size))
-    }
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-text payload".to_owned()
     }
 }

@@ -1,0 +1,53 @@
+//! The one scheduler: runs a validated [`Plan`] against a [`ToolRegistry`].
+//!
+//! A single driver task owns all bookkeeping (no locks): it keeps a ready queue, starts steps as tokio
+//! tasks while the global and per-tool concurrency limits allow, and reacts to each completion by
+//! starting the dependents whose last dependency just finished — there is no wave barrier. A failed
+//! step marks all of its transitive dependents skipped at once; independent steps go on (fail-forward).
+//!
+//! Every tool call runs under `catch_unwind` and an optional timeout, so a panicking or hanging tool
+//! fails only its own step. The driver polls each call once itself: a call that is done at once (an
+//! instant tool) completes without a task or a thread hop; a call that has to wait continues on its own
+//! task. Tools must therefore not block the thread (use `spawn_blocking` for blocking work). The run as a whole stops at the plan deadline or when the
+//! cancellation token fires: steps still running then fail, steps not started are skipped. Dropping the
+//! future returned by [`run`] aborts every running tool call.
+//!
+//! Outputs are kept only while a dependent still has to read them, or when they are output steps, so a
+//! long pipeline does not hold every intermediate result in memory.
+//!
+//! [`Schedule::WaveBarrier`] runs the same plans the way wave executors do (each wave waits for the
+//! previous one to finish): it exists to compare against, and for users who want that behaviour.
+//!
+//! ## Layout
+//!
+//! * `config` — [`RunConfig`] and [`Schedule`]: how plans run, set once for many runs.
+//! * `observer` — [`RunControl`] (cancellation, an observer) and the [`Observer`] events.
+//! * `driver` — the driver task: the ready queue, the limits, completions, skips, the deadline.
+//! * `slot` — what the driver keeps per step while a run goes on.
+//! * `call` — one tool call: schema check, timeout, panic isolation, output limits.
+
+mod call;
+mod config;
+mod driver;
+mod observer;
+mod slot;
+
+pub use config::{RunConfig, Schedule};
+pub use observer::{Observer, RunControl, StepFinished, StepStarted};
+
+use crate::plan::Plan;
+use crate::run::PlanRun;
+use crate::tool::ToolRegistry;
+use driver::Driver;
+
+/// Runs a validated plan. Never fails as a whole: every step's fate is in the returned record.
+pub async fn run(
+    plan: &Plan,
+    tools: &ToolRegistry,
+    config: &RunConfig,
+    control: RunControl,
+) -> PlanRun {
+    let mut driver = Driver::new(plan, tools, config, control);
+    driver.drive().await;
+    driver.finish()
+}
