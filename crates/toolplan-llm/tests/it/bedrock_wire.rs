@@ -4,11 +4,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{MockServer, Recorded, Reply, bounded};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -17,6 +14,8 @@ use toolplan_llm::provider::{AwsCredentials, BedrockConfig, BedrockModel};
 use toolplan_llm::{
     CallPolicy, ChatModel, ChatRequest, Message, StopReason, ToolCall, ToolChoice, Usage,
 };
+
+use crate::common::{self, MockServer, Recorded, Reply, bounded};
 
 const MODEL_ID: &str = "anthropic.claude-3-haiku-20240307-v1:0";
 const REGION: &str = "eu-central-1";

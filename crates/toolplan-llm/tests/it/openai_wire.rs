@@ -3,17 +3,16 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{MockServer, Reply, bounded};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolplan_llm::provider::{OpenAiConfig, OpenAiModel};
 use toolplan_llm::{
     CallPolicy, ChatModel, ChatRequest, Message, StopReason, ToolCall, ToolChoice, Usage,
 };
+
+use crate::common::{self, MockServer, Reply, bounded};
 
 fn model(base: &str, api_key: Option<&str>, policy: CallPolicy) -> OpenAiModel {
     OpenAiModel::new(OpenAiConfig {

@@ -1,7 +1,7 @@
 //! The local GGUF provider against a real model: the small Qwen2.5-Coder-0.5B-Instruct (or the model
 //! at `$TOOLPLAN_TEST_MODEL`). A missing model fails the tests with the command that fetches it.
 //!
-//! `cargo test -p toolplan-llm --features local --test local_model`
+//! `cargo test -p toolplan-llm --features local --test it local_model::`
 //!
 //! Speed (load time, prompt and generation tokens/s) is measured by the `local_speed` example, not
 //! here: `cargo run --release -p toolplan-llm --features local --example local_speed`.
