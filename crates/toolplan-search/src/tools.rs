@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use toolplan_core::{Tool, ToolContext, ToolError, ToolResult};
+use toolplan_core::{FnTool, Tool, ToolContext, ToolError, ToolResult};
 
 use crate::backend::SearchBackend;
 use crate::params::PlanParameters;
@@ -23,74 +23,62 @@ fn failed(e: impl std::fmt::Display) -> ToolError {
 }
 
 /// `list_indices`: the indices and their document counts.
-pub struct ListIndices(pub Arc<dyn SearchBackend>);
-
-#[async_trait]
-impl Tool for ListIndices {
-    fn name(&self) -> &str {
-        "list_indices"
-    }
-    fn description(&self) -> &str {
-        "Lists the search indices: JSON [{index, docs}]."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {}, "additionalProperties": false})
-    }
-    async fn call(&self, _args: Value, _ctx: ToolContext) -> ToolResult {
-        let list = self.0.list_indices().await.map_err(failed)?;
-        Ok(Value::Array(list.iter().map(|i| i.to_json()).collect()))
-    }
+pub fn list_indices(backend: Arc<dyn SearchBackend>) -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "list_indices",
+        "Lists the search indices: JSON [{index, docs}].",
+        json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        move |_args, _ctx| {
+            let backend = Arc::clone(&backend);
+            async move {
+                let list = backend.list_indices().await.map_err(failed)?;
+                Ok(Value::Array(list.iter().map(|i| i.to_json()).collect()))
+            }
+        },
+    ))
 }
 
 /// `index_mapping`: an index's mapping and one sample document.
-pub struct IndexMapping(pub Arc<dyn SearchBackend>);
-
-#[async_trait]
-impl Tool for IndexMapping {
-    fn name(&self) -> &str {
-        "index_mapping"
-    }
-    fn description(&self) -> &str {
-        "The mapping (field names and types) of a search index and one sample document: JSON {mapping, sample_document}."
-    }
-    fn parameters(&self) -> Value {
+pub fn index_mapping(backend: Arc<dyn SearchBackend>) -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "index_mapping",
+        "The mapping (field names and types) of a search index and one sample document: JSON {mapping, sample_document}.",
         json!({"type": "object", "properties": {"index": {"type": "string", "description": "The index name."}},
-               "required": ["index"], "additionalProperties": false})
-    }
-    async fn call(&self, args: Value, _ctx: ToolContext) -> ToolResult {
-        let index = text_arg(&args, "index")?;
-        let mapping = self.0.get_mapping(index).await.map_err(failed)?;
-        let sample = self.0.sample_document(index).await.map_err(failed)?;
-        Ok(json!({"mapping": mapping, "sample_document": sample}))
-    }
+               "required": ["index"], "additionalProperties": false}),
+        move |args, _ctx| {
+            let backend = Arc::clone(&backend);
+            async move {
+                let index = text_arg(&args, "index")?;
+                let mapping = backend.get_mapping(index).await.map_err(failed)?;
+                let sample = backend.sample_document(index).await.map_err(failed)?;
+                Ok(json!({"mapping": mapping, "sample_document": sample}))
+            }
+        },
+    ))
 }
 
-/// `search_index`: runs a query DSL body on an index.
-pub struct SearchIndex(pub Arc<dyn SearchBackend>);
-
-#[async_trait]
-impl Tool for SearchIndex {
-    fn name(&self) -> &str {
-        "search_index"
-    }
-    fn description(&self) -> &str {
-        "Runs an OpenSearch query DSL body on an index: the OpenSearch response (hits.total, hits.hits, aggregations)."
-    }
-    fn parameters(&self) -> Value {
+/// `search_index`: runs a query DSL body on an index. The search stops when the call's token is
+/// cancelled (or its future dropped).
+pub fn search_index(backend: Arc<dyn SearchBackend>) -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "search_index",
+        "Runs an OpenSearch query DSL body on an index: the OpenSearch response (hits.total, hits.hits, aggregations).",
         json!({"type": "object", "properties": {
                    "index": {"type": "string", "description": "The index name."},
                    "query": {"type": "object", "description": "The search body: query, size, sort, aggs …"}},
-               "required": ["index", "query"], "additionalProperties": false})
-    }
-    /// The search stops when the call's token is cancelled (or its future dropped).
-    async fn call(&self, args: Value, ctx: ToolContext) -> ToolResult {
-        let index = text_arg(&args, "index")?;
-        let body = args.get("query").cloned().unwrap_or(Value::Null);
-        tokio::select! {
-            result = self.0.search(index, &body) => result.map_err(failed),
-            () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-        }
-    }
+               "required": ["index", "query"], "additionalProperties": false}),
+        move |args, ctx| {
+            let backend = Arc::clone(&backend);
+            async move {
+                let index = text_arg(&args, "index")?;
+                let body = args.get("query").cloned().unwrap_or(Value::Null);
+                tokio::select! {
+                    result = backend.search(index, &body) => result.map_err(failed),
+                    () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+                }
+            }
+        },
+    ))
 }
 
 /// The name of the [`QueryPlanning`] tool.
@@ -150,8 +138,8 @@ impl Tool for QueryPlanning {
 /// The three model-free tools over a backend.
 pub fn backend_tools(backend: Arc<dyn SearchBackend>) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(ListIndices(Arc::clone(&backend))),
-        Arc::new(IndexMapping(Arc::clone(&backend))),
-        Arc::new(SearchIndex(backend)),
+        list_indices(Arc::clone(&backend)),
+        index_mapping(Arc::clone(&backend)),
+        search_index(backend),
     ]
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolplan_core::{Tool, ToolContext, ToolError};
-use toolplan_search::tools::SearchIndex;
+use toolplan_core::{ToolContext, ToolError};
+use toolplan_search::tools::search_index;
 use toolplan_search::{EmbeddedBackend, SearchBackend, SearchError, SearchLimits};
 
 const WORDS: [&str; 5] = ["alpha", "beta", "gamma", "delta", "eps"];
@@ -175,7 +175,7 @@ fn dropping_a_search_stops_its_work() {
 fn a_cancelled_search_index_call_stops_its_work() {
     one_blocking_thread().block_on(async {
         let (_dir, b) = slow_index(SearchLimits::default()).await;
-        let tool = SearchIndex(Arc::new(b.clone()));
+        let tool = search_index(Arc::new(b.clone()));
         let ctx = ToolContext::detached();
         let cancel = ctx.cancel.clone();
         tokio::spawn(async move {
