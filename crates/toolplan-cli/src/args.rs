@@ -67,9 +67,10 @@ pub enum ToolSet {
 /// Which tools plans run against.
 #[derive(Debug, Args)]
 pub struct ToolsSelection {
-    /// The tool set plans may call.
-    #[arg(long = "tools", value_enum, default_value = "demo")]
-    pub tools: ToolSet,
+    /// The built-in tool set plans may call (default: the config file's `tools`, else demo when
+    /// the config names no MCP servers, else none).
+    #[arg(long = "tools", value_enum)]
+    pub tools: Option<ToolSet>,
     /// The configuration file (default: ./toolplan.toml if it exists): its `[[mcp_servers]]` add
     /// their tools.
     #[arg(long, value_name = "FILE")]
@@ -105,7 +106,7 @@ pub struct RunArgs {
     #[arg(long = "tool-limit", value_name = "TOOL=N", value_parser = parse_tool_limit)]
     pub tool_limits: Vec<(String, usize)>,
     /// Longest one tool call may take (e.g. 500ms, 30s, 2m); `none` for no limit (default:
-    /// `[limits] step_timeout` of the config file, else 60s).
+    /// `[limits] step_timeout` of the config file, else 5m).
     #[arg(long, value_name = "DUR", value_parser = parse_optional_duration)]
     pub step_timeout: Option<OptionalDuration>,
     /// Longest the whole plan may take; steps still running then fail, the rest are skipped
@@ -159,7 +160,8 @@ pub struct AskArgs {
     /// server, LM Studio, a proxy).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    /// The tool set the agent may call (default: the config file's, else demo).
+    /// The built-in tool set the agent may call (default: the config file's `tools`, else demo
+    /// when the config names no MCP servers, else none).
     #[arg(long, value_enum)]
     pub tools: Option<ToolSet>,
     /// Do not offer execute_tool_plan: one model round-trip per tool call.
@@ -221,9 +223,10 @@ pub enum SynthesizerArg {
 pub struct QueryPlanArgs {
     #[command(flatten)]
     pub input: PlanInput,
-    /// The tool set leaves may call.
-    #[arg(long = "tools", value_enum, default_value = "demo")]
-    pub tools: ToolSet,
+    /// The built-in tool set leaves may call (default: the config file's `tools`, else demo when
+    /// the config names no MCP servers, else none).
+    #[arg(long = "tools", value_enum)]
+    pub tools: Option<ToolSet>,
     /// Also one document tool per .md/.txt file of this folder, named after the file.
     #[arg(long, value_name = "DIR")]
     pub docs: Option<PathBuf>,

@@ -1,9 +1,11 @@
 //! `toolplan`: validate and run tool plans, and ask an agent that plans, from the command line.
 //!
-//! The binary is thin: argument parsing ([`args`]), one file per subcommand under [`cmd`], the tool
-//! sets a plan can run against ([`toolset`]), `toolplan.toml` ([`config`]), and terminal output
-//! ([`render`], [`progress`]). Plan logic lives in `toolplan-core`, models in `toolplan-llm`, the agent
-//! loop in `toolplan-agent`, query plans in `toolplan-query`, search in `toolplan-search`.
+//! The binary is thin: argument parsing ([`args`]), the settings every command runs with, resolved
+//! once from the flags, the environment, `toolplan.toml` ([`config`]) and the defaults
+//! ([`settings`]), one file per subcommand under [`cmd`], the tool sets a plan can run against
+//! ([`toolset`]), and terminal output ([`render`], [`progress`]). Plan logic lives in
+//! `toolplan-core`, models in `toolplan-llm`, the agent loop in `toolplan-agent`, query plans in
+//! `toolplan-query`, search in `toolplan-search`.
 //!
 //! Exit codes: 0 when the command did its job (a plan that ran is a success even if some steps
 //! failed), 2 when the plan is invalid or the command line is wrong, 1 for any other error. A
@@ -24,6 +26,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::args::{Cli, Command};
+use crate::settings::Settings;
 
 /// The outcome of a subcommand that did not fail with an error.
 pub enum Outcome {
@@ -45,20 +48,9 @@ async fn main() -> ExitCode {
         default_hook(info);
     }));
     let cli = Cli::parse();
-    if cli.trust_config {
-        config::trust_found_config();
-    }
-    let result = match cli.command {
-        Command::Run(a) => cmd::run::execute(a).await,
-        Command::Validate(a) => cmd::validate::execute(a).await,
-        Command::Tools(a) => cmd::tools::execute(a).await,
-        Command::Ask(a) => cmd::ask::execute(a).await,
-        Command::QueryPlan(a) => cmd::query_plan::execute(a).await,
-        Command::Index(a) => cmd::index::execute(a).await,
-        Command::Search(a) => cmd::search::execute(a).await,
-        Command::Dsl(a) => cmd::dsl::execute(a).await,
-        Command::Template(a) => cmd::template::execute(a).await,
-        Command::Mcp(a) => cmd::mcp::execute(a).await,
+    let result = match Settings::resolve(&cli.command, cli.trust_config) {
+        Ok(settings) => execute(cli.command, settings).await,
+        Err(e) => Err(e),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
@@ -68,5 +60,21 @@ async fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Runs `command` with its settings.
+async fn execute(command: Command, settings: Settings) -> anyhow::Result<Outcome> {
+    match command {
+        Command::Run(a) => cmd::run::execute(a, settings).await,
+        Command::Validate(a) => cmd::validate::execute(a, settings).await,
+        Command::Tools(a) => cmd::tools::execute(a, settings).await,
+        Command::Ask(a) => cmd::ask::execute(a, settings).await,
+        Command::QueryPlan(a) => cmd::query_plan::execute(a, settings).await,
+        Command::Index(a) => cmd::index::execute(a).await,
+        Command::Search(a) => cmd::search::execute(a).await,
+        Command::Dsl(a) => cmd::dsl::execute(a, settings).await,
+        Command::Template(a) => cmd::template::execute(a).await,
+        Command::Mcp(a) => cmd::mcp::execute(a, settings).await,
     }
 }

@@ -1,32 +1,194 @@
-//! One resolution of the settings of every command that validates or runs plans (run, validate,
-//! query-plan, ask, mcp): a flag given on the command line wins, then `[limits]` of
-//! `toolplan.toml`, then the command's built-in default.
+//! The settings of a command, resolved once in `main` into one [`Settings`] that the command takes:
+//! a flag given on the command line wins, then the environment (`TOOLPLAN_TRUST_CONFIG`), then
+//! `toolplan.toml` (its `tools` key and `[limits]`), then the built-in default.
+//!
+//! The defaults are the same for every command: a step may take 5 minutes
+//! ([`RunConfig::default`]), a plan has no deadline except under `toolplan mcp` (5 minutes, as a
+//! server's requests must end), and the built-in tool set is `demo` only when the configuration
+//! names no MCP servers (so that the demo tools never shadow a server's tool of the same name);
+//! `--tools demo` or `tools = "demo"` brings them back beside the servers.
+//!
+//! The search backend's data directory (`--data-dir`, `TOOLPLAN_DATA_DIR`) and limits
+//! (`TOOLPLAN_SEARCH_LIMITS`) are resolved where a backend is opened, `crate::cmd::index::backend`.
 
+use std::path::Path;
 use std::time::Duration;
 
+use clap::ValueEnum;
 use toolplan_core::{Limits, RunConfig};
 
-use crate::config::Config;
+use crate::args::{Command, ToolSet, ToolsSelection};
+use crate::config::{self, Config};
 
-/// The longest one tool call of `toolplan run` may take unless a flag or the config says otherwise.
-pub const RUN_STEP_TIMEOUT: Duration = Duration::from_secs(60);
+/// Everything a command runs with besides its own arguments.
+#[derive(Debug)]
+pub struct Settings {
+    /// `toolplan.toml`: the file named with `--config`, else `./toolplan.toml` if it exists, else
+    /// empty (and empty for the commands that read no configuration: index, search, template).
+    pub config: Config,
+    /// The built-in tool set plans run against: `--tools`, else the configuration's `tools`, else
+    /// demo when the configuration names no MCP servers, else none. [`ToolSet::None`] for
+    /// commands that run no plans over a tool set.
+    pub tools: ToolSet,
+    /// The limits on a plan's size.
+    pub limits: Limits,
+    /// How plans run: concurrency, step timeout, deadline, run budgets.
+    pub run: RunConfig,
+}
+
+impl Settings {
+    /// The settings of `command`; `trust_config` is `--trust-config`.
+    pub fn resolve(command: &Command, trust_config: bool) -> anyhow::Result<Settings> {
+        let given = Given::of(command);
+        let trust = trust_config || config::trusted_by_env();
+        let config = if given.reads_config {
+            Config::load(given.config, trust)?
+        } else {
+            Config::default()
+        };
+        let tools = match given.tools {
+            Some(flag) => tool_set(flag, &config)?,
+            None => ToolSet::None,
+        };
+        Ok(Settings {
+            limits: limits(&config, &given.flags),
+            run: resolve_run(&config, &given.flags, given.base)?,
+            tools,
+            config,
+        })
+    }
+}
+
+/// What the command line of a command says about its settings.
+struct Given<'a> {
+    /// `--config`.
+    config: Option<&'a Path>,
+    /// Whether the command reads a configuration at all.
+    reads_config: bool,
+    /// `Some(--tools)` for commands that run plans over a tool set.
+    tools: Option<Option<ToolSet>>,
+    /// The limit flags given.
+    flags: LimitFlags,
+    /// The command's built-in run defaults.
+    base: RunConfig,
+}
+
+impl<'a> Given<'a> {
+    fn of(command: &'a Command) -> Given<'a> {
+        let plans = |selection: &'a ToolsSelection, flags: LimitFlags| Given {
+            config: selection.config.as_deref(),
+            reads_config: true,
+            tools: Some(selection.tools),
+            flags,
+            base: RunConfig::default(),
+        };
+        match command {
+            Command::Run(a) => plans(
+                &a.tools,
+                LimitFlags {
+                    max_steps: a.input.max_steps,
+                    concurrency: a.concurrency.map(|n| n as usize),
+                    step_timeout: a.step_timeout.map(|d| d.0),
+                    deadline: a.deadline.map(|d| d.0),
+                },
+            ),
+            Command::Validate(a) => plans(
+                &a.tools,
+                LimitFlags {
+                    max_steps: a.input.max_steps,
+                    ..LimitFlags::default()
+                },
+            ),
+            Command::Tools(a) => plans(&a.tools, LimitFlags::default()),
+            Command::Mcp(a) => Given {
+                // A server's requests must end: its plans have a deadline unless told `none`.
+                base: RunConfig {
+                    deadline: Some(crate::cmd::mcp::DEFAULT_DEADLINE),
+                    ..RunConfig::default()
+                },
+                ..plans(
+                    &a.tools,
+                    LimitFlags {
+                        step_timeout: a.step_timeout.map(|d| d.0),
+                        deadline: a.deadline.map(|d| d.0),
+                        ..LimitFlags::default()
+                    },
+                )
+            },
+            Command::Ask(a) => Given {
+                config: a.config.as_deref(),
+                reads_config: true,
+                tools: Some(a.tools),
+                flags: LimitFlags::default(),
+                base: RunConfig::default(),
+            },
+            Command::QueryPlan(a) => Given {
+                config: a.config.as_deref(),
+                reads_config: true,
+                tools: Some(a.tools),
+                flags: LimitFlags {
+                    max_steps: a.input.max_steps,
+                    step_timeout: a.step_timeout.map(|d| d.0),
+                    ..LimitFlags::default()
+                },
+                base: RunConfig::default(),
+            },
+            Command::Dsl(a) => Given {
+                config: a.config.as_deref(),
+                reads_config: true,
+                tools: None,
+                flags: LimitFlags::default(),
+                base: RunConfig::default(),
+            },
+            Command::Index(_) | Command::Search(_) | Command::Template(_) => Given {
+                config: None,
+                reads_config: false,
+                tools: None,
+                flags: LimitFlags::default(),
+                base: RunConfig::default(),
+            },
+        }
+    }
+}
 
 /// The limit flags a command was given explicitly; `None` when the flag was not given (its default
-/// then comes from the config, else the command's built-in default).
+/// then comes from the config, else the built-in default).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct LimitFlags {
+struct LimitFlags {
     /// `--max-steps`.
-    pub max_steps: Option<usize>,
+    max_steps: Option<usize>,
     /// `--concurrency`.
-    pub concurrency: Option<usize>,
+    concurrency: Option<usize>,
     /// `--step-timeout` (`Some(None)` for `none`).
-    pub step_timeout: Option<Option<Duration>>,
+    step_timeout: Option<Option<Duration>>,
     /// `--deadline` (`Some(None)` for `none`).
-    pub deadline: Option<Option<Duration>>,
+    deadline: Option<Option<Duration>>,
+}
+
+/// The built-in tool set: the flag, then the configuration's `tools`, then demo unless the
+/// configuration names MCP servers.
+fn tool_set(flag: Option<ToolSet>, config: &Config) -> anyhow::Result<ToolSet> {
+    Ok(match (flag, config.tools.as_deref()) {
+        (Some(t), _) => t,
+        // The config names tool sets as the command line does.
+        (None, Some(name)) => ToolSet::from_str(name, false).map_err(|_| {
+            let known: Vec<String> = ToolSet::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value())
+                .map(|v| v.get_name().to_owned())
+                .collect();
+            anyhow::anyhow!(
+                "unknown tool set '{name}' in the config (known: {})",
+                known.join(", ")
+            )
+        })?,
+        (None, None) if config.mcp_servers.is_empty() => ToolSet::Demo,
+        (None, None) => ToolSet::None,
+    })
 }
 
 /// The limits on a plan's size: the flags, then `[limits]`, then [`Limits::default`].
-pub fn limits(config: &Config, flags: &LimitFlags) -> Limits {
+fn limits(config: &Config, flags: &LimitFlags) -> Limits {
     let l = &config.limits;
     let mut limits = Limits::default();
     if let Some(n) = flags.max_steps.or(l.max_steps) {
@@ -41,19 +203,9 @@ pub fn limits(config: &Config, flags: &LimitFlags) -> Limits {
     limits
 }
 
-/// The run configuration `toolplan.toml` sets over [`RunConfig::default`] (for commands without
-/// limit flags of their own, or to apply their explicit flags on top).
-pub fn run_config(config: &Config) -> anyhow::Result<RunConfig> {
-    resolve_run(config, &LimitFlags::default(), RunConfig::default())
-}
-
 /// The run configuration: the flags, then `[limits]`, then `base` (the command's built-in
 /// defaults).
-pub fn resolve_run(
-    config: &Config,
-    flags: &LimitFlags,
-    base: RunConfig,
-) -> anyhow::Result<RunConfig> {
+fn resolve_run(config: &Config, flags: &LimitFlags, base: RunConfig) -> anyhow::Result<RunConfig> {
     let l = &config.limits;
     let mut run = base;
     if let Some(n) = flags.concurrency.or(l.concurrency) {
@@ -98,7 +250,7 @@ mod tests {
              max_resolved_argument_bytes = 11\nmax_kept_output_bytes = 12\nmax_value_depth = 13\nmax_error_bytes = 14\n",
         );
         let base = RunConfig {
-            step_timeout: Some(RUN_STEP_TIMEOUT),
+            step_timeout: Some(Duration::from_secs(60)),
             deadline: Some(Duration::from_secs(9)),
             ..RunConfig::default()
         };
@@ -127,8 +279,53 @@ mod tests {
 
         let empty = Config::default();
         let run = resolve_run(&empty, &LimitFlags::default(), base).expect("resolves");
-        assert_eq!(run.step_timeout, Some(RUN_STEP_TIMEOUT));
+        assert_eq!(run.step_timeout, Some(Duration::from_secs(60)));
         assert_eq!(limits(&empty, &LimitFlags::default()), Limits::default());
+    }
+
+    #[test]
+    fn every_command_has_the_same_step_timeout_default() {
+        use clap::Parser;
+        let empty = tempfile::NamedTempFile::new().expect("a temporary file");
+        let empty = empty.path().to_string_lossy().into_owned();
+        for line in [
+            &["run", "p.json"][..],
+            &["validate", "p.json"],
+            &["tools"],
+            &["query-plan", "p.json"],
+            &["ask", "hi"],
+            &["mcp"],
+        ] {
+            let argv = [&["toolplan"][..], line, &["--config", &empty]].concat();
+            let cli = crate::args::Cli::try_parse_from(argv).expect("a valid command line");
+            let settings = Settings::resolve(&cli.command, false).expect("resolves");
+            assert_eq!(
+                settings.run.step_timeout,
+                Some(Duration::from_secs(300)),
+                "{line:?}"
+            );
+            let deadline = (line[0] == "mcp").then_some(crate::cmd::mcp::DEFAULT_DEADLINE);
+            assert_eq!(settings.run.deadline, deadline, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn demo_tools_only_when_nothing_else_is_configured() {
+        let servers = config("[[mcp_servers]]\nname = \"s\"\ncommand = \"x\"\n");
+        assert_eq!(tool_set(None, &Config::default()).ok(), Some(ToolSet::Demo));
+        assert_eq!(tool_set(None, &servers).ok(), Some(ToolSet::None));
+        assert_eq!(
+            tool_set(Some(ToolSet::Demo), &servers).ok(),
+            Some(ToolSet::Demo)
+        );
+        let asked = config("tools = \"demo\"\n[[mcp_servers]]\nname = \"s\"\ncommand = \"x\"\n");
+        assert_eq!(tool_set(None, &asked).ok(), Some(ToolSet::Demo));
+        let err = tool_set(None, &config("tools = \"all\"\n")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("unknown tool set 'all' in the config (known: demo, none, search)"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -2,13 +2,14 @@
 
 use std::sync::Arc;
 
-use toolplan_core::{Engine, Limits, RunConfig, Tool, ToolRegistry, demo};
+use toolplan_core::{Engine, Tool, ToolRegistry, demo};
 use toolplan_llm::ChatModel;
 use toolplan_search::tools::QueryPlanning;
 use toolplan_search::{DslPlanner, SearchBackend};
 
-use crate::args::{BackendArgs, BackendKind, ToolSet, ToolsSelection};
+use crate::args::{BackendArgs, BackendKind, ToolSet};
 use crate::config::Config;
+use crate::settings::Settings;
 
 /// The tools of a set. The search set opens the embedded backend in the default data directory;
 /// with a model it also gets `query_planning`, over the same backend.
@@ -68,11 +69,10 @@ pub async fn with_mcp(
     Ok(tools)
 }
 
-/// The registry of a tool selection: the set, and the MCP servers of its configuration file
-/// (`config`, loaded from the selection's `--config`).
-pub async fn registry(selection: &ToolsSelection, config: &Config) -> anyhow::Result<ToolRegistry> {
+/// The registry of a command's settings: its tool set, and the MCP servers of its configuration.
+pub async fn registry(settings: &Settings) -> anyhow::Result<ToolRegistry> {
     let mut registry = ToolRegistry::new();
-    registry.register_all(with_mcp(tools(selection.tools, None)?, config).await?)?;
+    registry.register_all(with_mcp(tools(settings.tools, None)?, &settings.config).await?)?;
     Ok(registry)
 }
 
@@ -81,14 +81,9 @@ pub fn documents(dir: &std::path::Path) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
     Ok(toolplan_query::documents::load_dir(dir)?)
 }
 
-/// An engine over a tool selection.
-pub async fn engine(
-    selection: &ToolsSelection,
-    config: &Config,
-    limits: Limits,
-    run: RunConfig,
-) -> anyhow::Result<Engine> {
-    Ok(Engine::new(Arc::new(registry(selection, config).await?))
-        .with_limits(limits)
-        .with_config(run))
+/// An engine over the tools of a command's settings, with its limits and run configuration.
+pub async fn engine(settings: &Settings) -> anyhow::Result<Engine> {
+    Ok(Engine::new(Arc::new(registry(settings).await?))
+        .with_limits(settings.limits.clone())
+        .with_config(settings.run.clone()))
 }

@@ -34,7 +34,7 @@ fn run_json(args: &[&str]) -> Value {
 }
 
 #[test]
-fn seed_weather_comparison_runs() {
+fn the_weather_comparison_example_runs() {
     let v = run_json(&[example("weather.json").to_str().unwrap()]);
     assert_eq!(
         v["outputs"]["comparison"]["different"]["temp"]["difference"],

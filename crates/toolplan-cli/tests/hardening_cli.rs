@@ -1,4 +1,4 @@
-//! Issue 18 (hardening), the command line: `[limits]` of toolplan.toml applies to every command, a
+//! Hardening of the command line: `[limits]` of toolplan.toml applies to every command, a
 //! toolplan.toml found in the current directory starts nothing without an opt-in, secrets in the
 //! config are refused, and a closed standard output ends a command quietly. Each test drives the
 //! real `toolplan` binary.

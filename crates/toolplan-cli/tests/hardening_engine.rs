@@ -14,9 +14,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-#[path = "../../toolplan-mcp/tests/common/mod.rs"]
-mod servers;
-
 fn toolplan() -> String {
     assert_cmd::cargo::cargo_bin("toolplan")
         .to_string_lossy()
@@ -336,7 +333,7 @@ fn a_deepening_plan_fails_its_step_and_the_mcp_server_keeps_serving() {
         json!({"steps": steps, "output_steps": ["d19"]}).to_string(),
     )
     .unwrap();
-    let out = Command::new(servers::servers_dir().join("venv/bin/python"))
+    let out = Command::new(common::servers::servers_dir().join("venv/bin/python"))
         .arg("-c")
         .arg(PLAN_CLIENT)
         .arg(&server.url)

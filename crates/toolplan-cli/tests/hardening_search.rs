@@ -1,4 +1,4 @@
-//! Issue 18 through the real `toolplan` binary: names cannot escape their path on an OpenSearch
+//! Search hardening through `toolplan`: names cannot escape their path on an OpenSearch
 //! cluster, one damaged index does not break the others, and search limits come from the
 //! environment.
 #![allow(clippy::unwrap_used)]

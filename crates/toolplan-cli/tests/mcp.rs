@@ -10,14 +10,9 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
-/// The servers' and clients' install directory, and the server configurations the MCP crate's
-/// tests use.
-#[path = "../../toolplan-mcp/tests/common/mod.rs"]
-mod servers;
-
 mod common;
 
-use servers::servers_dir;
+use common::servers::servers_dir;
 
 /// A `toolplan.toml` declaring stdio MCP servers: (name, command, args).
 fn config_file(dir: &std::path::Path, servers: &[(&str, &std::path::Path, &[&str])]) -> PathBuf {
@@ -258,6 +253,8 @@ fn plans_call_the_tools_of_configured_mcp_servers() {
             "run",
             &plan.to_string_lossy(),
             "--json",
+            "--tools",
+            "demo",
             "--config",
             &config.to_string_lossy(),
         ])
@@ -271,7 +268,14 @@ fn plans_call_the_tools_of_configured_mcp_servers() {
         "{echoed}"
     );
     let listed = Command::new(toolplan())
-        .args(["tools", "--json", "--config", &config.to_string_lossy()])
+        .args([
+            "tools",
+            "--json",
+            "--tools",
+            "demo",
+            "--config",
+            &config.to_string_lossy(),
+        ])
         .output()
         .unwrap();
     let tools: Value = serde_json::from_slice(&listed.stdout).unwrap();
@@ -281,7 +285,8 @@ fn plans_call_the_tools_of_configured_mcp_servers() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    // Both the demo set and server-everything have `echo`: the server's is prefixed.
+    // Both the demo set (asked for: beside MCP servers it is not there by default) and
+    // server-everything have `echo`: the server's is prefixed.
     for name in ["get_weather", "echo", "get-sum", "everything.echo"] {
         assert!(names.contains(&name), "{name} not in {names:?}");
     }
@@ -307,14 +312,14 @@ fn plans_call_the_tools_of_a_streamable_http_server_with_headers_from_the_enviro
     .unwrap();
     let config = config.to_string_lossy().into_owned();
     // The remote weather, then the local calculator on it: the remote tools clash with the local
-    // demo set and are prefixed.
+    // demo set (asked for with --tools demo) and are prefixed.
     let plan = json!({"steps": [
         {"id": "w", "tool": "remote.get_weather", "arguments": {"location": "Oslo"}},
         {"id": "f", "tool": "calculator", "arguments": {"expression": "$ref:w.temp * 9 / 5 + 32"}}],
         "output_steps": ["w", "f"]});
     let run = |token: &str| {
         Command::new(toolplan())
-            .args(["run", "-", "--json", "--config", &config])
+            .args(["run", "-", "--json", "--tools", "demo", "--config", &config])
             .env("TOOLPLAN_REMOTE_TOKEN", token)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -363,7 +368,14 @@ fn a_client_that_cancels_a_plan_stops_its_remaining_steps() {
     let plan_file = dir.path().join("plan.json");
     std::fs::write(&plan_file, plan("done.txt").to_string()).unwrap();
     let out = Command::new(toolplan())
-        .args(["run", &plan_file.to_string_lossy(), "--config", &config])
+        .args([
+            "run",
+            &plan_file.to_string_lossy(),
+            "--tools",
+            "demo",
+            "--config",
+            &config,
+        ])
         .output()
         .unwrap();
     common::assert_ok(&out);

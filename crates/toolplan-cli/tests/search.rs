@@ -1,5 +1,5 @@
-//! `toolplan index` and `toolplan search` end to end on the embedded backend, with the seed's iris
-//! data in a temporary data directory.
+//! `toolplan index` and `toolplan search` end to end on the embedded backend, with the shared iris
+//! data set (`shared/data`) in a temporary data directory.
 #![allow(clippy::unwrap_used)]
 
 mod common;

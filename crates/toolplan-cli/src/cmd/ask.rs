@@ -4,7 +4,6 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use clap::ValueEnum;
 use serde_json::json;
 use std::sync::Arc;
 use toolplan_agent::{Agent, AgentError, Record};
@@ -14,11 +13,11 @@ use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, Message, ModelSpec, Ro
 use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
 
 use crate::Outcome;
-use crate::args::{AskArgs, PlannerArg, ToolSet};
+use crate::args::{AskArgs, PlannerArg};
 use crate::cmd::{cancel_on_interrupt, plural};
 use crate::config::Config;
 use crate::output::outln;
-use crate::settings::{self, LimitFlags};
+use crate::settings::Settings;
 use crate::toolset;
 
 /// The instructions the agent gets unless the configuration names others.
@@ -26,42 +25,25 @@ pub const DEFAULT_INSTRUCTIONS: &str = "You are a helpful assistant. Use the too
 Answer the user's question briefly, using the tool results.";
 
 /// Runs the subcommand.
-pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
-    let (config, _) = Config::load(args.config.as_deref())?;
+pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcome> {
+    let config = &settings.config;
     let (spec, model, spinner) = connect_model(
         args.model.as_deref(),
         args.base_url.as_deref(),
-        &config,
+        config,
         !args.json,
     )
     .await?;
-    let tool_set = match (&args.tools, config.tools.as_deref()) {
-        (Some(t), _) => *t,
-        (None, None) => ToolSet::Demo,
-        // The config names tool sets as the command line does.
-        (None, Some(name)) => ToolSet::from_str(name, false).map_err(|_| {
-            let known: Vec<String> = ToolSet::value_variants()
-                .iter()
-                .filter_map(|v| v.to_possible_value())
-                .map(|v| v.get_name().to_owned())
-                .collect();
-            anyhow::anyhow!(
-                "unknown tool set '{name}' in the config (known: {})",
-                known.join(", ")
-            )
-        })?,
-    };
     // With the search tools, questions become DSL through the agent's own model.
-    let mut tools = toolset::tools(tool_set, Some(&model))?;
+    let mut tools = toolset::tools(settings.tools, Some(&model))?;
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
     }
-    let tools = toolset::with_mcp(tools, &config).await?;
+    let tools = toolset::with_mcp(tools, config).await?;
     let query_planner = args.planner == PlannerArg::QueryPlan;
     let planning = !query_planner && !args.no_plan && config.planning.unwrap_or(true);
 
-    let run_config = settings::run_config(&config)?;
-    let limits = settings::limits(&config, &LimitFlags::default());
+    let run_config = settings.run.clone();
     let mut builder = Agent::builder("toolplan")
         .model(Arc::clone(&model))
         .instructions(
@@ -74,7 +56,7 @@ pub async fn execute(args: AskArgs) -> anyhow::Result<Outcome> {
         .answer_in_plan(args.answer_in_plan)
         .max_turns(args.max_turns.or(config.max_turns).unwrap_or(8))
         .run_config(run_config.clone())
-        .limits(limits);
+        .limits(settings.limits.clone());
     if let Some(n) = config.limits.max_result_bytes {
         builder = builder.max_result_bytes(n);
     }

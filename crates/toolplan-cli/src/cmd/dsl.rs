@@ -11,12 +11,12 @@ use crate::args::DslArgs;
 use crate::cmd::ask::connect_model;
 use crate::cmd::index::backend;
 use crate::cmd::{cancel_on_interrupt, plural, read_input};
-use crate::config::Config;
 use crate::output::outln;
+use crate::settings::Settings;
 
 /// Runs the subcommand.
-pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
-    let (config, _) = Config::load(args.config.as_deref())?;
+pub async fn execute(args: DslArgs, settings: Settings) -> anyhow::Result<Outcome> {
+    let config = &settings.config;
     let (backend, _) = backend(&args.backend)?;
     // The index and the parameters are checked before a model loads.
     backend.get_mapping(&args.index).await?;
@@ -24,7 +24,7 @@ pub async fn execute(args: DslArgs) -> anyhow::Result<Outcome> {
     let (_spec, model, spinner) = connect_model(
         args.model.as_deref(),
         args.base_url.as_deref(),
-        &config,
+        config,
         !args.json,
     )
     .await?;

@@ -1,8 +1,8 @@
 //! `toolplan mcp`: toolplan as an MCP server, over stdio or streamable HTTP.
 //!
-//! Plans run with the `[limits]` of the configuration as `toolplan run` does, flags overriding
-//! them; a request's plan has a deadline (default [`DEFAULT_DEADLINE`]) and steps a timeout
-//! (default [`DEFAULT_STEP_TIMEOUT`]) unless set. Ctrl-C, SIGTERM and SIGHUP stop the server and
+//! Plans run with the settings every command resolves (`crate::settings`: flags, then `[limits]`
+//! of the configuration, then the defaults); a request's plan also has a deadline (default
+//! [`DEFAULT_DEADLINE`]) unless set. Ctrl-C, SIGTERM and SIGHUP stop the server and
 //! kill every MCP server it started (and what those started).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tokio_util::sync::CancellationToken;
-use toolplan_core::{RunConfig, Tool};
+use toolplan_core::Tool;
 use toolplan_mcp::PlanServer;
 use toolplan_mcp::server::HttpOptions;
 use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
@@ -20,23 +20,20 @@ use toolplan_search::tools::QUERY_PLANNING;
 use crate::Outcome;
 use crate::args::McpArgs;
 use crate::cmd::ask::connect_model;
-use crate::config::Config;
-use crate::settings::{LimitFlags, limits, resolve_run};
+use crate::settings::Settings;
 use crate::toolset;
 
 /// Longest a request's plan may take unless the configuration or `--deadline` says otherwise.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
-/// Longest one step may take unless the configuration or `--step-timeout` says otherwise.
-pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How long a stopping server waits for open requests before it exits anyway.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// Runs the subcommand.
-pub async fn execute(args: McpArgs) -> anyhow::Result<Outcome> {
+pub async fn execute(args: McpArgs, settings: Settings) -> anyhow::Result<Outcome> {
     // From the start: a signal while MCP servers are starting must not leave them behind.
     let stop = stop_on_signals();
-    let result = serve(args, stop.clone()).await;
+    let result = serve(args, settings, stop.clone()).await;
     toolplan_mcp::client::kill_all_children();
     if stop.is_cancelled() {
         // Stopped by a signal: exit now, as the runtime would wait for ever for the thread still
@@ -49,8 +46,17 @@ pub async fn execute(args: McpArgs) -> anyhow::Result<Outcome> {
     result
 }
 
-async fn serve(args: McpArgs, stop: CancellationToken) -> anyhow::Result<Outcome> {
-    let (config, _) = Config::load(args.tools.config.as_deref())?;
+async fn serve(
+    args: McpArgs,
+    settings: Settings,
+    stop: CancellationToken,
+) -> anyhow::Result<Outcome> {
+    let Settings {
+        config,
+        tools: tool_set,
+        limits,
+        run,
+    } = settings;
     let addr = args.http.as_deref().map(parse_addr).transpose()?;
     let token = match &args.token_env {
         None => None,
@@ -76,22 +82,9 @@ async fn serve(args: McpArgs, stop: CancellationToken) -> anyhow::Result<Outcome
         None => None,
     };
     let tools = tokio::select! {
-        tools = toolset::with_mcp(toolset::tools(args.tools.tools, model.as_ref())?, &config) => tools?,
+        tools = toolset::with_mcp(toolset::tools(tool_set, model.as_ref())?, &config) => tools?,
         () = stop.cancelled() => bail!("stopped while the MCP servers were starting"),
     };
-    // The flags, then the configuration's [limits], then the server's defaults: a server always
-    // has a step timeout and a deadline unless told `none`.
-    let flags = LimitFlags {
-        step_timeout: args.step_timeout.map(|d| d.0),
-        deadline: args.deadline.map(|d| d.0),
-        ..LimitFlags::default()
-    };
-    let base = RunConfig {
-        step_timeout: Some(DEFAULT_STEP_TIMEOUT),
-        deadline: Some(DEFAULT_DEADLINE),
-        ..RunConfig::default()
-    };
-    let run = resolve_run(&config, &flags, base)?;
     // The planners are served on their own even without --expose-tools: query_planning (in the
     // search set when a model is configured) and query_plan_tool.
     let mut extra: Vec<Arc<dyn Tool>> = Vec::new();
@@ -106,7 +99,7 @@ async fn serve(args: McpArgs, stop: CancellationToken) -> anyhow::Result<Outcome
     let mut registry = toolplan_core::ToolRegistry::new();
     registry.register_all(tools)?;
     let engine = toolplan_core::Engine::new(Arc::new(registry))
-        .with_limits(limits(&config, &flags))
+        .with_limits(limits)
         .with_config(run);
     let server = PlanServer::new(Arc::new(engine), args.expose_tools, extra)?
         .with_max_calls(args.max_calls as usize);

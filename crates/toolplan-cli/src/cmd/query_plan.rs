@@ -3,43 +3,36 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use toolplan_core::{Observer, RunConfig, RunControl};
+use toolplan_core::{Observer, RunControl};
 use toolplan_query::{NodeLog, QueryPlanner, SynthesisMode, Synthesizer};
 
 use crate::Outcome;
 use crate::args::{QueryPlanArgs, SynthesizerArg};
 use crate::cmd::ask::connect_model;
 use crate::cmd::{cancel_on_interrupt, plural, print_problems, read_plan};
-use crate::config::Config;
 use crate::output::outln;
-use crate::settings::{self, LimitFlags};
+use crate::settings::Settings;
 use crate::toolset;
 
 /// Runs the subcommand.
-pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
-    let (config, _) = Config::load(args.config.as_deref())?;
+pub async fn execute(args: QueryPlanArgs, settings: Settings) -> anyhow::Result<Outcome> {
+    let config = &settings.config;
     let text = read_plan(&args.input.plan)?;
-    let mut tools = toolset::tools(args.tools, None)?;
+    let mut tools = toolset::tools(settings.tools, None)?;
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
     }
-    let tools = toolset::with_mcp(tools, &config).await?;
+    let tools = toolset::with_mcp(tools, config).await?;
     let mode = match args.synthesizer {
         SynthesizerArg::Compact => SynthesisMode::Compact,
         SynthesizerArg::TreeSummarize => SynthesisMode::TreeSummarize,
         SynthesizerArg::Concat => SynthesisMode::Concat,
     };
-    let flags = LimitFlags {
-        max_steps: args.input.max_steps,
-        step_timeout: args.step_timeout.map(|d| d.0),
-        ..LimitFlags::default()
-    };
-    let run = settings::resolve_run(&config, &flags, RunConfig::default())?;
 
     // The plan is compiled before a model loads, so a plan with mistakes fails fast. A compiled plan
     // names its tools, so it runs on the planner built below over the same tools.
     let checker = QueryPlanner::new(tools.clone(), Synthesizer::concat())?
-        .with_limits(settings::limits(&config, &flags));
+        .with_limits(settings.limits.clone());
     let plan = match checker.compile(&text) {
         Ok(plan) => plan,
         Err(invalid) => {
@@ -53,7 +46,7 @@ pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
         let (spec, model, spinner) = connect_model(
             args.model.as_deref(),
             args.base_url.as_deref(),
-            &config,
+            config,
             !args.json,
         )
         .await?;
@@ -63,7 +56,7 @@ pub async fn execute(args: QueryPlanArgs) -> anyhow::Result<Outcome> {
         (json!(spec.to_string()), Synthesizer::new(mode, Some(model)))
     };
     let planner = QueryPlanner::new(tools, synthesizer.with_context_budget(args.context_budget))?
-        .with_config(run);
+        .with_config(settings.run.clone());
 
     let cancel = cancel_on_interrupt();
     let nodes = Arc::new(NodeLog::new(&plan, args.verbose));

@@ -7,14 +7,13 @@ use toolplan_core::{Engine, ExecuteToolPlan, Tool};
 
 use crate::Outcome;
 use crate::args::ToolsArgs;
-use crate::config::Config;
 use crate::output::outln;
+use crate::settings::Settings;
 use crate::toolset;
 
 /// Runs the subcommand.
-pub async fn execute(args: ToolsArgs) -> anyhow::Result<Outcome> {
-    let (config, _) = Config::load(args.tools.config.as_deref())?;
-    let registry = Arc::new(toolset::registry(&args.tools, &config).await?);
+pub async fn execute(args: ToolsArgs, settings: Settings) -> anyhow::Result<Outcome> {
+    let registry = Arc::new(toolset::registry(&settings).await?);
     let mut listed: Vec<(String, String, Value)> = registry
         .iter()
         .map(|t| {

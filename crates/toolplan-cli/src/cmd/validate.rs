@@ -5,22 +5,14 @@ use serde_json::json;
 use crate::Outcome;
 use crate::args::ValidateArgs;
 use crate::cmd::{print_problems, read_plan};
-use crate::config::Config;
 use crate::output::outln;
-use crate::settings::{self, LimitFlags};
+use crate::settings::Settings;
 use crate::toolset;
 
 /// Runs the subcommand.
-pub async fn execute(args: ValidateArgs) -> anyhow::Result<Outcome> {
+pub async fn execute(args: ValidateArgs, settings: Settings) -> anyhow::Result<Outcome> {
     let text = read_plan(&args.input.plan)?;
-    let (config, _) = Config::load(args.tools.config.as_deref())?;
-    let flags = LimitFlags {
-        max_steps: args.input.max_steps,
-        ..LimitFlags::default()
-    };
-    let limits = settings::limits(&config, &flags);
-    let run_config = settings::run_config(&config)?;
-    let engine = toolset::engine(&args.tools, &config, limits, run_config).await?;
+    let engine = toolset::engine(&settings).await?;
     match engine.compile(&text) {
         Ok(plan) => {
             let waves: Vec<Vec<&str>> = plan

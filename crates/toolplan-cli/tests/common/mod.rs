@@ -1,7 +1,14 @@
 //! Shared by the CLI tests: a loopback OpenAI-compatible server that replays chat-completions
-//! responses (a test double; the providers' wire formats are tested in toolplan-llm), and the check
-//! that a command succeeded.
+//! responses (a test double; the providers' wire formats are tested in toolplan-llm), the check
+//! that a command succeeded, `toolplan mcp --http` started, a hand-written stdio MCP client
+//! ([`mcp_stdio`]) and the small fake MCP server's configuration ([`fake_mcp`]).
 #![allow(clippy::unwrap_used, dead_code)]
+
+pub mod fake_mcp;
+pub mod mcp_stdio;
+/// The real MCP servers and the Python virtualenv the tests run (shared with toolplan-mcp's tests).
+#[path = "../../../toolplan-mcp/tests/common/mod.rs"]
+pub mod servers;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -100,4 +107,16 @@ pub fn start_mcp_http(extra: &[&str]) -> (std::process::Child, String) {
         .unwrap_or_else(|| panic!("unexpected first line: {line}"))
         .to_owned();
     (child, url)
+}
+
+/// The `name` of every object of a JSON array (a tool list).
+pub fn names(list: &Value) -> Vec<String> {
+    list.as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
