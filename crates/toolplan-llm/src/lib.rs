@@ -10,7 +10,13 @@
 //! * [`message`] — the provider-neutral vocabulary: messages, tool definitions and calls, usage.
 //! * [`model`] — the [`ChatModel`] trait and the shared timeout/retry [`CallPolicy`].
 //! * [`spec`] — model specs as users write them (`openai:gpt-4o-mini`, `local`, …).
-//! * [`provider`] — the providers; [`connect`] makes the right one for a [`ModelSpec`].
+//! * [`provider`] — the providers; [`connect`] makes the right one for a [`ModelSpec`]. The HTTP
+//!   providers ([`provider::openai`], [`provider::anthropic`], [`provider::bedrock`]) keep only
+//!   their wire format and share one request path (base-URL checks, client, timeout and retries
+//!   under the [`CallPolicy`], the response-size cap, error mapping, settings from the
+//!   environment). The local provider (`provider::local`) is split by job: model files and
+//!   loading, prompt rendering, the reply schema and its grammar, sampling, KV-cache reuse,
+//!   generation, and turning the reply into a [`ChatResponse`].
 //! * [`error`] — [`LlmError`].
 
 pub mod error;
