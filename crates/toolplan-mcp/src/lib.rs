@@ -13,10 +13,10 @@
 //!   stdio server gets a small environment ([`client::INHERITED_ENV`] plus its `env`), runs in its
 //!   own process group, and that group is killed when the server is dropped
 //!   ([`client::kill_all_children`] for signal handlers).
-//! * [`tool`] — [`McpTool`]: one server tool as a toolplan [`toolplan_core::Tool`]
-//!   (`structuredContent` as JSON, text as text, `isError` as a failed step), and [`connect_all`],
-//!   which names tools `<server>.<tool>` only where names clash and leaves out (with a message in
-//!   [`McpServer::skipped_tools`]) a tool whose name or input schema cannot be used.
+//! * [`tool`] — [`connect_all`]: every server tool as a toolplan [`toolplan_core::Tool`]
+//!   (`structuredContent` as JSON, text as text, `isError` as a failed step), named
+//!   `<server>.<tool>` only where names clash; a tool whose name or input schema cannot be used is
+//!   left out, with a message in [`McpServer::skipped_tools`].
 //! * [`server`] — [`PlanServer`]: toolplan as an MCP server over stdio or streamable HTTP
 //!   (`execute_tool_plan`, optionally the tools themselves, and extra planner tools), with step
 //!   progress notifications and cancellation; direct tool calls run as one-step plans; over HTTP
@@ -34,4 +34,4 @@ pub use client::McpServer;
 pub use config::McpServerConfig;
 pub use error::McpError;
 pub use server::PlanServer;
-pub use tool::{McpTool, connect_all};
+pub use tool::connect_all;

@@ -1,77 +1,50 @@
 //! MCP tools as toolplan tools: every tool of every configured server becomes a [`Tool`] plans can
-//! call, under its own name — or `<server>.<tool>` where two sources offer the same name.
+//! call (an [`FnTool`] whose closure calls the server), under its own name — or `<server>.<tool>`
+//! where two sources offer the same name.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use rmcp::model::{CallToolResult, ContentBlock, Tool as McpToolDef};
 use serde_json::Value;
-use toolplan_core::{Tool, ToolContext, ToolError, ToolResult};
+use toolplan_core::{FnTool, Tool, ToolError, ToolResult};
 
 use crate::client::McpServer;
 use crate::config::McpServerConfig;
 use crate::error::McpError;
 
-/// One tool of an MCP server.
-pub struct McpTool {
-    server: Arc<McpServer>,
-    remote: String,
-    name: String,
-    description: String,
-    schema: Value,
+/// The tool `def` of `server` as a toolplan tool called `name` in plans; its calls go to the
+/// server under the server's own name for it.
+fn server_tool(server: &Arc<McpServer>, def: &McpToolDef, name: String) -> Arc<dyn Tool> {
+    let server = Arc::clone(server);
+    let remote = def.name.to_string();
+    Arc::new(FnTool::new(
+        name,
+        def.description.as_deref().unwrap_or_default(),
+        Value::Object((*def.input_schema).clone()),
+        move |arguments, _ctx| {
+            let (server, remote) = (Arc::clone(&server), remote.clone());
+            async move { call(&server, &remote, arguments).await }
+        },
+    ))
 }
 
-impl McpTool {
-    /// The tool `def` of `server`, called `name` in plans.
-    pub fn new(server: Arc<McpServer>, def: &McpToolDef, name: String) -> McpTool {
-        McpTool {
-            server,
-            remote: def.name.to_string(),
-            name,
-            description: def
-                .description
-                .as_deref()
-                .map(str::to_owned)
-                .unwrap_or_default(),
-            schema: Value::Object((*def.input_schema).clone()),
+/// Calls the tool `remote` of `server` with `arguments` (an object, or nothing).
+async fn call(server: &McpServer, remote: &str, arguments: Value) -> ToolResult {
+    let args = match arguments {
+        Value::Object(o) => o,
+        Value::Null => serde_json::Map::new(),
+        other => {
+            return Err(ToolError::invalid(format!(
+                "MCP tools take an object of arguments, not {other}"
+            )));
         }
-    }
-
-    /// The server it belongs to.
-    pub fn server(&self) -> &Arc<McpServer> {
-        &self.server
-    }
-}
-
-#[async_trait]
-impl Tool for McpTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn parameters(&self) -> Value {
-        self.schema.clone()
-    }
-    async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
-        let args = match arguments {
-            Value::Object(o) => o,
-            Value::Null => serde_json::Map::new(),
-            other => {
-                return Err(ToolError::invalid(format!(
-                    "MCP tools take an object of arguments, not {other}"
-                )));
-            }
-        };
-        let result = self
-            .server
-            .call(&self.remote, args)
-            .await
-            .map_err(|e| ToolError::failed(e.to_string()))?;
-        output(result)
-    }
+    };
+    let result = server
+        .call(remote, args)
+        .await
+        .map_err(|e| ToolError::failed(e.to_string()))?;
+    output(result)
 }
 
 /// A tool result as a step's output: `isError` is a failed step (with the text); otherwise
@@ -99,7 +72,7 @@ pub fn output(result: CallToolResult) -> ToolResult {
     }
     if texts.len() == result.content.len() && !texts.is_empty() {
         // As every toolplan tool's text: JSON when it is JSON, else the text.
-        return Ok(toolplan_core::tool::output_from_text(texts.join("\n")));
+        return Ok(toolplan_core::output_from_text(texts.join("\n")));
     }
     serde_json::to_value(&result.content)
         .map_err(|e| ToolError::failed(format!("cannot read the tool's content: {e}")))
@@ -157,7 +130,7 @@ pub async fn connect_all(
             } else {
                 d.name.to_string()
             };
-            tools.push(Arc::new(McpTool::new(Arc::clone(server), d, name)));
+            tools.push(server_tool(server, d, name));
         }
     }
     Ok((servers, tools))
