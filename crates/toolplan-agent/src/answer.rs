@@ -1,130 +1,66 @@
 //! The plan's `answer`: a plan that ends with the answer itself, so that a plan that succeeds costs
 //! one model call instead of two (the plan, then the answer written from its results).
 //!
-//! With [`AgentBuilder::answer_in_plan`](crate::AgentBuilder::answer_in_plan), a plan has an
-//! `answer` field ([`with_answer_field`]): the reply to the user, with `$ref:` where results go, or
-//! null when the reply needs a judgement on the results. Before the plan runs, [`prepare_answers`]
+//! With a planning mode that has one
+//! ([`Planning::answer_in_plan`](toolplan_planner::Planning::answer_in_plan)), a plan has an `answer`
+//! field (its schema and the example the model reads are toolplan-planner's): the reply to the user,
+//! with `$ref:` where results go, or null when the reply needs a judgement on the results. Before the plan runs, [`prepare_answers`]
 //! turns the field into a last step that calls the built-in `answer` tool (the engine inserts the
 //! results, and validates the references like any other). When every step succeeds, the agent
 //! returns that text as the answer without asking the model again; when a step fails, the model
 //! reads the plan's summary as usual and plans again or answers. The tool itself is hidden from the
 //! model's list of tools: the field is the one way to use it.
 
-use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
 use toolplan_core::reference::{Piece, REF_PREFIX, Reference, split_pieces};
-use toolplan_core::{Tool, ToolContext, ToolError, ToolResult, worked_example};
+use toolplan_core::{FnTool, Tool, ToolError, ToolResult, value_as_text};
 
 /// The name of the built-in answer tool, and of the plan field that becomes its step.
-pub const ANSWER_TOOL: &str = "answer";
-
-/// What the system prompt adds when plans may end with their answer.
-pub const ANSWER_IN_PLAN_INSTRUCTIONS: &str = "\
-A plan's answer, as in the example, goes to the user as it is, with the results inserted.";
-
-/// The worked example of the planner's description when plans may end with their answer: the chain
-/// of the default example ([`worked_example`]), then the answer written with the result inserted,
-/// and what the field is for.
-pub fn answer_example() -> String {
-    let mut example = worked_example(
-        Some("the answer puts it into words"),
-        r#""answer": "The product of order A7 costs $ref:e euros.""#,
-    );
-    example.push_str(ANSWER_FIELD_USE);
-    example
-}
-
-/// What the example says of the `answer` field after the plan.
-const ANSWER_FIELD_USE: &str = " answer is the reply to the user with $ref: where each result \
-goes: you do not know the results yet, so never write a value yourself. It is null when the reply \
-needs a judgement on the results (yes or no, which one is larger): you then reply when they come \
-back.";
-
-/// The longest `answer` the strict plan schema lets a model write.
-pub const ANSWER_MAX_CHARS: u64 = 400;
-
-/// A plan schema with the `answer` field, after `steps` and before `output_steps`. In the `strict`
-/// schema (for constrained decoding) it is required, so that the model decides on it in every plan:
-/// text, or null; otherwise it is optional and explained.
-pub fn with_answer_field(mut schema: Value, strict: bool) -> Value {
-    let field = if strict {
-        json!({"anyOf": [{"type": "string", "minLength": 1, "maxLength": ANSWER_MAX_CHARS},
-                         {"type": "null"}]})
-    } else {
-        json!({"type": ["string", "null"],
-               "description": "The reply to the user, with $ref:<step>.<field> where results go, when it is the results put into words (it then goes to the user as it is, and no further call is needed); null when the reply needs a judgement on the results."})
-    };
-    let Some(object) = schema.as_object_mut() else {
-        return schema;
-    };
-    if let Some(Value::Object(properties)) = object.get_mut("properties") {
-        let mut ordered = Map::with_capacity(properties.len() + 1);
-        for (name, property) in std::mem::take(properties) {
-            let steps = name == "steps";
-            ordered.insert(name, property);
-            if steps {
-                ordered.insert(ANSWER_TOOL.into(), field.clone());
-            }
-        }
-        ordered.entry(ANSWER_TOOL).or_insert(field);
-        *properties = ordered;
-    }
-    if let (true, Some(Value::Array(required))) = (strict, object.get_mut("required")) {
-        required.push(json!(ANSWER_TOOL));
-    }
-    schema
-}
+pub const ANSWER_TOOL: &str = toolplan_planner::ANSWER_FIELD;
 
 /// The `answer` tool: returns its text (with the results its `$ref:`s name inserted). A reference
 /// that found no value (a missing field, a null result) fails the step instead of putting "null" in
 /// front of the user: [`prepare_answers`] lists the text's references as whole values beside it.
-pub struct AnswerTool;
-
-#[async_trait]
-impl Tool for AnswerTool {
-    fn name(&self) -> &str {
-        ANSWER_TOOL
-    }
-
-    fn description(&self) -> &str {
-        "The final answer to the user, written with $ref:<step>.<field> where results go; returned to the user as it is when the plan succeeds."
-    }
-
-    fn parameters(&self) -> Value {
+pub(crate) fn answer_tool() -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        ANSWER_TOOL,
+        "The final answer to the user, written with $ref:<step>.<field> where results go; returned to the user as it is when the plan succeeds.",
         // Only `text` is the model's; `values` and `names` are added by `prepare_answers`.
         json!({"type": "object",
                "properties": {"text": {"type": "string", "description": "The answer, with $ref:<step>.<field> where results go."}},
-               "required": ["text"]})
-    }
+               "required": ["text"]}),
+        |arguments: Value, _| async move { answer_text(&arguments) },
+    ))
+}
 
-    async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
-        let values = arguments.get("values").and_then(Value::as_array);
-        let names = arguments.get("names").and_then(Value::as_array);
-        if let (Some(values), Some(names)) = (values, names) {
-            let empty: Vec<&str> = values
-                .iter()
-                .zip(names)
-                .filter(|(v, _)| v.is_null())
-                .filter_map(|(_, n)| n.as_str())
-                .collect();
-            if !empty.is_empty() {
-                return Err(ToolError::failed(format!(
-                    "the answer refers to {} with no value (no such field in that step's result): \
-                     refer to a field the step returns",
-                    empty
-                        .iter()
-                        .map(|n| format!("$ref:{n}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
+/// What the answer tool returns for these arguments: the text, or an error naming the references
+/// that found no value.
+fn answer_text(arguments: &Value) -> ToolResult {
+    let values = arguments.get("values").and_then(Value::as_array);
+    let names = arguments.get("names").and_then(Value::as_array);
+    if let (Some(values), Some(names)) = (values, names) {
+        let empty: Vec<&str> = values
+            .iter()
+            .zip(names)
+            .filter(|(v, _)| v.is_null())
+            .filter_map(|(_, n)| n.as_str())
+            .collect();
+        if !empty.is_empty() {
+            return Err(ToolError::failed(format!(
+                "the answer refers to {} with no value (no such field in that step's result): \
+                 refer to a field the step returns",
+                empty
+                    .iter()
+                    .map(|n| format!("$ref:{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
         }
-        Ok(match arguments.get("text") {
-            Some(Value::String(s)) => Value::String(s.clone()),
-            Some(other) => Value::String(other.to_string()),
-            None => Value::String(String::new()),
-        })
     }
+    let text = arguments.get("text").map(value_as_text).unwrap_or_default();
+    Ok(Value::String(text.into_owned()))
 }
 
 /// A plan's arguments made ready for its answer: an `answer` field that inserts results becomes a
@@ -133,7 +69,7 @@ impl Tool for AnswerTool {
 /// beside its text, as whole values (`values`) and by name (`names`), so that the tool can tell a
 /// reference that found nothing; and the steps are added to `output_steps` (when the plan lists
 /// output steps and leaves them out), so that their text is kept.
-pub fn prepare_answers(mut plan: Value) -> Value {
+pub(crate) fn prepare_answers(mut plan: Value) -> Value {
     answer_field_to_step(&mut plan);
     let mut answers = Vec::new();
     if let Some(steps) = plan.get_mut("steps").and_then(Value::as_array_mut) {
@@ -206,7 +142,7 @@ fn has_step(steps: &[Value], id: &str) -> bool {
 /// refers to a step the plan lacks), and says whether it did. The agent does this to the plan it
 /// keeps in the conversation: a model that reads its own guess beside the results repeats the guess
 /// (the 1.5B model called Paris "sunny" again next to a result that said "cloudy").
-pub fn forget_unused_answer(plan: &mut Value) -> bool {
+pub(crate) fn forget_unused_answer(plan: &mut Value) -> bool {
     let Some(object) = plan.as_object_mut() else {
         return false;
     };
@@ -247,6 +183,8 @@ fn answer_field_to_step(plan: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use toolplan_core::ToolContext;
+
     use super::*;
 
     #[test]
@@ -337,37 +275,13 @@ mod tests {
         assert_eq!(prepare_answers(plan.clone()), plan);
     }
 
-    #[test]
-    fn the_answer_field_sits_after_the_steps() {
-        let schema = json!({"type": "object", "properties": {
-            "thought": {"type": "string"}, "steps": {"type": "array"},
-            "output_steps": {"type": "array"}}, "required": ["thought", "steps"]});
-        let strict = with_answer_field(schema.clone(), true);
-        let order: Vec<&String> = strict["properties"].as_object().unwrap().keys().collect();
-        assert_eq!(order, ["thought", "steps", "answer", "output_steps"]);
-        assert_eq!(strict["required"], json!(["thought", "steps", "answer"]));
-        let validator = jsonschema::validator_for(&strict).unwrap();
-        let plan = |answer: Value| json!({"thought": "t", "steps": [], "answer": answer});
-        assert!(validator.is_valid(&plan(json!("It is $ref:w.temp °C in Oslo."))));
-        assert!(validator.is_valid(&plan(json!(null))));
-        let long = "a".repeat(ANSWER_MAX_CHARS as usize + 1);
-        for bad in [json!(""), json!(long), json!(3)] {
-            assert!(!validator.is_valid(&plan(bad.clone())), "{bad}");
-        }
-        assert!(!validator.is_valid(&json!({"thought": "t", "steps": []})));
-        let loose = with_answer_field(schema, false);
-        assert_eq!(loose["required"], json!(["thought", "steps"]));
-        assert!(loose["properties"]["answer"]["description"].is_string());
-        assert_eq!(with_answer_field(json!(true), true), json!(true));
-    }
-
     #[tokio::test]
     async fn the_tool_returns_its_text() {
         let ctx = ToolContext {
             step_id: std::sync::Arc::from("a"),
             cancel: tokio_util::sync::CancellationToken::new(),
         };
-        let out = AnswerTool
+        let out = answer_tool()
             .call(
                 json!({"text": "It is 3 °C", "values": [3], "names": ["w.temp"]}),
                 ctx.clone(),
@@ -375,7 +289,7 @@ mod tests {
             .await;
         assert_eq!(out.ok(), Some(json!("It is 3 °C")));
         // A reference that found nothing fails the step, naming it.
-        let out = AnswerTool
+        let out = answer_tool()
             .call(
                 json!({"text": "It is null °F", "values": [null, 3], "names": ["c.f", "w.temp"]}),
                 ctx,

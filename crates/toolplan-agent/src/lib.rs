@@ -6,34 +6,40 @@
 //! until the model answers — returning the answer and a [`Record`] of turns, model calls, tokens, tool
 //! calls, plans and wall time.
 //!
-//! Tool planning is opt-in ([`AgentBuilder::enable_tool_planning`]): the model is then offered
-//! `execute_tool_plan` beside the individual tools and told when to use it, so a task of N dependent
-//! tool calls costs 2 model calls instead of N + 1.
+//! Tool planning is opt-in ([`AgentBuilder::planning`] with a [`Planning`] mode): the model is then
+//! offered `execute_tool_plan` beside the individual tools (or alone) and told when to use it, so a
+//! task of N dependent tool calls costs 2 model calls instead of N + 1. What the model reads of plans
+//! (the planner's description, schemas, examples and instructions) is toolplan-planner's.
 //!
 //! ## Layout
 //!
-//! * [`agent`] — the builder and the loop.
-//! * [`answer`] — the plan's `answer` field that lets a plan end the interaction
-//!   ([`AgentBuilder::answer_in_plan`]).
-//! * [`record`] — what an interaction cost.
-//! * [`repeats`] — the calls of an interaction, so that a call repeated with the same arguments is
+//! * `builder` — [`AgentBuilder`]: model, instructions, tools, planning mode and limits, turned into
+//!   the tool definitions and system prompt the model reads.
+//! * `agent` — [`Agent`] and its loop ([`Agent::interact`]).
+//! * `turn` — one turn's tool calls: plans through the planner, the other calls directly on the
+//!   engine (`Engine::run_calls`), each answered with a tool-result message.
+//! * `answer` — the plan's `answer` field that lets a plan end the interaction
+//!   ([`Planning::OnlyWithAnswer`]): the answer step and its tool.
+//! * `record` — [`Record`], what an interaction cost.
+//! * `repeats` — the calls of an interaction, so that a call repeated with the same arguments is
 //!   answered from memory instead of run again.
-//! * [`error`] — [`AgentError`].
+//! * `error` — [`AgentError`].
 //! * `scripted` (feature `test-util`) — a scripted model for tests.
 
-pub mod agent;
-pub mod answer;
-pub mod error;
-pub mod record;
-pub mod repeats;
+mod agent;
+mod answer;
+mod builder;
+mod error;
+mod record;
+mod repeats;
 #[cfg(feature = "test-util")]
 pub mod scripted;
+mod turn;
 
-pub use agent::{
-    Agent, AgentBuilder, DEFAULT_MAX_RESULT_BYTES, Interaction, PLAN_ONLY_INSTRUCTIONS,
-    PLANNING_INSTRUCTIONS, REPLAN_HINT,
-};
-pub use answer::{ANSWER_IN_PLAN_INSTRUCTIONS, ANSWER_TOOL, AnswerTool, answer_example};
+pub use agent::{Agent, Interaction, REPEAT_TURNS_BEFORE_ANSWER};
+pub use answer::ANSWER_TOOL;
+pub use builder::{AgentBuilder, DEFAULT_MAX_RESULT_BYTES};
 pub use error::AgentError;
 pub use record::Record;
 pub use repeats::{REPEATED_CALL, REPEATED_CALL_HINT, REPEATED_FAILURE, REPEATED_FAILURE_HINT};
+pub use toolplan_planner::Planning;

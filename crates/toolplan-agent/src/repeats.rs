@@ -17,8 +17,8 @@ pub const REPEATED_CALL: &str =
 pub const REPEATED_CALL_HINT: &str =
     "Use this result: call the tool the next step needs, or answer.";
 
-/// Answers a tool call that already failed [`FAILED_ATTEMPTS`] times with the same arguments; the
-/// earlier error follows.
+/// Answers a tool call that already failed twice with the same arguments; the earlier error
+/// follows.
 pub const REPEATED_FAILURE: &str =
     "This exact call already failed; it is not run again. Its error was:";
 

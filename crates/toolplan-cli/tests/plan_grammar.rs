@@ -6,10 +6,11 @@
 
 use std::sync::Arc;
 
-use toolplan_core::{Engine, ExecuteToolPlan, Tool, demo};
+use toolplan_core::{Engine, Tool, demo};
 use toolplan_llm::ToolDefinition;
 use toolplan_llm::provider::local::reply::ReplyMode;
 use toolplan_llm::provider::local::reply_grammar;
+use toolplan_planner::ExecuteToolPlan;
 
 #[test]
 fn the_typed_plan_schema_of_the_demo_tools_converts_into_a_grammar() {
@@ -44,10 +45,11 @@ fn the_plan_schema_with_an_answer_converts_into_a_grammar() {
         .unwrap()
     };
     let plain = grammar_of(planner.typed_parameters());
-    let grammar = grammar_of(toolplan_agent::answer::with_answer_field(
-        planner.typed_parameters(),
-        true,
-    ));
+    let grammar = grammar_of(
+        ExecuteToolPlan::new(Arc::clone(planner.engine()))
+            .with_answer_field()
+            .typed_parameters(),
+    );
     // Tool calls only: "answer" can come from the plan's field alone.
     assert!(!plain.contains("answer"), "{plain}");
     for piece in ["answer", "null", "output_steps"] {

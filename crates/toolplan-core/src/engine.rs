@@ -1,19 +1,43 @@
-//! [`Engine`]: a tool registry with limits and run settings — the one object most users need — and
-//! [`ExecuteToolPlan`], the engine offered to an LLM as the `execute_tool_plan` tool.
+//! [`Engine`]: a tool registry with limits and run settings — the one object most users need. It
+//! compiles and runs plans, and runs tools called directly ([`Engine::run_calls`]) with everything a
+//! plan step gets.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::dialect::tool_plan;
-use crate::error::{InvalidPlan, ToolError};
+use crate::error::{InvalidPlan, Problem};
 use crate::limits::Limits;
-use crate::plan::{EXECUTE_TOOL_PLAN, Plan};
-use crate::run::PlanRun;
+use crate::plan::{self, DraftPlan, DraftStep, Plan};
+use crate::run::{PlanRun, StepRecord};
 use crate::scheduler::{self, RunConfig, RunControl};
-use crate::signature::{tool_signature, typed_plan_schema_of};
-use crate::tool::{RegisteredTool, Tool, ToolContext, ToolRegistry, ToolResult};
+use crate::template::Template;
+use crate::tool::ToolRegistry;
+
+/// A tool called directly, outside any plan (a model's tool call, an MCP client's `tools/call`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirectCall {
+    /// The id of the call's step: records and problems name the call by it. Unique within one
+    /// [`Engine::run_calls`].
+    pub id: String,
+    /// The tool to call.
+    pub tool: String,
+    /// The arguments, taken literally: a `"$ref:…"` in them is text, not a reference.
+    pub arguments: Value,
+}
+
+impl DirectCall {
+    /// A call of `tool` with `arguments`, named `id`.
+    pub fn new(id: impl Into<String>, tool: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            id: id.into(),
+            tool: tool.into(),
+            arguments,
+        }
+    }
+}
 
 /// Validates and runs plans over one set of tools.
 #[derive(Debug, Clone)]
@@ -74,273 +98,238 @@ impl Engine {
     pub async fn run(&self, plan: &Plan, control: RunControl) -> PlanRun {
         scheduler::run(plan, &self.tools, &self.config, control).await
     }
-}
 
-/// How the `arguments` field of a step is described to an LLM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ArgumentsStyle {
-    /// A JSON string or a JSON object (both are accepted whatever the style).
-    #[default]
-    Either,
-    /// A JSON string, exactly as the seed's `execute_tool_plan` (for models tuned on that schema).
-    JsonString,
-}
-
-/// The `execute_tool_plan` tool: an LLM hands it a plan, it runs the plan on an [`Engine`] and answers
-/// with [`PlanRun::summary`].
-pub struct ExecuteToolPlan {
-    engine: Arc<Engine>,
-    description: String,
-    style: ArgumentsStyle,
-    tool_names: Vec<String>,
-    hidden: Vec<String>,
-}
-
-const PLAN_DESCRIPTION: &str = "\
-Run several tool calls as one plan instead of one call per turn. Each step is {id, tool, arguments}. \
-A step uses an earlier step's result by putting \"$ref:<step_id>\" as an argument value (the whole \
-result, keeping its JSON type) or \"$ref:<step_id>.<field>\" (a field; nested fields and array \
-indexes with more dots, e.g. \"$ref:s1.items.0.name\"; a missing field gives null); \"$ref:\" inside \
-longer text inserts the value as text. Steps that do not depend on each other run in parallel. \
-List in output_steps only the steps whose results you need (all are returned if omitted). If a step \
-fails, the steps that depend on it are skipped and every failure is reported; the others still run. \
-A plan cannot call execute_tool_plan.";
-
-/// The plan format in few words, for descriptions that list the tools as signatures (small models,
-/// short prompts).
-const COMPACT_DESCRIPTION: &str = "\
-Runs tool calls as one plan. steps: [{id, tool, arguments}]. An argument value \"$ref:ID\" is the \
-result of step ID, \"$ref:ID.field\" one field of it; inside longer text it is inserted as text. \
-Steps run in parallel unless one refers to another. output_steps: the ids whose results you need. \
-A failed step skips the steps that depend on it.";
-
-/// A worked example of a chain, for descriptions meant for small models (they copy the shape of its
-/// plan closely): the price in euros of the product of order A7, through `get_order`, `get_product`
-/// and `calculator`. `thought_end` goes at the end of the plan's thought, after the lookups it lists;
-/// `ending` is the plan's last field as JSON text (the default example's is `"output_steps": ["e"]`).
-pub fn worked_example(thought_end: Option<&str>, ending: &str) -> String {
-    let thought_end = thought_end.map(|t| format!(", {t}")).unwrap_or_default();
-    format!(
-        "\nExample, for the price in euros of the product of order A7: {{\"thought\": \"get_order gives \
-         the sku of order A7, get_product gives the price of that sku, calculator converts the \
-         price{thought_end}.\", \"steps\": [{{\"id\": \"o\", \"tool\": \"get_order\", \"arguments\": \
-         {{\"order_id\": \"A7\"}}}}, {{\"id\": \"p\", \"tool\": \"get_product\", \"arguments\": \
-         {{\"sku\": \"$ref:o.sku\"}}}}, {{\"id\": \"e\", \"tool\": \"calculator\", \"arguments\": \
-         {{\"expression\": \"$ref:p.price * 0.92\"}}}}], {ending}}}. A field can only be referenced from \
-         a step whose tool returns it: plan a step for every lookup the answer needs."
-    )
-}
-
-impl ExecuteToolPlan {
-    /// The tool over an engine; its description lists the engine's tools.
-    pub fn new(engine: Arc<Engine>) -> Self {
-        Self::hiding_tools(engine, &[])
-    }
-
-    /// The tool over an engine whose tools named in `hidden` are left out of the description, the
-    /// tool names of [`parameters`](Tool::parameters) and [`typed_parameters`](Self::typed_parameters):
-    /// plans can still call them, for a caller that writes such steps into plans itself (an agent's
-    /// `answer` step). The other builders keep them hidden.
-    pub fn hiding_tools(engine: Arc<Engine>, hidden: &[&str]) -> Self {
-        let mut planner = Self {
-            engine,
-            description: String::new(),
-            style: ArgumentsStyle::default(),
-            tool_names: Vec::new(),
-            hidden: hidden.iter().map(|h| (*h).to_owned()).collect(),
-        };
-        planner.tool_names = planner
-            .listed_tools()
-            .map(|t| t.tool().name().to_owned())
-            .collect();
-        let tools: Vec<String> = planner
-            .listed_tools()
-            .map(|t| format!("- {}: {}", t.tool().name(), t.tool().description()))
-            .collect();
-        planner.description = PLAN_DESCRIPTION.to_owned();
-        if !tools.is_empty() {
-            planner.description.push_str("\nTools a plan can call:\n");
-            planner.description.push_str(&tools.join("\n"));
-        }
-        planner
-    }
-
-    /// The tools the model is told about: those a plan may call, less the hidden ones.
-    fn listed_tools(&self) -> impl Iterator<Item = &Arc<RegisteredTool>> {
-        self.engine
-            .tools()
-            .plan_tools()
-            .filter(|t| !self.hidden.iter().any(|h| h == t.tool().name()))
-    }
-
-    /// The description with each tool's argument schema in the list, for callers that offer only the
-    /// planner (every tool use is then a plan, and the model learns the arguments from here).
-    pub fn with_tool_schemas(mut self) -> Self {
-        let mut description = PLAN_DESCRIPTION.to_owned();
-        description.push_str(
-            "\nTools a plan can call (name, JSON Schema of its arguments, what it does):",
-        );
-        for t in self.listed_tools() {
-            description.push_str(&format!(
-                "\n- {} {}: {}",
-                t.tool().name(),
-                t.schema(),
-                t.tool().description()
-            ));
-        }
-        self.description = description;
-        self
-    }
-
-    /// The description with each tool as a one-line signature (`name(arg: type): what it does`, see
-    /// [`tool_signature`]) and a worked example of a chain: the shortest description that still tells a
-    /// model every tool's arguments, for callers that offer only the planner. Pair it with
-    /// [`typed_parameters`](Self::typed_parameters) where decoding can be constrained.
-    pub fn with_tool_signatures(self) -> Self {
-        self.with_tool_signatures_and_example(&worked_example(None, r#""output_steps": ["e"]"#))
-    }
-
-    /// [`with_tool_signatures`](Self::with_tool_signatures) with another worked example (text that
-    /// follows the description; small models copy the shape of its plan closely).
-    pub fn with_tool_signatures_and_example(mut self, example: &str) -> Self {
-        let mut description = COMPACT_DESCRIPTION.to_owned();
-        description.push_str(example);
-        description.push_str("\nTools a plan can call:");
-        for t in self.listed_tools() {
-            description.push_str("\n- ");
-            description.push_str(&tool_signature(
-                t.tool().name(),
-                t.tool().description(),
-                t.schema(),
-            ));
-        }
-        self.description = description;
-        self
-    }
-
-    /// The plan's JSON Schema with every step typed by its tool ([`typed_plan_schema`](crate::signature::typed_plan_schema)): each step's
-    /// arguments must be an object that matches its tool's schema, `"$ref:…"` allowed for any value.
-    /// Stricter than [`parameters`](Tool::parameters), for providers that constrain decoding.
-    pub fn typed_parameters(&self) -> Value {
-        typed_plan_schema_of(self.listed_tools())
-    }
-
-    /// The description without the list of tools, for callers that offer the tools to the model
-    /// separately anyway (an agent): the model reads each tool once, and the prompt is shorter.
-    pub fn without_tool_list(mut self) -> Self {
-        self.description = PLAN_DESCRIPTION.to_owned();
-        self
-    }
-
-    /// Sets how step arguments are described in the schema.
-    pub fn with_arguments_style(mut self, style: ArgumentsStyle) -> Self {
-        self.style = style;
-        self
-    }
-
-    /// Replaces the description.
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
-        self
-    }
-
-    /// The engine plans run on.
-    pub fn engine(&self) -> &Arc<Engine> {
-        &self.engine
-    }
-
-    /// Validates a plan as the tool receives it: an object, or the whole plan as one JSON string
-    /// (models sometimes send that), parsed as plan text with the plan size limit.
-    pub fn compile(&self, plan: Value) -> Result<Plan, InvalidPlan> {
-        match plan {
-            Value::String(text) => self.engine.compile(&text),
-            other => self.engine.compile_value(other),
-        }
-    }
-
-    /// Validates and runs a plan, returning the full run (the tool call returns its summary).
-    pub async fn execute(&self, plan: Value, control: RunControl) -> Result<PlanRun, InvalidPlan> {
-        let plan = self.compile(plan)?;
-        Ok(self.engine.run(&plan, control).await)
-    }
-}
-
-/// The JSON Schema of a tool plan over these tools, as an LLM sees it: like [`plan_schema`], with each
-/// step's `tool` limited to the tool names (so a grammar built from the schema can only name them).
-pub fn plan_schema_for_tools(style: ArgumentsStyle, tools: &[String]) -> Value {
-    let mut schema = plan_schema(style);
-    if !tools.is_empty() {
-        schema["properties"]["steps"]["items"]["properties"]["tool"]["enum"] = json!(tools);
-    }
-    schema
-}
-
-/// The JSON Schema of a tool plan, as an LLM sees it.
-pub fn plan_schema(style: ArgumentsStyle) -> Value {
-    let arguments = match style {
-        ArgumentsStyle::Either => json!({
-            "type": ["object", "string"],
-            "description": "The tool's arguments: a JSON object, or a JSON string of one. String values may be \"$ref:<step_id>\" or \"$ref:<step_id>.<field>\" references."
-        }),
-        ArgumentsStyle::JsonString => json!({
-            "type": "string",
-            "description": "JSON string of the tool's arguments. May contain \"$ref:<step_id>\" or \"$ref:<step_id>.<field>\" references."
-        }),
-    };
-    json!({
-        "type": "object",
-        "properties": {
-            "thought": {
-                "type": "string",
-                "description": "Optional, written first: what the answer needs and which tool gives each piece. Not executed."
-            },
-            "steps": {
-                "type": "array",
-                "minItems": 1,
-                "description": "The tool calls to make.",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "description": "Unique step id, used by $ref references."},
-                        "tool": {"type": "string", "description": "Name of the tool to call."},
-                        "arguments": arguments
-                    },
-                    "required": ["id", "tool", "arguments"],
-                    "additionalProperties": false
-                }
-            },
-            "output_steps": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Ids of the steps whose results you need; all results are returned if omitted."
+    /// Runs tools called directly, all at once, each as an independent step of one plan: a call gets
+    /// what a plan step gets (its arguments checked against the tool's schema, the concurrency limits,
+    /// the step timeout and the deadline, the output limit, panic isolation, cancellation).
+    ///
+    /// Returns one outcome per call, in call order: the record of its step, or the problem that kept
+    /// it from running (an unknown tool, `execute_tool_plan`, arguments that break the tool's schema,
+    /// an id used by an earlier call). A call that is refused does not keep the others from running.
+    pub async fn run_calls(
+        &self,
+        calls: Vec<DirectCall>,
+        control: RunControl,
+    ) -> Vec<Result<StepRecord, Problem>> {
+        let mut outcomes: Vec<Option<Result<StepRecord, Problem>>> = vec![None; calls.len()];
+        // The first call of each id.
+        let mut ids: HashMap<String, usize> = HashMap::with_capacity(calls.len());
+        // The calls still to run, by index, as steps.
+        let mut pending: Vec<(usize, DraftStep)> = Vec::with_capacity(calls.len());
+        for (i, call) in calls.into_iter().enumerate() {
+            if let Some(&first) = ids.get(&call.id) {
+                outcomes[i] = Some(Err(Problem::DuplicateId {
+                    id: call.id,
+                    first,
+                    second: i,
+                }));
+                continue;
             }
-        },
-        "required": ["steps"],
-        "additionalProperties": false
-    })
+            ids.insert(call.id.clone(), i);
+            pending.push((
+                i,
+                DraftStep {
+                    position: i,
+                    id: call.id,
+                    tool: Some(call.tool),
+                    arguments: Some(Template::Literal(call.arguments)),
+                    depends_on: Vec::new(),
+                },
+            ));
+        }
+        // Each problem names one call's step (the steps share nothing): a refused call is answered
+        // with its problem and left out, and the rest are validated again.
+        let plan = loop {
+            if pending.is_empty() {
+                break None;
+            }
+            let draft = DraftPlan {
+                steps: pending.iter().map(|(_, s)| s.clone()).collect(),
+                output_steps: Vec::new(),
+            };
+            match plan::validate(draft, Vec::new(), &self.tools) {
+                Ok(plan) => break Some(plan),
+                Err(invalid) => {
+                    let mut refused = false;
+                    for problem in invalid.problems {
+                        let call = problem
+                            .step()
+                            .and_then(|id| pending.iter().find(|(_, s)| s.id == id))
+                            .map(|(i, _)| *i);
+                        match call {
+                            Some(i) => {
+                                refused = true;
+                                outcomes[i].get_or_insert(Err(problem));
+                            }
+                            // A problem that names no call: every call still pending gets it.
+                            None => {
+                                for (i, _) in &pending {
+                                    outcomes[*i].get_or_insert_with(|| Err(problem.clone()));
+                                }
+                            }
+                        }
+                    }
+                    if !refused {
+                        break None;
+                    }
+                    pending.retain(|(i, _)| outcomes[*i].is_none());
+                }
+            }
+        };
+        if let Some(plan) = plan {
+            let run = self.run(&plan, control).await;
+            for ((i, _), step) in pending.iter().zip(run.steps) {
+                outcomes[*i] = Some(Ok(step));
+            }
+        }
+        // Every call has its outcome by now (a run records every step of its plan); a call without
+        // one would be reported as not run.
+        outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or(Err(Problem::EmptyPlan)))
+            .collect()
+    }
 }
 
-#[async_trait]
-impl Tool for ExecuteToolPlan {
-    fn name(&self) -> &str {
-        EXECUTE_TOOL_PLAN
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::run::StepStatus;
+    use crate::tool::Tool;
+    use crate::{FnTool, ToolError};
+
+    /// `echo` (its `text` back, after `ms` milliseconds) and `boom` (panics).
+    fn engine() -> Engine {
+        let echo = FnTool::new(
+            "echo",
+            "Returns its text.",
+            json!({"type": "object", "properties": {"text": {"type": "string"}, "ms": {"type": "integer"}},
+                   "required": ["text"]}),
+            |arguments: Value, _| async move {
+                let ms = arguments.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(arguments.get("text").cloned().unwrap_or(Value::Null))
+            },
+        );
+        let boom = FnTool::new("boom", "Panics.", json!({"type": "object"}), |_, _| async {
+            if true {
+                panic!("boom");
+            }
+            Err(ToolError::failed("unreachable"))
+        });
+        let mut tools = ToolRegistry::new();
+        for tool in [Arc::new(echo) as Arc<dyn Tool>, Arc::new(boom)] {
+            tools.register(tool).expect("a valid tool");
+        }
+        Engine::new(Arc::new(tools)).with_config(RunConfig {
+            step_timeout: Some(Duration::from_millis(500)),
+            ..RunConfig::default()
+        })
     }
 
-    fn description(&self) -> &str {
-        &self.description
+    fn echo(id: &str, text: &str, ms: u64) -> DirectCall {
+        DirectCall::new(id, "echo", json!({"text": text, "ms": ms}))
     }
 
-    fn parameters(&self) -> Value {
-        plan_schema_for_tools(self.style, &self.tool_names)
+    #[tokio::test(start_paused = true)]
+    async fn calls_run_at_once_and_answer_in_call_order() {
+        let start = tokio::time::Instant::now();
+        let outcomes = engine()
+            .run_calls(
+                vec![echo("a", "first", 200), echo("b", "$ref:a", 100)],
+                RunControl::default(),
+            )
+            .await;
+        assert_eq!(start.elapsed(), Duration::from_millis(200));
+        let outputs: Vec<Value> = outcomes
+            .into_iter()
+            .map(|o| o.expect("ran").output.expect("an output"))
+            .collect();
+        // A direct call's "$ref:" is text.
+        assert_eq!(outputs, [json!("first"), json!("$ref:a")]);
+        assert!(
+            engine()
+                .run_calls(Vec::new(), RunControl::default())
+                .await
+                .is_empty()
+        );
     }
 
-    async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {
-        let run = self
-            .execute(arguments, RunControl::with_cancel(ctx.cancel))
-            .await
-            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-        Ok(Value::String(
-            run.summary_within(crate::limits::DEFAULT_MAX_SUMMARY_BYTES),
-        ))
+    #[tokio::test]
+    async fn a_refused_call_keeps_no_other_from_running() {
+        let outcomes = engine()
+            .run_calls(
+                vec![
+                    DirectCall::new("call0", "ecco", json!({"text": "x"})),
+                    DirectCall::new("call1", "echo", json!({"text": 5})),
+                    echo("call2", "runs", 0),
+                    DirectCall::new("call3", "execute_tool_plan", json!({"steps": []})),
+                    echo("call2", "same id", 0),
+                ],
+                RunControl::default(),
+            )
+            .await;
+        let messages: Vec<String> = outcomes
+            .iter()
+            .map(|o| match o {
+                Ok(step) => format!("ok {}", step.output.clone().unwrap_or_default()),
+                Err(problem) => problem.to_string(),
+            })
+            .collect();
+        assert_eq!(
+            messages[0],
+            "Unknown tool 'ecco' in step 'call0' (did you mean 'echo'?)"
+        );
+        assert!(
+            messages[1]
+                .starts_with("step 'call1': arguments do not match the schema of tool 'echo': ")
+                && messages[1].contains("/text"),
+            "{}",
+            messages[1]
+        );
+        assert_eq!(messages[2], "ok \"runs\"");
+        assert_eq!(
+            messages[3],
+            "step 'call3' calls execute_tool_plan: recursive plans are not allowed"
+        );
+        assert_eq!(messages[4], "Duplicate step ID: 'call2' (steps #2 and #4)");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_is_bounded_as_a_step_is() {
+        let outcomes = engine()
+            .run_calls(
+                vec![
+                    echo("slow", "late", 10_000),
+                    DirectCall::new("boom", "boom", json!({})),
+                    echo("fine", "ok", 0),
+                ],
+                RunControl::default(),
+            )
+            .await;
+        let records: Vec<StepRecord> = outcomes.into_iter().map(|o| o.expect("ran")).collect();
+        for (record, why) in records[..2].iter().zip(["timed out", "panicked"]) {
+            assert_eq!(record.status, StepStatus::Failed);
+            let error = record.error.as_deref().unwrap_or_default();
+            assert!(error.contains(why), "{error}");
+        }
+        assert_eq!(records[2].output, Some(json!("ok")));
+    }
+
+    #[tokio::test]
+    async fn cancelled_calls_do_not_run() {
+        let control = RunControl::default();
+        control.cancel.cancel();
+        let outcomes = engine().run_calls(vec![echo("a", "x", 0)], control).await;
+        let record = outcomes
+            .into_iter()
+            .next()
+            .expect("one outcome")
+            .expect("a record");
+        assert_ne!(record.status, StepStatus::Ok);
     }
 }

@@ -17,9 +17,7 @@
 //! * [`scheduler`] — the one scheduler: dependency-driven, concurrency limits, timeouts, deadline,
 //!   cancellation, fail-forward, observer events.
 //! * [`run`] — the [`PlanRun`] record, its JSON report and the summary an LLM reads.
-//! * [`signature`] — tools as a planning LLM sees them: one-line signatures, and the typed plan
-//!   schema that holds each step's arguments to its tool's schema (for constrained decoding).
-//! * [`engine`] — [`Engine`] (registry + limits + settings) and the [`ExecuteToolPlan`] tool.
+//! * [`engine`] — [`Engine`] (registry + limits + settings): compile and run plans.
 //! * [`demo`] — deterministic demo tools for examples and benchmarks.
 //! * [`error`] and [`limits`] — problems, tool errors and the limits that bound every plan.
 //!
@@ -55,13 +53,10 @@ pub mod plan;
 pub mod reference;
 pub mod run;
 pub mod scheduler;
-pub mod signature;
 pub mod template;
 pub mod tool;
 
-pub use engine::{
-    ArgumentsStyle, Engine, ExecuteToolPlan, plan_schema, plan_schema_for_tools, worked_example,
-};
+pub use engine::{DirectCall, Engine};
 pub use error::{InvalidPlan, Problem, RegistryError, ToolError};
 pub use fn_tool::FnTool;
 pub use limits::Limits;

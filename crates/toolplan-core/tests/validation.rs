@@ -139,26 +139,6 @@ fn recursive_execute_tool_plan() {
 }
 
 #[test]
-fn recursion_is_rejected_even_when_the_meta_tool_is_registered() {
-    let inner = Arc::new(engine());
-    let mut tools = demo::registry();
-    tools
-        .register(Arc::new(toolplan_core::ExecuteToolPlan::new(inner)))
-        .unwrap();
-    let outer = Engine::new(Arc::new(tools));
-    let err = outer
-        .compile_value(json!({"steps": [
-            {"id": "s1", "tool": "execute_tool_plan",
-             "arguments": {"steps": [{"id": "x", "tool": "echo", "arguments": {"text": "hi"}}]}}
-        ]}))
-        .unwrap_err();
-    assert_eq!(
-        err.problems,
-        vec![Problem::RecursivePlan { step: "s1".into() }]
-    );
-}
-
-#[test]
 fn blank_tool() {
     assert_eq!(
         problems(json!({"steps": [{"id": "s1", "tool": "  ", "arguments": {}}]})),

@@ -4,8 +4,8 @@
 //! notifications; a client's cancellation cancels the plan; results come back as text (what an LLM
 //! reads) and as `structuredContent` (the whole report).
 //!
-//! A tool called directly runs as a one-step plan on the same engine settings, so it gets what a
-//! plan's step gets: argument-schema validation, the step timeout, the plan deadline, the output
+//! A tool called directly runs as a step on the same engine settings ([`Engine::run_calls`]), so it
+//! gets what a plan's step gets: argument-schema validation, the step timeout, the plan deadline, the output
 //! size limit and panic isolation.
 //!
 //! Over HTTP the server guards itself ([`HttpOptions`]): a session cap ([`DEFAULT_MAX_SESSIONS`],
@@ -33,10 +33,11 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
-use toolplan_core::plan::{DraftPlan, DraftStep};
 use toolplan_core::scheduler::Observer;
-use toolplan_core::template::Template;
-use toolplan_core::{Engine, ExecuteToolPlan, RunControl, StepStatus, Tool, ToolRegistry};
+use toolplan_core::{
+    DirectCall, Engine, RunControl, StepStatus, Tool, ToolRegistry, value_as_text,
+};
+use toolplan_planner::ExecuteToolPlan;
 
 use crate::error::McpError;
 pub use http::{DEFAULT_DISCONNECT_GRACE, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HttpOptions};
@@ -164,50 +165,32 @@ impl PlanServer {
         result
     }
 
-    /// A tool called directly: a one-step plan, so that it is checked and bounded as a step is.
+    /// A tool called directly ([`Engine::run_calls`]), so that it is checked and bounded as a plan's
+    /// step is.
     async fn run_tool(
         &self,
         name: &str,
         arguments: Value,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let draft = DraftPlan {
-            steps: vec![DraftStep {
-                position: 0,
-                id: "call".into(),
-                tool: Some(name.to_owned()),
-                // Literal: a direct call's strings are data, not references.
-                arguments: Some(Template::Literal(arguments)),
-                depends_on: Vec::new(),
-            }],
-            output_steps: Vec::new(),
-        };
-        let plan = match toolplan_core::plan::validate(draft, Vec::new(), self.direct.tools()) {
-            Ok(plan) => plan,
-            Err(invalid) => {
-                let text = invalid
-                    .problems
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                return CallToolResult::error(vec![ContentBlock::text(text)]);
-            }
-        };
         let (cancel, _registered) = self.call_token(&context);
-        let run = self
+        // Literal arguments: a direct call's strings are data, not references.
+        let call = DirectCall::new("call", name, arguments);
+        let outcome = self
             .direct
-            .run(&plan, RunControl::with_cancel(cancel))
-            .await;
-        let Some(step) = run.steps.into_iter().next() else {
-            return CallToolResult::error(vec![ContentBlock::text("the call did not run")]);
+            .run_calls(vec![call], RunControl::with_cancel(cancel))
+            .await
+            .pop();
+        let step = match outcome {
+            Some(Ok(step)) => step,
+            Some(Err(problem)) => {
+                return CallToolResult::error(vec![ContentBlock::text(problem.to_string())]);
+            }
+            None => return CallToolResult::error(vec![ContentBlock::text("the call did not run")]),
         };
         match (step.status, step.output) {
             (StepStatus::Ok, Some(v)) => {
-                let text = match &v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
+                let text = value_as_text(&v).into_owned();
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 if v.is_object() {
                     result.structured_content = Some(v);

@@ -1,1 +1,50 @@
-//! Everything a model reads to write a plan (being moved here from toolplan-core).
+//! # toolplan-planner
+//!
+//! Everything a model reads to write a toolplan plan, in one place: the `execute_tool_plan` tool with
+//! its description and schemas, the one-line tool signatures, the worked examples, the plan schemas
+//! (plain, and typed by each step's tool for constrained decoding, both optionally with the plan's
+//! `answer` field), and the planning modes of an agent with the instructions they add to its system
+//! prompt. The engine that validates and runs the plans is `toolplan-core`; the agent loop that
+//! offers them is `toolplan-agent`.
+//!
+//! ## Layout
+//!
+//! * `execute_tool_plan` — [`ExecuteToolPlan`], the engine offered to an LLM as a tool, built from the
+//!   parts below.
+//! * `description` — its description: the plan format, then the tools as [`ToolListing`] says, and
+//!   the worked examples.
+//! * `signature` — a tool as one line, `name(arg: type): what it does`.
+//! * `schema` — the plan schemas: [`plan_schema`] as the model reads it, [`typed_plan_schema`] for
+//!   constrained decoding, with the `answer` field when asked.
+//! * `planning` — [`Planning`], how an agent offers planning, and the instructions each mode adds.
+//!
+//! ## Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolplan_core::{Engine, Tool, ToolRegistry};
+//! use toolplan_planner::{ExecuteToolPlan, ToolListing};
+//!
+//! let engine = Arc::new(Engine::new(Arc::new(ToolRegistry::new())));
+//! let planner = ExecuteToolPlan::new(engine).listing(ToolListing::Signatures);
+//! assert_eq!(planner.name(), "execute_tool_plan");
+//! assert!(planner.description().starts_with("Runs tool calls as one plan."));
+//! ```
+
+mod description;
+mod execute_tool_plan;
+mod planning;
+mod schema;
+mod signature;
+
+pub use description::{ToolListing, answer_example};
+pub use execute_tool_plan::ExecuteToolPlan;
+pub use planning::{
+    ANSWER_IN_PLAN_INSTRUCTIONS, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, Planning,
+    REPLAN_HINT,
+};
+pub use schema::{
+    ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, REF_PATTERN, THOUGHT_MAX_CHARS, plan_schema,
+    plan_schema_for_tools, ref_tolerant_arguments, strip_annotations, typed_plan_schema,
+};
+pub use signature::tool_signature;

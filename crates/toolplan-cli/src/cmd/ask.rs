@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use std::sync::Arc;
-use toolplan_agent::{Agent, AgentError, Record};
+use toolplan_agent::{Agent, AgentError, Planning, Record};
 
 use indicatif::ProgressBar;
 use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, Message, ModelSpec, Role};
@@ -23,6 +23,19 @@ use crate::toolset;
 /// The instructions the agent gets unless the configuration names others.
 pub const DEFAULT_INSTRUCTIONS: &str = "You are a helpful assistant. Use the tools to get facts; do not guess them. \
 Answer the user's question briefly, using the tool results.";
+
+/// The agent's planning mode from the flags: `--plan-only` offers the planner alone (even when the
+/// config turns planning off), `--answer-in-plan` gives plans an answer field when a planner is
+/// offered.
+fn planning_mode(offered: bool, plan_only: bool, answer_in_plan: bool) -> Planning {
+    match (plan_only, offered, answer_in_plan) {
+        (true, _, false) => Planning::Only,
+        (true, _, true) => Planning::OnlyWithAnswer,
+        (false, true, false) => Planning::Offered,
+        (false, true, true) => Planning::OfferedWithAnswer,
+        (false, false, _) => Planning::Off,
+    }
+}
 
 /// Runs the subcommand.
 pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcome> {
@@ -52,8 +65,7 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
                 .clone()
                 .unwrap_or_else(|| DEFAULT_INSTRUCTIONS.into()),
         )
-        .tool_planning(planning)
-        .answer_in_plan(args.answer_in_plan)
+        .planning(planning_mode(planning, args.plan_only, args.answer_in_plan))
         .max_turns(args.max_turns.or(config.max_turns).unwrap_or(8))
         .run_config(run_config.clone())
         .limits(settings.limits.clone());
@@ -69,9 +81,6 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
         ));
     } else {
         builder = builder.tools(tools);
-    }
-    if args.plan_only {
-        builder = builder.plan_only();
     }
     let agent = builder.build()?;
 

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolplan_core::{Engine, ExecuteToolPlan, Tool};
+use toolplan_core::{Engine, Tool};
+use toolplan_planner::ExecuteToolPlan;
 
 use crate::Outcome;
 use crate::args::ToolsArgs;

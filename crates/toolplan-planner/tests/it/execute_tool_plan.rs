@@ -1,18 +1,20 @@
 //! The `execute_tool_plan` tool ([`ExecuteToolPlan`]): what an LLM sees (name, schema, description) and
 //! what it gets back (a summary, or the list of problems of an invalid plan).
-#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use toolplan_core::demo;
 use toolplan_core::{
-    ArgumentsStyle, EXECUTE_TOOL_PLAN, Engine, ExecuteToolPlan, Limits, Problem, RunControl,
-    RunOutcome, StepStatus, Tool, ToolContext, ToolError, ToolRegistry, demo, plan_schema,
-    plan_schema_for_tools,
+    EXECUTE_TOOL_PLAN, Engine, Limits, Problem, RunControl, RunOutcome, StepStatus, Tool,
+    ToolContext, ToolError, ToolRegistry,
+};
+use toolplan_planner::{
+    ArgumentsStyle, ExecuteToolPlan, ToolListing, plan_schema, plan_schema_for_tools,
 };
 
-fn meta_tool() -> ExecuteToolPlan {
+pub(crate) fn meta_tool() -> ExecuteToolPlan {
     ExecuteToolPlan::new(Arc::new(Engine::new(Arc::new(demo::registry()))))
 }
 
@@ -371,7 +373,7 @@ async fn step_limits_apply_to_plans_given_to_the_tool() {
 #[test]
 fn the_tool_list_can_be_left_out_of_the_description() {
     let full = meta_tool();
-    let short = meta_tool().without_tool_list();
+    let short = meta_tool().listing(ToolListing::Omitted);
     assert!(full.description().contains("- get_weather:"));
     assert!(!short.description().contains("get_weather"));
     assert!(
@@ -385,7 +387,7 @@ fn the_tool_list_can_be_left_out_of_the_description() {
 
 #[test]
 fn signatures_describe_every_tool_in_a_line() {
-    let planner = meta_tool().with_tool_signatures();
+    let planner = meta_tool().listing(ToolListing::Signatures);
     let description = planner.description();
     assert!(description.starts_with("Runs tool calls as one plan"));
     assert!(description.contains(r#""$ref:o.sku""#), "{description}");
@@ -403,7 +405,7 @@ fn signatures_describe_every_tool_in_a_line() {
     }
     assert!(!description.contains("execute_tool_plan("));
     // Far shorter than the description with every JSON Schema.
-    let schemas = meta_tool().with_tool_schemas();
+    let schemas = meta_tool().listing(ToolListing::Schemas);
     assert!(description.len() < schemas.description().len());
 }
 
@@ -429,15 +431,17 @@ fn typed_parameters_type_each_step_by_its_tool() {
 #[tokio::test]
 async fn hidden_tools_are_left_unlisted_but_still_run() {
     let engine = Arc::new(Engine::new(Arc::new(demo::registry())));
-    let planner = ExecuteToolPlan::hiding_tools(Arc::clone(&engine), &["fail", "compare_data"]);
+    let planner = ExecuteToolPlan::new(Arc::clone(&engine)).hiding(&["fail", "compare_data"]);
     for description in [
         planner.description().to_owned(),
-        ExecuteToolPlan::hiding_tools(Arc::clone(&engine), &["fail", "compare_data"])
-            .with_tool_signatures()
+        ExecuteToolPlan::new(Arc::clone(&engine))
+            .hiding(&["fail", "compare_data"])
+            .listing(ToolListing::Signatures)
             .description()
             .to_owned(),
-        ExecuteToolPlan::hiding_tools(Arc::clone(&engine), &["fail", "compare_data"])
-            .with_tool_schemas()
+        ExecuteToolPlan::new(Arc::clone(&engine))
+            .hiding(&["fail", "compare_data"])
+            .listing(ToolListing::Schemas)
             .description()
             .to_owned(),
     ] {

@@ -1,0 +1,222 @@
+//! [`AgentBuilder`]: what an agent is made of (model, instructions, tools, planning mode, limits),
+//! and how [`build`](AgentBuilder::build) turns it into the tool definitions and system prompt the
+//! model reads.
+
+use std::sync::Arc;
+
+use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, Limits, RunConfig, Tool, ToolRegistry};
+use toolplan_llm::{ChatModel, ToolDefinition};
+use toolplan_planner::Planning;
+
+use crate::agent::Agent;
+use crate::answer::{ANSWER_TOOL, answer_tool};
+use crate::error::AgentError;
+
+/// Default of [`AgentBuilder::max_result_bytes`]: 32 KB, about 8,000 tokens.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = toolplan_core::limits::DEFAULT_MAX_SUMMARY_BYTES;
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    name: String,
+    model: Option<Arc<dyn ChatModel>>,
+    instructions: String,
+    tools: Vec<Arc<dyn Tool>>,
+    planning: Planning,
+    parallel_tool_calls: Option<bool>,
+    think_first: Option<bool>,
+    max_turns: usize,
+    max_result_bytes: usize,
+    run_config: RunConfig,
+    limits: Limits,
+}
+
+impl AgentBuilder {
+    /// Whether one model reply may hold several tool calls (default: the provider's default). Turning
+    /// it off with planning on pushes a model that follows instructions well to batch calls into one
+    /// plan; small local models may instead just make fewer calls.
+    pub fn parallel_tool_calls(mut self, allowed: bool) -> Self {
+        self.parallel_tool_calls = Some(allowed);
+        self
+    }
+
+    /// Whether the model is asked to write a short thought before each reply
+    /// ([`ChatRequest::think_first`](toolplan_llm::ChatRequest::think_first); models with constrained replies, the local ones, honour it).
+    /// Default: on without tool planning, where a model that answers from half the results it needs
+    /// is the common failure; with planning, only in the turn after a plan (a plan
+    /// carries its own `thought`, and a thought outside it leads small models to plan one step at a
+    /// time; but the reply written from a plan's results, a judgement on them more often than not, is
+    /// better for the thought that reads them first).
+    pub fn think_first(mut self, on: bool) -> Self {
+        self.think_first = Some(on);
+        self
+    }
+
+    /// The model that decides.
+    pub fn model(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// The system instructions.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = instructions.into();
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds several tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Whether and how `execute_tool_plan` is offered (default: [`Planning::Off`]). With
+    /// [`Planning::Only`] every tool use is a plan, one plan per turn unless
+    /// [`parallel_tool_calls`](Self::parallel_tool_calls) says otherwise. With an answer field
+    /// ([`Planning::OnlyWithAnswer`], [`Planning::OfferedWithAnswer`]), a plan's `answer` runs as a
+    /// last step of the built-in `answer` tool, and a plan whose steps all succeed ends the
+    /// interaction without another model call.
+    pub fn planning(mut self, planning: Planning) -> Self {
+        self.planning = planning;
+        self
+    }
+
+    /// Most model turns per interaction (default 10).
+    pub fn max_turns(mut self, turns: usize) -> Self {
+        self.max_turns = turns.max(1);
+        self
+    }
+
+    /// Longest text one tool or plan result may put into the model's context, in bytes (default
+    /// [`DEFAULT_MAX_RESULT_BYTES`]); a longer one is cut, with a note of how much was left out.
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = bytes.max(1);
+        self
+    }
+
+    /// Concurrency, timeouts and deadline for tool calls and plans.
+    pub fn run_config(mut self, config: RunConfig) -> Self {
+        self.run_config = config;
+        self
+    }
+
+    /// Size limits for plans.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Builds the agent.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        let model = self
+            .model
+            .ok_or_else(|| AgentError::Config(format!("agent '{}' has no model", self.name)))?;
+        let planning = self.planning;
+        let answer_in_plan = planning.answer_in_plan();
+        let mut registry = ToolRegistry::new();
+        if answer_in_plan {
+            registry
+                .register(answer_tool())
+                .map_err(|e| AgentError::Config(e.to_string()))?;
+        }
+        for tool in self.tools {
+            if tool.name() == EXECUTE_TOOL_PLAN {
+                return Err(AgentError::Config(
+                    "execute_tool_plan is added by the planning mode (AgentBuilder::planning), not as a tool".into(),
+                ));
+            }
+            if answer_in_plan && tool.name() == ANSWER_TOOL {
+                return Err(AgentError::Config(format!(
+                    "a tool named '{ANSWER_TOOL}' clashes with the plan answers of Planning::{planning:?}"
+                )));
+            }
+            registry
+                .register(tool)
+                .map_err(|e| AgentError::Config(e.to_string()))?;
+        }
+        let engine = Arc::new(
+            Engine::new(Arc::new(registry))
+                .with_limits(self.limits)
+                .with_config(self.run_config),
+        );
+        let mut definitions: Vec<ToolDefinition> = if planning.plan_only() {
+            Vec::new()
+        } else {
+            engine
+                .tools()
+                .iter()
+                // The answer tool runs the plan's answer field only.
+                .filter(|t| t.tool().name() != ANSWER_TOOL || !answer_in_plan)
+                .map(|t| ToolDefinition {
+                    name: t.tool().name().to_owned(),
+                    description: t.tool().description().to_owned(),
+                    parameters: t.schema().clone(),
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let planner = planning
+            .execute_tool_plan(Arc::clone(&engine))
+            .map(Arc::new);
+        if let Some(p) = &planner {
+            // First in the list: small models favour the tools they read first. Providers that
+            // constrain decoding hold every step to its tool's arguments, and give no two steps one
+            // id.
+            definitions.insert(
+                0,
+                ToolDefinition::new(p.name(), p.description(), p.parameters())
+                    .with_strict_parameters(p.typed_parameters())
+                    .with_unique_values("/steps/*/id"),
+            );
+        }
+        let mut system = self.instructions;
+        if let Some(instructions) = planning.instructions() {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(&instructions);
+        }
+        Ok(Agent {
+            name: self.name,
+            model,
+            system,
+            engine,
+            planner,
+            definitions,
+            answer_in_plan,
+            max_turns: self.max_turns,
+            max_result_bytes: self.max_result_bytes,
+            // Plan-only: one plan per turn (a plan holds the parallel calls; plans of one turn could
+            // not refer to each other), unless the caller says otherwise.
+            parallel_tool_calls: self
+                .parallel_tool_calls
+                .or(planning.plan_only().then_some(false)),
+            think_first: self.think_first.unwrap_or(!planning.offers_planner()),
+            think_after_plan: self.think_first.is_none() && planning.offers_planner(),
+        })
+    }
+}
+
+impl Agent {
+    /// Starts building an agent.
+    pub fn builder(name: impl Into<String>) -> AgentBuilder {
+        AgentBuilder {
+            name: name.into(),
+            model: None,
+            instructions: String::new(),
+            tools: Vec::new(),
+            planning: Planning::Off,
+            parallel_tool_calls: None,
+            think_first: None,
+            max_turns: 10,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            run_config: RunConfig::default(),
+            limits: Limits::default(),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! One turn's tool calls: plans run through the planner, the other calls directly on the engine
+//! ([`Engine::run_calls`](toolplan_core::Engine::run_calls)), each answered with one tool-result
+//! message the model reads.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use toolplan_core::limits::truncate_string;
+use toolplan_core::{DirectCall, EXECUTE_TOOL_PLAN, RunControl, StepStatus, value_as_text};
+use toolplan_llm::{Message, ToolCall};
+use toolplan_planner::REPLAN_HINT;
+
+use crate::agent::Agent;
+use crate::answer::{ANSWER_TOOL, prepare_answers};
+use crate::record::Record;
+
+impl Agent {
+    /// Runs one turn's tool calls: plans through the planner, the other calls together as one plan of
+    /// independent steps. Returns one tool-result message per call, in call order, and the answer
+    /// when the turn was one plan that succeeded with its answer ([`Planning::answer_in_plan`]).
+    pub(crate) async fn run_calls(
+        &self,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+        record: &mut Record,
+    ) -> (Vec<Message>, Option<String>) {
+        let mut results: Vec<Option<Message>> = vec![None; calls.len()];
+        let mut direct: Vec<usize> = Vec::new();
+        let mut plans = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            if call.name == EXECUTE_TOOL_PLAN {
+                match &self.planner {
+                    Some(p) => plans.push((i, Arc::clone(p))),
+                    None => {
+                        results[i] = Some(self.unknown_tool(call));
+                        record.tool_errors += 1;
+                    }
+                }
+            } else if !self.definitions.iter().any(|d| d.name == call.name) {
+                // Only the tools offered to the model may be called (in plan-only mode, the tools
+                // are reachable through plans alone).
+                results[i] = Some(self.unknown_tool(call));
+                record.tool_errors += 1;
+            } else if !call.arguments.is_object() {
+                results[i] = Some(Message::tool_result(
+                    call,
+                    format!(
+                        "Error: the arguments of {} must be a JSON object, got: {}",
+                        call.name, call.arguments
+                    ),
+                    true,
+                ));
+                record.tool_errors += 1;
+            } else {
+                direct.push(i);
+            }
+        }
+
+        let plan_runs = futures::future::join_all(plans.iter().map(|(i, planner)| {
+            let control = RunControl::with_cancel(cancel.child_token());
+            let arguments = if self.answer_in_plan {
+                prepare_answers(calls[*i].arguments.clone())
+            } else {
+                calls[*i].arguments.clone()
+            };
+            planner.execute(arguments, control)
+        }));
+        let direct_run = self.run_direct(calls, &direct, cancel);
+        let (plan_runs, direct_results) = tokio::join!(plan_runs, direct_run);
+
+        let mut answer = None;
+        let only_call = calls.len() == 1;
+        for ((i, _), outcome) in plans.iter().zip(plan_runs) {
+            record.plans += 1;
+            let message = match outcome {
+                Ok(run) => {
+                    if only_call && run.all_ok() {
+                        answer = run
+                            .steps
+                            .iter()
+                            .rev()
+                            .filter(|s| s.tool == ANSWER_TOOL)
+                            .find_map(|s| s.output.as_ref().map(|v| value_as_text(v).into_owned()));
+                    }
+                    record.plan_steps += run.steps.len();
+                    record.tool_errors += run.problems().count();
+                    let mut summary = run.summary_within(self.max_result_bytes);
+                    if !run.all_ok() {
+                        summary.push_str(REPLAN_HINT);
+                    }
+                    Message::tool_result(&calls[*i], summary, !run.all_ok())
+                }
+                Err(invalid) => {
+                    record.tool_errors += 1;
+                    Message::tool_result(
+                        &calls[*i],
+                        format!(
+                            "Error: the plan was not run. {invalid}. Fix the plan and call execute_tool_plan again."
+                        ),
+                        true,
+                    )
+                }
+            };
+            results[*i] = Some(message);
+        }
+        for (i, message) in direct_results {
+            if message.is_error {
+                record.tool_errors += 1;
+            }
+            results[i] = Some(message);
+        }
+        let messages = results
+            .into_iter()
+            .zip(calls)
+            .map(|(m, call)| {
+                let mut m = m.unwrap_or_else(|| {
+                    Message::tool_result(call, "Error: the call was not run", true)
+                });
+                // A plan's summary is within the limit already (each result cut to its share).
+                truncate_string(&mut m.content, self.max_result_bytes.saturating_add(200));
+                m
+            })
+            .collect();
+        (messages, answer)
+    }
+
+    /// Runs individual calls (known tools, object arguments) directly on the engine, all at once
+    /// ([`Engine::run_calls`]). The arguments are taken literally: a `$ref:` in them is text, not a
+    /// reference.
+    async fn run_direct(
+        &self,
+        calls: &[ToolCall],
+        indexes: &[usize],
+        cancel: &CancellationToken,
+    ) -> Vec<(usize, Message)> {
+        if indexes.is_empty() {
+            return Vec::new();
+        }
+        let direct = indexes
+            .iter()
+            .map(|&i| {
+                DirectCall::new(
+                    format!("call{i}"),
+                    &calls[i].name,
+                    calls[i].arguments.clone(),
+                )
+            })
+            .collect();
+        let outcomes = self
+            .engine
+            .run_calls(direct, RunControl::with_cancel(cancel.child_token()))
+            .await;
+        indexes
+            .iter()
+            .zip(outcomes)
+            .map(|(&i, outcome)| {
+                let message = match outcome {
+                    // Arguments that break the tool's schema, say.
+                    Err(problem) => {
+                        Message::tool_result(&calls[i], format!("Error: {problem}"), true)
+                    }
+                    Ok(step) => match (step.status, &step.output) {
+                        (StepStatus::Ok, Some(value)) => {
+                            Message::tool_result(&calls[i], value_as_text(value), false)
+                        }
+                        _ => Message::tool_result(
+                            &calls[i],
+                            format!(
+                                "Error: {}",
+                                step.error.as_deref().unwrap_or("the call failed")
+                            ),
+                            true,
+                        ),
+                    },
+                };
+                (i, message)
+            })
+            .collect()
+    }
+
+    fn unknown_tool(&self, call: &ToolCall) -> Message {
+        let names: Vec<&str> = self.definitions.iter().map(|d| d.name.as_str()).collect();
+        Message::tool_result(
+            call,
+            format!(
+                "Error: unknown tool '{}'. Available tools: {}",
+                call.name,
+                names.join(", ")
+            ),
+            true,
+        )
+    }
+}

@@ -1,0 +1,190 @@
+//! Plans that end with their answer: one model call when the plan succeeds, back to the model when
+//! its answer is null, a guess, or refers to nothing.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolplan_agent::scripted::ScriptedModel;
+use toolplan_agent::{Agent, Planning};
+use toolplan_core::demo;
+use toolplan_llm::Role;
+
+use crate::support::tool_messages;
+
+fn answering_agent(model: Arc<ScriptedModel>) -> Agent {
+    Agent::builder("test")
+        .model(model)
+        .tools(demo::tools())
+        .planning(Planning::OnlyWithAnswer)
+        .max_turns(4)
+        .build()
+        .unwrap()
+}
+
+/// Runs a plan-answer agent whose model sends `plan` and then answers `reply`; checks that the plan
+/// did not end the interaction (2 model calls, the reply is the answer) and returns the model and the
+/// plan's result as the model read it.
+async fn plan_then_reply(plan: Value, reply: &str, question: &str) -> (Arc<ScriptedModel>, String) {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan)]),
+        ScriptedModel::answer(reply),
+    ]));
+    let out = answering_agent(Arc::clone(&model))
+        .interact(question)
+        .await
+        .unwrap();
+    assert_eq!(out.answer, reply);
+    assert_eq!(out.record.llm_calls, 2);
+    assert!(!out.record.answered_by_plan);
+    let result = tool_messages(&out.messages)[0].content.clone();
+    (model, result)
+}
+
+#[tokio::test]
+async fn a_plan_that_ends_with_its_answer_costs_one_model_call() {
+    let model = Arc::new(ScriptedModel::new([ScriptedModel::calls(&[(
+        "execute_tool_plan",
+        json!({"thought": "Where Dave lives, then its weather.", "steps": [
+            {"id": "u", "tool": "get_user", "arguments": {"name": "Dave"}},
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}}],
+            "answer": "Dave lives in $ref:u.city, where it is $ref:w.temp °C.",
+            "output_steps": ["w"]}),
+    )])]));
+    let agent = answering_agent(Arc::clone(&model));
+    // The answer is a field of the plan (the tool behind it is not listed), and the prompt says how
+    // to use it.
+    let tools = agent.tool_definitions();
+    assert_eq!(tools.len(), 1);
+    assert!(!tools[0].description.contains("answer("));
+    assert!(
+        tools[0]
+            .description
+            .contains(&toolplan_planner::answer_example())
+    );
+    assert!(tools[0].parameters["properties"]["answer"].is_object());
+    let strict = tools[0].strict_parameters.as_ref().unwrap();
+    assert_eq!(strict["required"], json!(["thought", "steps", "answer"]));
+    let step_tools = strict["properties"]["steps"]["items"]["anyOf"].to_string();
+    assert!(!step_tools.contains(r#""const":"answer""#), "{step_tools}");
+    assert!(
+        agent
+            .system_prompt()
+            .contains(toolplan_planner::ANSWER_IN_PLAN_INSTRUCTIONS)
+    );
+    let out = agent
+        .interact("How cold is it where Dave lives?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "Dave lives in Oslo, where it is 3 °C.");
+    assert_eq!(out.record.llm_calls, 1);
+    assert!(out.record.answered_by_plan);
+    assert_eq!(out.messages.last().unwrap().role, Role::Assistant);
+}
+
+#[tokio::test]
+async fn a_plan_whose_answer_is_null_goes_back_to_the_model() {
+    let (model, result) = plan_then_reply(
+        json!({"thought": "Both temperatures, then compare.", "steps": [
+            {"id": "b", "tool": "get_weather", "arguments": {"location": "Berlin"}},
+            {"id": "l", "tool": "get_weather", "arguments": {"location": "London"}}],
+            "answer": null}),
+        "Berlin",
+        "Which city is colder, Berlin or London?",
+    )
+    .await;
+    assert!(
+        result.starts_with("Plan executed successfully (2 steps)"),
+        "{result}"
+    );
+    // The plan is written without a thought outside it; the reply from its results with one.
+    let thinking: Vec<bool> = model.requests().iter().map(|r| r.think_first).collect();
+    assert_eq!(thinking, [false, true]);
+}
+
+#[tokio::test]
+async fn a_guessed_answer_is_dropped_and_left_out_of_the_conversation() {
+    let (model, result) = plan_then_reply(
+        json!({"thought": "Both conditions.", "steps": [
+            {"id": "p", "tool": "get_weather", "arguments": {"location": "Paris"}},
+            {"id": "l", "tool": "get_weather", "arguments": {"location": "London"}}],
+            "answer": "Paris is sunny and London is rainy."}),
+        "Paris is cloudy and London is rainy.",
+        "What are the weather conditions in Paris and in London?",
+    )
+    .await;
+    assert!(result.contains("\"cloudy\""), "{result}");
+    // The model answers from the results: the plan it reads back has no answer, not its guess.
+    let requests = model.requests();
+    let plan = requests[1]
+        .messages
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .find(|c| c.name == "execute_tool_plan")
+        .unwrap();
+    assert_eq!(plan.arguments["answer"], Value::Null);
+    assert_eq!(plan.arguments["steps"].as_array().unwrap().len(), 2);
+    assert!(!format!("{:?}", requests[1].messages).contains("sunny"));
+}
+
+#[tokio::test]
+async fn an_answer_step_written_by_hand_still_ends_the_interaction() {
+    let model = Arc::new(ScriptedModel::new([ScriptedModel::calls(&[(
+        "execute_tool_plan",
+        json!({"steps": [
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}},
+            {"id": "ans", "tool": "answer", "arguments": {"text": "It is $ref:w.temp °C."}}]}),
+    )])]));
+    let out = answering_agent(Arc::clone(&model))
+        .interact("How cold is it in Oslo?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "It is 3 °C.");
+    assert_eq!(out.record.llm_calls, 1);
+}
+
+#[tokio::test]
+async fn a_failed_plan_goes_back_to_the_model_despite_its_answer() {
+    let (_, result) = plan_then_reply(
+        json!({"steps": [
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "Dave"}}],
+            "answer": "It is $ref:w.temp °C."}),
+        "I could not find out.",
+        "How cold is it where Dave lives?",
+    )
+    .await;
+    // The model read why: the person is not a city, and the answer step was skipped.
+    assert!(result.contains("'Dave' is a person"), "{result}");
+}
+
+#[tokio::test]
+async fn without_answer_in_plan_there_is_no_answer_tool() {
+    let model = Arc::new(ScriptedModel::new([ScriptedModel::answer("hi")]));
+    let agent = Agent::builder("test")
+        .model(model)
+        .tools(demo::tools())
+        .planning(Planning::Only)
+        .build()
+        .unwrap();
+    assert!(!agent.tool_definitions()[0].description.contains("answer("));
+    assert!(
+        !agent
+            .system_prompt()
+            .contains(toolplan_planner::ANSWER_IN_PLAN_INSTRUCTIONS)
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_refers_to_nothing_goes_back_to_the_model() {
+    let (_, result) = plan_then_reply(
+        json!({"steps": [
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}}],
+            "answer": "It is $ref:w.fahrenheit °F.", "output_steps": ["w"]}),
+        "It is 3 °C in Oslo.",
+        "How cold is it in Oslo?",
+    )
+    .await;
+    assert!(
+        result.contains("$ref:w.fahrenheit with no value"),
+        "{result}"
+    );
+}

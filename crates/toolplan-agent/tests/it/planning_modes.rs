@@ -1,0 +1,53 @@
+//! What each [`Planning`] mode shows the model, pinned word for word against
+//! `snapshots/planning_modes.json`: the system prompt (with and without the caller's instructions),
+//! the tools offered, and `execute_tool_plan` as offered (description, schema, typed schema). A change
+//! here changes what models are shown: make it on purpose, and update the file.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolplan_agent::scripted::ScriptedModel;
+use toolplan_agent::{Agent, Planning};
+use toolplan_core::demo;
+
+const SNAPSHOTS: &str = include_str!("snapshots/planning_modes.json");
+
+fn agent(planning: Planning, instructions: &str) -> Agent {
+    Agent::builder("t")
+        .model(Arc::new(ScriptedModel::new([])))
+        .instructions(instructions)
+        .tools(demo::tools())
+        .planning(planning)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn every_planning_mode_shows_the_model_the_same_text() {
+    let snapshots: Value = serde_json::from_str(SNAPSHOTS).unwrap();
+    let modes = [
+        ("none", Planning::Off),
+        ("offered", Planning::Offered),
+        ("offered_with_answer", Planning::OfferedWithAnswer),
+        ("only", Planning::Only),
+        ("only_with_answer", Planning::OnlyWithAnswer),
+    ];
+    assert_eq!(snapshots.as_object().unwrap().len(), modes.len());
+    for (name, planning) in modes {
+        let expected = &snapshots[name];
+        let with = agent(planning, "You compare data.");
+        let without = agent(planning, "");
+        let tools = with.tool_definitions();
+        let mut shown = json!({
+            "system": with.system_prompt(),
+            "system_without_instructions": without.system_prompt(),
+            "tool_names": tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        });
+        if let Some(planner) = tools.first().filter(|t| t.name == "execute_tool_plan") {
+            shown["planner"] = serde_json::to_value(planner).unwrap();
+            assert_eq!(without.tool_definitions()[0], *planner, "{name}");
+        }
+        // Compared as text: the order of a schema's keys is part of what the model reads.
+        assert_eq!(shown.to_string(), expected.to_string(), "{name}");
+    }
+}

@@ -1,0 +1,129 @@
+//! The description of `execute_tool_plan`: how plans are written, then the tools a plan can call, in
+//! one of the forms of [`ToolListing`]; with the compact form, a worked example of a chain.
+
+use serde_json::Value;
+
+use crate::signature::tool_signature;
+
+/// How the description of `execute_tool_plan` lists the tools a plan can call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolListing {
+    /// The plan format, then `- name: description` per tool (no list when there are no tools).
+    #[default]
+    Descriptions,
+    /// The plan format, then each tool's name, JSON Schema of its arguments and description: for
+    /// callers that offer only the planner (the model learns the arguments from here).
+    Schemas,
+    /// The plan format in few words, a worked example of a chain, then each tool as a one-line
+    /// signature (`name(arg: type): what it does`, see [`tool_signature`]): the shortest description
+    /// that still tells a model every tool's arguments, for callers that offer only the planner.
+    /// The plan schema is then shown without its explanations (the description has them), and the
+    /// typed schema is the one to constrain decoding with.
+    Signatures,
+    /// The plan format alone: for callers that offer the tools to the model separately anyway (an
+    /// agent), so the model reads each tool once and the prompt is shorter.
+    Omitted,
+}
+
+/// How plans are written, in full.
+const PLAN_FORMAT: &str = "\
+Run several tool calls as one plan instead of one call per turn. Each step is {id, tool, arguments}. \
+A step uses an earlier step's result by putting \"$ref:<step_id>\" as an argument value (the whole \
+result, keeping its JSON type) or \"$ref:<step_id>.<field>\" (a field; nested fields and array \
+indexes with more dots, e.g. \"$ref:s1.items.0.name\"; a missing field gives null); \"$ref:\" inside \
+longer text inserts the value as text. Steps that do not depend on each other run in parallel. \
+List in output_steps only the steps whose results you need (all are returned if omitted). If a step \
+fails, the steps that depend on it are skipped and every failure is reported; the others still run. \
+A plan cannot call execute_tool_plan.";
+
+/// How plans are written, in few words, for descriptions that list the tools as signatures (small
+/// models, short prompts).
+const COMPACT_PLAN_FORMAT: &str = "\
+Runs tool calls as one plan. steps: [{id, tool, arguments}]. An argument value \"$ref:ID\" is the \
+result of step ID, \"$ref:ID.field\" one field of it; inside longer text it is inserted as text. \
+Steps run in parallel unless one refers to another. output_steps: the ids whose results you need. \
+A failed step skips the steps that depend on it.";
+
+/// What the answer example says of the `answer` field after the plan.
+const ANSWER_FIELD_USE: &str = " answer is the reply to the user with $ref: where each result \
+goes: you do not know the results yet, so never write a value yourself. It is null when the reply \
+needs a judgement on the results (yes or no, which one is larger): you then reply when they come \
+back.";
+
+/// A tool as the description lists it.
+pub(crate) struct ListedTool<'t> {
+    /// Its name.
+    pub(crate) name: &'t str,
+    /// What it does.
+    pub(crate) description: &'t str,
+    /// The JSON Schema of its arguments.
+    pub(crate) schema: &'t Value,
+}
+
+/// The description of `execute_tool_plan` listing `tools` as `listing` says; with the answer example
+/// instead of the default one when plans have an `answer` field.
+pub(crate) fn describe(
+    listing: ToolListing,
+    answer_field: bool,
+    tools: &[ListedTool<'_>],
+) -> String {
+    let mut text = match listing {
+        ToolListing::Signatures => {
+            let example = if answer_field {
+                answer_example()
+            } else {
+                worked_example(None, r#""output_steps": ["e"]"#)
+            };
+            format!("{COMPACT_PLAN_FORMAT}{example}")
+        }
+        _ => PLAN_FORMAT.to_owned(),
+    };
+    let heading = match listing {
+        ToolListing::Descriptions if tools.is_empty() => return text,
+        ToolListing::Descriptions | ToolListing::Signatures => "\nTools a plan can call:",
+        ToolListing::Schemas => {
+            "\nTools a plan can call (name, JSON Schema of its arguments, what it does):"
+        }
+        ToolListing::Omitted => return text,
+    };
+    text.push_str(heading);
+    for tool in tools {
+        text.push_str("\n- ");
+        text.push_str(&match listing {
+            ToolListing::Schemas => {
+                format!("{} {}: {}", tool.name, tool.schema, tool.description)
+            }
+            ToolListing::Signatures => tool_signature(tool.name, tool.description, tool.schema),
+            _ => format!("{}: {}", tool.name, tool.description),
+        });
+    }
+    text
+}
+
+/// A worked example of a chain, for descriptions meant for small models (they copy the shape of its
+/// plan closely): the price in euros of the product of order A7, through `get_order`, `get_product`
+/// and `calculator`. `thought_end` goes at the end of the plan's thought, after the lookups it lists;
+/// `ending` is the plan's last field as JSON text (the default example's is `"output_steps": ["e"]`).
+pub(crate) fn worked_example(thought_end: Option<&str>, ending: &str) -> String {
+    let thought_end = thought_end.map(|t| format!(", {t}")).unwrap_or_default();
+    format!(
+        "\nExample, for the price in euros of the product of order A7: {{\"thought\": \"get_order gives \
+         the sku of order A7, get_product gives the price of that sku, calculator converts the \
+         price{thought_end}.\", \"steps\": [{{\"id\": \"o\", \"tool\": \"get_order\", \"arguments\": \
+         {{\"order_id\": \"A7\"}}}}, {{\"id\": \"p\", \"tool\": \"get_product\", \"arguments\": \
+         {{\"sku\": \"$ref:o.sku\"}}}}, {{\"id\": \"e\", \"tool\": \"calculator\", \"arguments\": \
+         {{\"expression\": \"$ref:p.price * 0.92\"}}}}], {ending}}}. A field can only be referenced from \
+         a step whose tool returns it: plan a step for every lookup the answer needs."
+    )
+}
+
+/// The worked example of the compact description when plans may end with their answer: the chain of
+/// the default example, then the answer written with the result inserted, and what the field is for.
+pub fn answer_example() -> String {
+    let mut example = worked_example(
+        Some("the answer puts it into words"),
+        r#""answer": "The product of order A7 costs $ref:e euros.""#,
+    );
+    example.push_str(ANSWER_FIELD_USE);
+    example
+}

@@ -1,0 +1,113 @@
+//! How an agent offers tool planning ([`Planning`]), and what its system prompt and results then say
+//! of plans.
+
+use std::sync::Arc;
+
+use toolplan_core::Engine;
+
+use crate::description::ToolListing;
+use crate::execute_tool_plan::ExecuteToolPlan;
+
+/// What the system prompt adds when `execute_tool_plan` is offered beside the tools.
+pub const PLANNING_INSTRUCTIONS: &str = "\
+Tool planning: when answering needs more than one tool call, do not call the tools one by one. Call \
+execute_tool_plan once, with every tool call as a step. Each step has an id, a tool and its arguments; \
+a step uses an earlier step's result through \"$ref:<step_id>\" or \"$ref:<step_id>.<field>\"; \
+output_steps lists the steps whose results you need. Independent steps run in parallel. For example, \
+to look up two things and combine them, call execute_tool_plan with {\"steps\": [{\"id\": \"a\", \
+\"tool\": \"lookup\", \"arguments\": {\"query\": \"first thing\"}}, {\"id\": \"b\", \"tool\": \
+\"lookup\", \"arguments\": {\"query\": \"second thing\"}}, {\"id\": \"c\", \"tool\": \"combine\", \
+\"arguments\": {\"x\": \"$ref:a\", \"y\": \"$ref:b\"}}], \"output_steps\": [\"c\"]}. When the plan's \
+results come back, answer the user from them. Call a tool directly only when one call is enough.";
+
+/// What the system prompt adds in plan-only mode, where `execute_tool_plan` is the only tool and its
+/// description explains plans.
+pub const PLAN_ONLY_INSTRUCTIONS: &str = "\
+Use the tools through execute_tool_plan: one plan with every call the answer needs, then answer from \
+its results.";
+
+/// What the system prompt adds when plans may end with their answer.
+pub const ANSWER_IN_PLAN_INSTRUCTIONS: &str = "\
+A plan's answer, as in the example, goes to the user as it is, with the results inserted.";
+
+/// Follows the summary of a plan in which steps failed: the model may plan again (a replan costs one
+/// model call; answering from a broken plan costs the answer).
+pub const REPLAN_HINT: &str = "\nIf a failed step was planned wrong (a missing step, a wrong \
+reference or argument), call execute_tool_plan again with a corrected plan; otherwise answer from the \
+results you have.";
+
+/// Whether and how an agent offers `execute_tool_plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Planning {
+    /// No planner: one model round-trip per tool call.
+    #[default]
+    Off,
+    /// `execute_tool_plan` beside the individual tools; the system prompt says when to use it, and
+    /// its description leaves the tools out (the model reads them once, as tools).
+    Offered,
+    /// [`Offered`](Self::Offered), and plans have an `answer` field whose text, with the results
+    /// inserted, is the answer: a plan whose steps all succeed needs no further model call.
+    OfferedWithAnswer,
+    /// `execute_tool_plan` alone, its description listing every tool as a one-line signature: every
+    /// tool use is a plan. For models that do not pick the planner on their own when the tools are
+    /// also offered one by one.
+    Only,
+    /// [`Only`](Self::Only), and plans have an `answer` field (see
+    /// [`OfferedWithAnswer`](Self::OfferedWithAnswer)).
+    OnlyWithAnswer,
+}
+
+impl Planning {
+    /// Whether `execute_tool_plan` is offered.
+    pub fn offers_planner(self) -> bool {
+        self != Planning::Off
+    }
+
+    /// Whether `execute_tool_plan` is the only tool offered.
+    pub fn plan_only(self) -> bool {
+        matches!(self, Planning::Only | Planning::OnlyWithAnswer)
+    }
+
+    /// Whether plans have an `answer` field.
+    pub fn answer_in_plan(self) -> bool {
+        matches!(self, Planning::OfferedWithAnswer | Planning::OnlyWithAnswer)
+    }
+
+    /// The `execute_tool_plan` tool this mode offers over `engine` (none when planning is off).
+    pub fn execute_tool_plan(self, engine: Arc<Engine>) -> Option<ExecuteToolPlan> {
+        if !self.offers_planner() {
+            return None;
+        }
+        let listing = if self.plan_only() {
+            ToolListing::Signatures
+        } else {
+            // The tools are offered one by one beside the planner: no need to list them again.
+            ToolListing::Omitted
+        };
+        let tool = ExecuteToolPlan::new(engine).listing(listing);
+        Some(if self.answer_in_plan() {
+            tool.with_answer_field()
+        } else {
+            tool
+        })
+    }
+
+    /// What this mode adds to the system prompt (none when planning is off).
+    pub fn instructions(self) -> Option<String> {
+        if !self.offers_planner() {
+            return None;
+        }
+        // Plan-only: the planner's description already explains plans with an example.
+        let mut text = if self.plan_only() {
+            PLAN_ONLY_INSTRUCTIONS
+        } else {
+            PLANNING_INSTRUCTIONS
+        }
+        .to_owned();
+        if self.answer_in_plan() {
+            text.push(' ');
+            text.push_str(ANSWER_IN_PLAN_INSTRUCTIONS);
+        }
+        Some(text)
+    }
+}

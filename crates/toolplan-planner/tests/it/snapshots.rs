@@ -1,0 +1,115 @@
+//! The text a model reads, pinned word for word: `execute_tool_plan`'s description and schemas in
+//! every listing, against `snapshots/execute_tool_plan.json`. A change here changes what models are
+//! shown (and what the agent benchmarks measured): make it on purpose, and update the file.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use toolplan_core::demo;
+use toolplan_core::{Engine, FnTool, Tool, ToolRegistry};
+use toolplan_planner::{ArgumentsStyle, ExecuteToolPlan, ToolListing};
+
+const SNAPSHOTS: &str = include_str!("snapshots/execute_tool_plan.json");
+
+fn demo_engine() -> Arc<Engine> {
+    Arc::new(Engine::new(Arc::new(demo::registry())))
+}
+
+fn empty_engine() -> Arc<Engine> {
+    Arc::new(Engine::new(Arc::new(ToolRegistry::new())))
+}
+
+/// The demo tools and a tool named `answer` (an agent's answer step).
+fn answer_engine() -> Arc<Engine> {
+    let mut tools = demo::registry();
+    let answer = FnTool::new(
+        "answer",
+        "The final answer.",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        |arguments, _| async move { Ok(arguments) },
+    );
+    tools.register(Arc::new(answer)).unwrap();
+    Arc::new(Engine::new(Arc::new(tools)))
+}
+
+/// The description, and the schemas the snapshot holds for this case.
+fn shown(planner: &ExecuteToolPlan, expected: &Value) -> Value {
+    let mut out = Map::new();
+    out.insert("description".into(), json!(planner.description()));
+    if expected.get("parameters").is_some() {
+        out.insert("parameters".into(), planner.parameters());
+    }
+    if expected.get("typed_parameters").is_some() {
+        out.insert("typed_parameters".into(), planner.typed_parameters());
+    }
+    Value::Object(out)
+}
+
+#[test]
+fn what_a_model_reads_is_unchanged_word_for_word() {
+    let snapshots: Value = serde_json::from_str(SNAPSHOTS).unwrap();
+    let hidden = &["fail", "compare_data"];
+    let cases: Vec<(&str, ExecuteToolPlan)> = vec![
+        ("descriptions", ExecuteToolPlan::new(demo_engine())),
+        ("descriptions_empty", ExecuteToolPlan::new(empty_engine())),
+        (
+            "descriptions_hiding",
+            ExecuteToolPlan::new(demo_engine()).hiding(hidden),
+        ),
+        (
+            "schemas",
+            ExecuteToolPlan::new(demo_engine()).listing(ToolListing::Schemas),
+        ),
+        (
+            "schemas_empty",
+            ExecuteToolPlan::new(empty_engine()).listing(ToolListing::Schemas),
+        ),
+        (
+            "schemas_hiding",
+            ExecuteToolPlan::new(demo_engine())
+                .hiding(hidden)
+                .listing(ToolListing::Schemas),
+        ),
+        (
+            "signatures",
+            ExecuteToolPlan::new(demo_engine()).listing(ToolListing::Signatures),
+        ),
+        (
+            "signatures_empty",
+            ExecuteToolPlan::new(empty_engine()).listing(ToolListing::Signatures),
+        ),
+        (
+            "signatures_hiding",
+            ExecuteToolPlan::new(demo_engine())
+                .hiding(hidden)
+                .listing(ToolListing::Signatures),
+        ),
+        (
+            "omitted",
+            ExecuteToolPlan::new(demo_engine()).listing(ToolListing::Omitted),
+        ),
+        (
+            "json_string_arguments",
+            ExecuteToolPlan::new(demo_engine()).with_arguments_style(ArgumentsStyle::JsonString),
+        ),
+    ];
+    let cases_len = cases.len();
+    for (name, planner) in cases {
+        let expected = &snapshots[name];
+        // Compared as text: the order of a schema's keys is part of what the model reads.
+        assert_eq!(
+            shown(&planner, expected).to_string(),
+            expected.to_string(),
+            "{name}"
+        );
+    }
+    // The answer example (its schemas are pinned with the agent's planning modes).
+    let planner = ExecuteToolPlan::new(answer_engine())
+        .listing(ToolListing::Signatures)
+        .with_answer_field();
+    assert_eq!(
+        planner.description(),
+        snapshots["signatures_answer_example"]["description"]
+    );
+    assert_eq!(snapshots.as_object().unwrap().len(), cases_len + 1);
+}
