@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use toolplan_core::limits::truncate_string;
 use toolplan_core::{DirectCall, EXECUTE_TOOL_PLAN, RunControl, StepStatus, value_as_text};
 use toolplan_llm::{Message, ToolCall};
-use toolplan_planner::REPLAN_HINT;
+use toolplan_planner::{REPLAN_HINT, plan_not_run};
 
 use crate::agent::Agent;
 use crate::answer::{ANSWER_TOOL, prepare_answers};
@@ -92,13 +92,7 @@ impl Agent {
                 }
                 Err(invalid) => {
                     record.tool_errors += 1;
-                    Message::tool_result(
-                        &calls[*i],
-                        format!(
-                            "Error: the plan was not run. {invalid}. Fix the plan and call execute_tool_plan again."
-                        ),
-                        true,
-                    )
+                    Message::tool_result(&calls[*i], plan_not_run(&invalid), true)
                 }
             };
             results[*i] = Some(message);

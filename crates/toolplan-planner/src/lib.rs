@@ -16,7 +16,8 @@
 //! * `signature` — a tool as one line, `name(arg: type): what it does`.
 //! * `schema` — the plan schemas: [`plan_schema`] as the model reads it, [`typed_plan_schema`] for
 //!   constrained decoding, with the `answer` field when asked.
-//! * `planning` — [`Planning`], how an agent offers planning, and the instructions each mode adds.
+//! * `planning` — [`Planning`], how an agent offers planning, the instructions each mode adds, and
+//!   what the model reads when a plan fails or is rejected.
 //!
 //! ## Example
 //!
@@ -41,7 +42,7 @@ pub use description::{ToolListing, answer_example};
 pub use execute_tool_plan::ExecuteToolPlan;
 pub use planning::{
     ANSWER_IN_PLAN_INSTRUCTIONS, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, Planning,
-    REPLAN_HINT,
+    REPLAN_HINT, plan_not_run,
 };
 pub use schema::{
     ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, REF_PATTERN, THOUGHT_MAX_CHARS, plan_schema,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use toolplan_core::Engine;
+use toolplan_core::{Engine, InvalidPlan};
 
 use crate::description::ToolListing;
 use crate::execute_tool_plan::ExecuteToolPlan;
@@ -35,6 +35,14 @@ A plan's answer, as in the example, goes to the user as it is, with the results 
 pub const REPLAN_HINT: &str = "\nIf a failed step was planned wrong (a missing step, a wrong \
 reference or argument), call execute_tool_plan again with a corrected plan; otherwise answer from the \
 results you have.";
+
+/// What the model reads when its plan was rejected before it ran: every problem, and that it may
+/// send the plan again fixed.
+pub fn plan_not_run(invalid: &InvalidPlan) -> String {
+    format!(
+        "Error: the plan was not run. {invalid}. Fix the plan and call execute_tool_plan again."
+    )
+}
 
 /// Whether and how an agent offers `execute_tool_plan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use toolplan_core::demo;
 use toolplan_core::{Engine, FnTool, Tool, ToolRegistry};
+use toolplan_core::demo;
 use toolplan_planner::{ArgumentsStyle, ExecuteToolPlan, ToolListing};
 
 const SNAPSHOTS: &str = include_str!("snapshots/execute_tool_plan.json");
@@ -48,54 +48,30 @@ fn shown(planner: &ExecuteToolPlan, expected: &Value) -> Value {
 #[test]
 fn what_a_model_reads_is_unchanged_word_for_word() {
     let snapshots: Value = serde_json::from_str(SNAPSHOTS).unwrap();
-    let hidden = &["fail", "compare_data"];
-    let cases: Vec<(&str, ExecuteToolPlan)> = vec![
-        ("descriptions", ExecuteToolPlan::new(demo_engine())),
-        ("descriptions_empty", ExecuteToolPlan::new(empty_engine())),
-        (
-            "descriptions_hiding",
-            ExecuteToolPlan::new(demo_engine()).hiding(hidden),
-        ),
-        (
-            "schemas",
-            ExecuteToolPlan::new(demo_engine()).listing(ToolListing::Schemas),
-        ),
-        (
-            "schemas_empty",
-            ExecuteToolPlan::new(empty_engine()).listing(ToolListing::Schemas),
-        ),
-        (
-            "schemas_hiding",
-            ExecuteToolPlan::new(demo_engine())
-                .hiding(hidden)
-                .listing(ToolListing::Schemas),
-        ),
-        (
-            "signatures",
-            ExecuteToolPlan::new(demo_engine()).listing(ToolListing::Signatures),
-        ),
-        (
-            "signatures_empty",
-            ExecuteToolPlan::new(empty_engine()).listing(ToolListing::Signatures),
-        ),
-        (
-            "signatures_hiding",
-            ExecuteToolPlan::new(demo_engine())
-                .hiding(hidden)
-                .listing(ToolListing::Signatures),
-        ),
-        (
-            "omitted",
-            ExecuteToolPlan::new(demo_engine()).listing(ToolListing::Omitted),
-        ),
-        (
-            "json_string_arguments",
-            ExecuteToolPlan::new(demo_engine()).with_arguments_style(ArgumentsStyle::JsonString),
-        ),
-    ];
+    let mut cases: Vec<(String, ExecuteToolPlan)> = Vec::new();
+    for (name, listing) in [
+        ("descriptions", ToolListing::Descriptions),
+        ("schemas", ToolListing::Schemas),
+        ("signatures", ToolListing::Signatures),
+    ] {
+        let demo = ExecuteToolPlan::new(demo_engine()).listing(listing);
+        let empty = ExecuteToolPlan::new(empty_engine()).listing(listing);
+        let hiding = ExecuteToolPlan::new(demo_engine())
+            .hiding(&["fail", "compare_data"])
+            .listing(listing);
+        cases.push((name.to_owned(), demo));
+        cases.push((format!("{name}_empty"), empty));
+        cases.push((format!("{name}_hiding"), hiding));
+    }
+    let omitted = ExecuteToolPlan::new(demo_engine()).listing(ToolListing::Omitted);
+    cases.push(("omitted".to_owned(), omitted));
+    // The default listing, with arguments as JSON text.
+    let json_string =
+        ExecuteToolPlan::new(demo_engine()).with_arguments_style(ArgumentsStyle::JsonString);
+    cases.push(("json_string_arguments".to_owned(), json_string));
     let cases_len = cases.len();
     for (name, planner) in cases {
-        let expected = &snapshots[name];
+        let expected = &snapshots[name.as_str()];
         // Compared as text: the order of a schema's keys is part of what the model reads.
         assert_eq!(
             shown(&planner, expected).to_string(),
