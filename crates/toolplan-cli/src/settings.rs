@@ -8,14 +8,18 @@
 //! names no MCP servers (so that the demo tools never shadow a server's tool of the same name);
 //! `--tools demo` or `tools = "demo"` brings them back beside the servers.
 //!
-//! The search backend's data directory (`--data-dir`, `TOOLPLAN_DATA_DIR`) and limits
-//! (`TOOLPLAN_SEARCH_LIMITS`) are resolved where a backend is opened, `crate::cmd::index::backend`.
+//! The embedded search backend's data directory ([`data_dir`]: `--data-dir`, then
+//! `TOOLPLAN_DATA_DIR`, then the per-user data directory) and search limits ([`search_limits`]:
+//! `TOOLPLAN_SEARCH_LIMITS` over the defaults) are resolved here too, when a command opens that
+//! backend (an unusable value fails only the commands that need it).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::ValueEnum;
 use toolplan_core::{Limits, RunConfig};
+use toolplan_search::SearchLimits;
 
 use crate::args::{Command, ToolSet, ToolsSelection};
 use crate::config::{self, Config};
@@ -57,6 +61,45 @@ impl Settings {
             config,
         })
     }
+}
+
+/// The variable that names the data directory.
+pub const DATA_DIR_ENV: &str = "TOOLPLAN_DATA_DIR";
+
+/// The variable that changes the embedded backend's search limits: `name=value` pairs separated by
+/// commas (`timeout=10s,max_result_window=50000`; see `toolplan_search::limits`).
+pub const SEARCH_LIMITS_ENV: &str = "TOOLPLAN_SEARCH_LIMITS";
+
+/// The default search limits with `$TOOLPLAN_SEARCH_LIMITS` applied.
+pub fn search_limits() -> anyhow::Result<SearchLimits> {
+    let mut limits = SearchLimits::default();
+    if let Some(spec) = std::env::var_os(SEARCH_LIMITS_ENV) {
+        let spec = spec.to_string_lossy();
+        limits
+            .apply_overrides(&spec)
+            .with_context(|| format!("in {SEARCH_LIMITS_ENV}"))?;
+    }
+    Ok(limits)
+}
+
+/// The embedded backend's data directory: `flag` (`--data-dir`), else `$TOOLPLAN_DATA_DIR`, else
+/// the per-user data directory.
+pub fn data_dir(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = flag {
+        return Ok(dir.to_path_buf());
+    }
+    if let Some(dir) = std::env::var_os(DATA_DIR_ENV).filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let base = match std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(
+            std::env::var_os("HOME")
+                .context("no --data-dir, TOOLPLAN_DATA_DIR or HOME to put indices in")?,
+        )
+        .join(".local/share"),
+    };
+    Ok(base.join("toolplan/indices"))
 }
 
 /// What the command line of a command says about its settings.

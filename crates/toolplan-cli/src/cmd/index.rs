@@ -1,63 +1,22 @@
 //! `toolplan index`: create, load, list and delete indices of the chosen search backend.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::Value;
-use toolplan_search::{
-    Auth, EmbeddedBackend, OpenSearchBackend, OpenSearchConfig, SearchBackend, SearchLimits,
-};
+use toolplan_search::{Auth, EmbeddedBackend, OpenSearchBackend, OpenSearchConfig, SearchBackend};
 
 use crate::Outcome;
 use crate::args::{BackendArgs, BackendKind, IndexAction, IndexArgs};
 use crate::cmd::read_input;
-
-/// The variable that names the data directory.
-pub const DATA_DIR_ENV: &str = "TOOLPLAN_DATA_DIR";
-
-/// The variable that changes the embedded backend's search limits: `name=value` pairs separated by
-/// commas (`timeout=10s,max_result_window=50000`; see `toolplan_search::limits`).
-pub const SEARCH_LIMITS_ENV: &str = "TOOLPLAN_SEARCH_LIMITS";
-
-/// The default search limits with `$TOOLPLAN_SEARCH_LIMITS` applied.
-pub fn search_limits() -> anyhow::Result<SearchLimits> {
-    let mut limits = SearchLimits::default();
-    if let Some(spec) = std::env::var_os(SEARCH_LIMITS_ENV) {
-        let spec = spec.to_string_lossy();
-        limits
-            .apply_overrides(&spec)
-            .with_context(|| format!("in {SEARCH_LIMITS_ENV}"))?;
-    }
-    Ok(limits)
-}
-
-/// The embedded backend's data directory: `--data-dir`, else `$TOOLPLAN_DATA_DIR`, else the
-/// per-user data directory.
-pub fn data_dir(args: &BackendArgs) -> anyhow::Result<PathBuf> {
-    if let Some(dir) = &args.data_dir {
-        return Ok(dir.clone());
-    }
-    if let Some(dir) = std::env::var_os(DATA_DIR_ENV).filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    let base = match std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(
-            std::env::var_os("HOME")
-                .context("no --data-dir, TOOLPLAN_DATA_DIR or HOME to put indices in")?,
-        )
-        .join(".local/share"),
-    };
-    Ok(base.join("toolplan/indices"))
-}
+use crate::settings;
 
 /// The backend the arguments choose, and a description for messages.
 pub fn backend(args: &BackendArgs) -> anyhow::Result<(Arc<dyn SearchBackend>, String)> {
     match args.backend {
         BackendKind::Embedded => {
-            let dir = data_dir(args)?;
-            let backend = EmbeddedBackend::open_with_limits(&dir, search_limits()?)
+            let dir = settings::data_dir(args.data_dir.as_deref())?;
+            let backend = EmbeddedBackend::open_with_limits(&dir, settings::search_limits()?)
                 .with_context(|| format!("cannot open the data directory {}", dir.display()))?;
             Ok((Arc::new(backend), format!("{}", dir.display())))
         }
