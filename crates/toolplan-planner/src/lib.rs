@@ -45,7 +45,7 @@ pub use planning::{
     REPLAN_HINT, plan_not_run,
 };
 pub use schema::{
-    ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, REF_PATTERN, THOUGHT_MAX_CHARS, plan_schema,
-    plan_schema_for_tools, ref_tolerant_arguments, strip_annotations, typed_plan_schema,
+    ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, THOUGHT_MAX_CHARS, plan_schema,
+    plan_schema_for_tools, typed_plan_schema,
 };
 pub use signature::tool_signature;

@@ -16,7 +16,7 @@ use toolplan_core::ToolRegistry;
 
 /// The pattern of a whole-value reference (`$ref:step` or `$ref:step.path.0`), as a JSON Schema
 /// `pattern`.
-pub const REF_PATTERN: &str = r"^\$ref:[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$";
+pub(crate) const REF_PATTERN: &str = r"^\$ref:[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$";
 
 /// The longest `thought` the typed plan schema lets a model write before its steps.
 pub const THOUGHT_MAX_CHARS: u64 = 400;
@@ -101,8 +101,8 @@ pub(crate) fn plan_schema_with(style: ArgumentsStyle, tools: &[String], answer: 
 }
 
 /// The JSON Schema of a tool plan over a registry's plan tools in which each step is one of the
-/// tools, with its arguments as a JSON object that matches that tool's schema
-/// ([`ref_tolerant_arguments`]), and a short `thought` written first (what the answer needs, which
+/// tools, with its arguments as a JSON object that matches that tool's schema (any value that is not
+/// text may also be a `"$ref:…"` string), and a short `thought` written first (what the answer needs, which
 /// tool gives each piece: a small model that says so first plans the lookups it would otherwise
 /// skip). Every plan it accepts is one the engine's parser accepts; it is stricter than
 /// [`plan_schema`] (no arguments as a JSON string, no `depends_on`), which is what makes it a good
@@ -184,7 +184,7 @@ fn plan_object(
 /// may also be a `"$ref:…"` string (the reference is resolved, and the arguments checked against the
 /// tool's own schema, right before the call). A schema that is not an object with `properties` is
 /// any object.
-pub fn ref_tolerant_arguments(schema: &Value) -> Value {
+pub(crate) fn ref_tolerant_arguments(schema: &Value) -> Value {
     let Some(Value::Object(props)) = schema.get("properties") else {
         return json!({"type": "object"});
     };
@@ -226,7 +226,7 @@ fn ref_tolerant_value(prop: &Value) -> Value {
 
 /// A schema without the keys that only explain (`description`, `title`, `examples`): what a
 /// grammar needs, or a model that has the explanation elsewhere (a planner's description).
-pub fn strip_annotations(schema: &Value) -> Value {
+pub(crate) fn strip_annotations(schema: &Value) -> Value {
     match schema {
         Value::Object(o) => Value::Object(
             o.iter()

@@ -5,16 +5,16 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolplan_core::demo;
 use toolplan_core::{
     EXECUTE_TOOL_PLAN, Engine, Limits, Problem, RunControl, RunOutcome, StepStatus, Tool,
     ToolContext, ToolError, ToolRegistry,
 };
+use toolplan_core::demo;
 use toolplan_planner::{
     ArgumentsStyle, ExecuteToolPlan, ToolListing, plan_schema, plan_schema_for_tools,
 };
 
-pub(crate) fn meta_tool() -> ExecuteToolPlan {
+fn meta_tool() -> ExecuteToolPlan {
     ExecuteToolPlan::new(Arc::new(Engine::new(Arc::new(demo::registry()))))
 }
 
@@ -93,7 +93,7 @@ fn schema() {
 }
 
 #[test]
-fn the_schema_is_a_valid_json_schema_that_accepts_the_seed_plan() {
+fn the_schema_is_a_valid_json_schema_that_accepts_the_weather_plan() {
     // Registering compiles the schema; a broken schema would be refused.
     let mut registry = ToolRegistry::new();
     registry.register(Arc::new(meta_tool())).unwrap();
