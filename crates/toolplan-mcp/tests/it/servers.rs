@@ -4,7 +4,7 @@
 //! a server that does not start, and names that clash.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ async fn run(engine: &Engine, plan: Value) -> PlanRun {
         .await
 }
 
-fn step<'a>(run: &'a PlanRun, id: &str) -> &'a toolplan_core::run::StepRecord {
+fn step<'a>(run: &'a PlanRun, id: &str) -> &'a toolplan_core::StepRecord {
     run.steps.iter().find(|s| s.id == id).unwrap()
 }
 
@@ -93,16 +93,13 @@ async fn a_tool_error_fails_its_step_and_skips_what_needs_it() {
     )
     .await;
     let r = step(&run, "r");
-    assert_eq!(r.status, toolplan_core::run::StepStatus::Failed);
+    assert_eq!(r.status, toolplan_core::StepStatus::Failed);
     assert!(
         r.error.as_deref().unwrap().contains("ENOENT"),
         "{:?}",
         r.error
     );
-    assert_eq!(
-        step(&run, "e").status,
-        toolplan_core::run::StepStatus::Skipped
-    );
+    assert_eq!(step(&run, "e").status, toolplan_core::StepStatus::Skipped);
     assert_eq!(run.outputs_map()["s"], "The sum of 2 and 3 is 5.");
 }
 
