@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use toolplan_core::{Engine, Tool, ToolRegistry, demo};
+use toolplan_core::{Engine, Tool, ToolRegistry};
+use toolplan_demo as demo;
 use toolplan_llm::ChatModel;
 use toolplan_search::tools::QueryPlanning;
 use toolplan_search::{DslPlanner, SearchBackend};

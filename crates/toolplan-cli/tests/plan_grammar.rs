@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use toolplan_core::{Engine, Tool, demo};
+use toolplan_core::{Engine, Tool};
+use toolplan_demo as demo;
 use toolplan_llm::ToolDefinition;
 use toolplan_llm::provider::local::reply::ReplyMode;
 use toolplan_llm::provider::local::reply_grammar;

@@ -29,8 +29,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use toolplan_core::scheduler::Schedule;
-use toolplan_core::{Engine, FnTool, Plan, RunConfig, RunControl, Tool, ToolRegistry};
+use toolplan_core::{Engine, FnTool, Plan, RunConfig, RunControl, Schedule, Tool, ToolRegistry};
 
 /// A tool that returns at once: all the time a plan of these takes is engine overhead.
 fn noop() -> Arc<dyn Tool> {

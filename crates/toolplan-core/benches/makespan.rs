@@ -29,7 +29,7 @@ use futures::future::{BoxFuture, Shared, join_all};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use toolplan_core::{Engine, Plan, PlanRun, RunConfig, RunControl, Schedule, demo};
+use toolplan_core::{Engine, Plan, PlanRun, RunConfig, RunControl, Schedule};
 
 struct Dag {
     text: String,
@@ -156,7 +156,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let tools = Arc::new(demo::registry());
+    let tools = Arc::new(toolplan_demo::registry());
     let engines: Vec<Engine> = MODES
         .iter()
         .map(|m| {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Map, Value, json};
-use toolplan_core::{Engine, RunConfig, RunControl, demo, reference};
+use toolplan_core::{Engine, RunConfig, RunControl, reference};
 
 struct Options {
     seconds: u64,
@@ -80,7 +80,10 @@ const IDS: [&str; 8] = ["a", "b", "c", "u", "w", "t", "s1", "x-y_z"];
 fn tool_names() -> &'static [String] {
     static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     NAMES.get_or_init(|| {
-        let mut names: Vec<String> = demo::registry().names().map(str::to_owned).collect();
+        let mut names: Vec<String> = toolplan_demo::registry()
+            .names()
+            .map(str::to_owned)
+            .collect();
         names.extend(["execute_tool_plan".to_owned(), "nope".to_owned()]);
         names
     })
@@ -215,7 +218,7 @@ struct Counts {
 fn main() {
     let o = options();
     let mut rng = StdRng::seed_from_u64(o.seed);
-    let engine = Engine::new(Arc::new(demo::registry())).with_config(RunConfig {
+    let engine = Engine::new(Arc::new(toolplan_demo::registry())).with_config(RunConfig {
         step_timeout: Some(Duration::from_millis(50)),
         deadline: Some(Duration::from_millis(200)),
         ..RunConfig::default()

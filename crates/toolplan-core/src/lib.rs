@@ -6,29 +6,36 @@
 //!
 //! ## Layout
 //!
+//! A plan goes text → [`dialect`] → [`plan`] (validated IR) → the scheduler → a [`PlanRun`].
+//!
 //! * [`reference`](mod@reference) — the `$ref:step.path` grammar and path lookup into a step's output.
 //! * [`template`] — a step's arguments with their references found once, rendered per run.
-//! * [`dialect`] — plan formats parsed into the IR ([`dialect::tool_plan`] is the seed's format).
+//! * [`dialect`] — the [`Dialect`](dialect::Dialect) interface a plan format implements to produce the
+//!   IR, and the native format, [`dialect::tool_plan`] (toolplan-query brings LlamaIndex query plans).
 //! * [`plan`] — the IR ([`Plan`], [`Step`]) and [`plan::validate`]: unknown tools and steps, cycles,
 //!   schema checks of literal arguments; waves (Kahn levels).
-//! * [`tool`] — the object-safe async [`Tool`] trait and the [`ToolRegistry`] (schemas compiled once);
-//!   [`FnTool`] defines a tool by a closure; [`value_as_text`] and [`output_from_text`] turn JSON
-//!   values into the text a model reads and a tool's text back into JSON.
-//! * [`scheduler`] — the one scheduler: dependency-driven, concurrency limits, timeouts, deadline,
-//!   cancellation, fail-forward, observer events.
-//! * [`run`] — the [`PlanRun`] record, its JSON report and the summary an LLM reads.
-//! * [`engine`] — [`Engine`] (registry + limits + settings): compile and run plans.
-//! * [`demo`] — deterministic demo tools for examples and benchmarks.
-//! * [`error`] and [`limits`] — problems, tool errors and the limits that bound every plan.
+//! * `tool` — the object-safe async [`Tool`] trait and the [`ToolRegistry`] (schemas compiled once);
+//!   [`value_as_text`] and [`output_from_text`] turn JSON values into the text a model reads and a
+//!   tool's text back into JSON. `fn_tool` — [`FnTool`], a tool defined by a closure.
+//! * `scheduler` — the one scheduler: dependency-driven, concurrency limits, timeouts, deadline,
+//!   cancellation, fail-forward, [`Observer`] events; configured by [`RunConfig`] and [`RunControl`].
+//! * `run` — the [`PlanRun`] record, its JSON report and the summary an LLM reads.
+//! * `engine` — [`Engine`] (registry + limits + settings): compile and run plans, run direct calls.
+//! * `error` and [`limits`] — problems ([`Problem`], [`InvalidPlan`]), [`ToolError`], and the
+//!   [`Limits`] that bound every plan.
+//!
+//! The modules in `code` style are private: everything of theirs that is public is re-exported here.
+//! The demo tools live in the toolplan-demo crate, and what a model reads to write a plan (the
+//! `execute_tool_plan` tool, signatures, plan schemas) in toolplan-planner.
 //!
 //! ## Example
 //!
 //! ```
 //! use std::sync::Arc;
-//! use toolplan_core::{Engine, RunControl, demo};
+//! use toolplan_core::{Engine, RunControl};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
-//! let engine = Engine::new(Arc::new(demo::registry()));
+//! let engine = Engine::new(Arc::new(toolplan_demo::registry()));
 //! let plan = engine.compile(r#"{
 //!   "steps": [
 //!     {"id": "tokyo",  "tool": "get_weather", "arguments": "{\"location\": \"Tokyo\"}"},
@@ -43,18 +50,17 @@
 //! # });
 //! ```
 
-pub mod demo;
 pub mod dialect;
-pub mod engine;
-pub mod error;
+mod engine;
+mod error;
 mod fn_tool;
 pub mod limits;
 pub mod plan;
 pub mod reference;
-pub mod run;
-pub mod scheduler;
+mod run;
+mod scheduler;
 pub mod template;
-pub mod tool;
+mod tool;
 
 pub use engine::{DirectCall, Engine};
 pub use error::{InvalidPlan, Problem, RegistryError, ToolError};
@@ -63,7 +69,9 @@ pub use limits::Limits;
 pub use plan::{EXECUTE_TOOL_PLAN, Plan, Step};
 pub use run::{PlanRun, RunOutcome, StepRecord, StepStatus};
 pub use scheduler::{Observer, RunConfig, RunControl, Schedule, StepFinished, StepStarted};
-pub use tool::{Tool, ToolContext, ToolRegistry, ToolResult, output_from_text, value_as_text};
+pub use tool::{
+    RegisteredTool, Tool, ToolContext, ToolRegistry, ToolResult, output_from_text, value_as_text,
+};
 
 /// The README's Rust examples, compiled and run as doc tests so they cannot rot.
 #[cfg(doctest)]

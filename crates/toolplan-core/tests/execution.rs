@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolplan_core::{Engine, PlanRun, RunControl, RunOutcome, StepStatus, demo};
+use toolplan_core::{Engine, PlanRun, RunControl, RunOutcome, StepStatus};
 
 fn engine() -> Engine {
-    Engine::new(Arc::new(demo::registry()))
+    Engine::new(Arc::new(toolplan_demo::registry()))
 }
 
 async fn run(plan: Value) -> PlanRun {

@@ -16,7 +16,7 @@ use toolplan_core::reference::{self, Piece};
 use toolplan_core::template::Template;
 use toolplan_core::{
     Engine, FnTool, InvalidPlan, Limits, Plan, Problem, RunConfig, RunControl, RunOutcome,
-    StepStatus, Tool, ToolRegistry, demo,
+    StepStatus, Tool, ToolRegistry,
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -417,7 +417,7 @@ fn paused_runtime() -> tokio::runtime::Runtime {
 }
 
 fn demo_engine() -> Engine {
-    Engine::new(Arc::new(demo::registry())).with_config(RunConfig {
+    Engine::new(Arc::new(toolplan_demo::registry())).with_config(RunConfig {
         deadline: Some(DEADLINE),
         step_timeout: Some(Duration::from_millis(40)),
         ..RunConfig::default()
@@ -512,7 +512,7 @@ fn required_problems(value: &Value, limits: &Limits) -> Vec<Problem> {
     if !value.is_object() || steps.is_empty() || steps.len() > limits.max_steps {
         return out;
     }
-    let registry = demo::registry();
+    let registry = toolplan_demo::registry();
     let mut first: HashMap<&str, usize> = HashMap::new();
     for (pos, step) in steps.iter().enumerate() {
         let Some(id) = step.get("id").and_then(Value::as_str) else {
@@ -550,7 +550,7 @@ fn required_problems(value: &Value, limits: &Limits) -> Vec<Problem> {
 
 /// Compiles a value both ways (value, and its text) and checks both results.
 fn check_value(value: &Value, limits: &Limits) -> Result<(), TestCaseError> {
-    let registry = demo::registry();
+    let registry = toolplan_demo::registry();
     let text = value.to_string();
     let by_value = tool_plan::compile_value(value.clone(), &registry, limits);
     check_result(&by_value)?;
@@ -624,7 +624,7 @@ proptest! {
         soup in prop_oneof![".{0,40}", "[\\[\\]{}\":,0-9a-z$. -]{0,60}"],
         limits in limits(),
     ) {
-        let registry = demo::registry();
+        let registry = toolplan_demo::registry();
         let text = serde_json::to_string_pretty(&value).unwrap();
         let truncated = truncate(&text, cut.index(text.len() + 1));
         for t in [truncated, soup.as_str()] {
@@ -774,7 +774,7 @@ proptest! {
     fn cycles_are_found_and_real(g in graph()) {
         let n = g.deps.len();
         let reach = g.reach();
-        let registry = demo::registry();
+        let registry = toolplan_demo::registry();
         let result = tool_plan::compile_value(graph_plan(&g), &registry, &Limits::default());
         if (0..n).any(|i| reach[i][i]) {
             named_cycles(&g, &result)?;
@@ -818,7 +818,7 @@ proptest! {
         let n = g.deps.len();
         let reach = g.reach();
         prop_assume!((0..n).any(|i| reach[i][i]));
-        let registry = demo::registry();
+        let registry = toolplan_demo::registry();
         let result = tool_plan::compile_value(graph_plan(&g), &registry, &Limits::default());
         let named = named_cycles(&g, &result)?;
         let mut seen = vec![false; n];
@@ -846,7 +846,7 @@ proptest! {
 /// also waits for a step of the first must both be named.
 #[test]
 fn separate_cycles_are_each_named() {
-    let registry = demo::registry();
+    let registry = toolplan_demo::registry();
     // v0 -> v0, and v1 -> v1 where v1 also waits for v0.
     let self_loops = Graph {
         deps: vec![vec![(0, true)], vec![(0, false), (1, true)]],

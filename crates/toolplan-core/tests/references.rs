@@ -6,9 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolplan_core::{
-    Engine, FnTool, Plan, PlanRun, RunControl, StepStatus, Tool, ToolRegistry, demo,
-};
+use toolplan_core::{Engine, FnTool, Plan, PlanRun, RunControl, StepStatus, Tool, ToolRegistry};
 
 /// Returns its arguments unchanged, so a test can see exactly what references resolved to.
 fn capture() -> Arc<dyn Tool> {
@@ -21,7 +19,7 @@ fn capture() -> Arc<dyn Tool> {
 }
 
 fn engine() -> Engine {
-    let mut tools: ToolRegistry = demo::registry();
+    let mut tools: ToolRegistry = toolplan_demo::registry();
     tools.register(capture()).unwrap();
     Engine::new(Arc::new(tools))
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolplan_core::{
     Engine, FnTool, Observer, Plan, PlanRun, RunConfig, RunControl, RunOutcome, Schedule,
-    StepFinished, StepStarted, StepStatus, Tool, ToolContext, ToolRegistry, ToolResult, demo,
+    StepFinished, StepStarted, StepStatus, Tool, ToolContext, ToolRegistry, ToolResult,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -160,7 +160,7 @@ impl Observer for Recorder {
 // ---- helpers ----
 
 fn registry_with(extra: Vec<Arc<dyn Tool>>) -> Arc<ToolRegistry> {
-    let mut r = demo::registry();
+    let mut r = toolplan_demo::registry();
     r.register_all(extra).unwrap();
     Arc::new(r)
 }
@@ -748,10 +748,10 @@ async fn a_plan_run_against_a_registry_without_its_tool_fails_that_step() {
         ]}),
     );
     let mut other = ToolRegistry::new();
-    other.register(Arc::new(demo::Echo)).unwrap();
-    let run =
-        toolplan_core::scheduler::run(&plan, &other, &RunConfig::default(), RunControl::default())
-            .await;
+    other.register(toolplan_demo::echo()).unwrap();
+    let run = Engine::new(Arc::new(other))
+        .run(&plan, RunControl::default())
+        .await;
     assert_eq!(run.outcome, RunOutcome::Completed);
     assert_eq!(
         status_and_error(&run, "w"),
@@ -999,7 +999,7 @@ fn instant_chain(n: usize) -> String {
 
 #[tokio::test]
 async fn a_long_chain_of_instant_steps_completes_in_order() {
-    let engine = Engine::new(Arc::new(demo::registry()));
+    let engine = Engine::new(Arc::new(toolplan_demo::registry()));
     let plan = engine.compile(&instant_chain(3000)).unwrap();
     let run = engine.run(&plan, RunControl::default()).await;
     assert!(run.all_ok(), "{}", run.summary());
@@ -1010,7 +1010,7 @@ async fn a_long_chain_of_instant_steps_completes_in_order() {
 async fn instant_steps_still_yield_so_cancellation_is_seen() {
     // On this single-threaded runtime the cancelling task can only run when the driver yields, which
     // it must do after at most 1024 inline completions.
-    let engine = Engine::new(Arc::new(demo::registry()));
+    let engine = Engine::new(Arc::new(toolplan_demo::registry()));
     let plan = engine.compile(&instant_chain(5000)).unwrap();
     let cancel = CancellationToken::new();
     let canceller = cancel.clone();

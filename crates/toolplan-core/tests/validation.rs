@@ -5,12 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolplan_core::{
-    Engine, InvalidPlan, Limits, Problem, RunControl, StepStatus, ToolRegistry, demo,
-};
+use toolplan_core::{Engine, InvalidPlan, Limits, Problem, RunControl, StepStatus, ToolRegistry};
 
 fn engine() -> Engine {
-    Engine::new(Arc::new(demo::registry()))
+    Engine::new(Arc::new(toolplan_demo::registry()))
 }
 
 fn problems(plan: Value) -> Vec<Problem> {

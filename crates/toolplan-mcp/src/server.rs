@@ -33,7 +33,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
-use toolplan_core::scheduler::Observer;
+use toolplan_core::Observer;
 use toolplan_core::{
     DirectCall, Engine, RunControl, StepStatus, Tool, ToolRegistry, value_as_text,
 };

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolplan_core::{RunControl, Tool, ToolContext, ToolResult};
+use toolplan_core::{FnTool, RunControl, Tool};
 use toolplan_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, StopReason, Usage};
 use toolplan_query::{QueryPlanner, SYNTHESIZE, Synthesizer};
 
@@ -50,30 +50,23 @@ impl ChatModel for FixedLatencyModel {
     }
 }
 
-/// A leaf tool that sleeps, then answers.
-struct Source {
-    name: String,
-    delay: Duration,
-    calls: Arc<AtomicU64>,
-}
-
-#[async_trait]
-impl Tool for Source {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        "A source that answers after a fixed delay."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]})
-    }
-    async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        tokio::time::sleep(self.delay).await;
-        let q = arguments["input"].as_str().unwrap_or_default();
-        Ok(json!(format!("answer of {} to: {q}", self.name)))
-    }
+/// A leaf tool that sleeps, then answers; counts its calls in `calls`.
+fn source(name: String, delay: Duration, calls: Arc<AtomicU64>) -> Arc<dyn Tool> {
+    let answerer = name.clone();
+    Arc::new(FnTool::new(
+        name,
+        "A source that answers after a fixed delay.",
+        json!({"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}),
+        move |arguments: Value, _| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            let name = answerer.clone();
+            async move {
+                tokio::time::sleep(delay).await;
+                let q = arguments["input"].as_str().unwrap_or_default();
+                Ok(json!(format!("answer of {name} to: {q}")))
+            }
+        },
+    ))
 }
 
 struct Options {
@@ -121,11 +114,11 @@ async fn main() -> Result<(), String> {
     let calls = Arc::new(AtomicU64::new(0));
     let tools: Vec<Arc<dyn Tool>> = (1..=10)
         .map(|i| {
-            Arc::new(Source {
-                name: format!("source_{i}"),
-                delay: Duration::from_millis(o.tool_ms),
-                calls: Arc::clone(&calls),
-            }) as Arc<dyn Tool>
+            source(
+                format!("source_{i}"),
+                Duration::from_millis(o.tool_ms),
+                Arc::clone(&calls),
+            )
         })
         .collect();
     let model = Arc::new(FixedLatencyModel {

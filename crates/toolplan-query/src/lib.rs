@@ -6,10 +6,11 @@
 //!
 //! ## How the parts fit
 //!
-//! * The dialect itself — parsing, the one-root rule, node errors, compiling nodes into plan steps —
-//!   is `toolplan_core::dialect::query_plan`, beside the other plan formats. Nothing here executes
-//!   plans: [`QueryPlanner`] hands compiled plans to the core scheduler, so independent nodes run in
-//!   parallel, a shared child runs once, cycles never start, and a failed child skips its parents.
+//! * `dialect` — the query-plan format as a `Dialect` of toolplan-core: parsing, the one-root rule,
+//!   node errors, compiling nodes into plan steps ([`QueryPlan`], [`QueryNode`]). Nothing here
+//!   executes plans: [`QueryPlanner`] hands compiled plans to the core scheduler, so independent nodes
+//!   run in parallel, a shared child runs once, cycles never start, and a failed child skips its
+//!   parents.
 //! * [`synthesize`] — the [`Synthesizer`]: `compact` (all children in one prompt; when they exceed the
 //!   context budget, later chunks refine the first answer), `tree_summarize` (chunks answered in
 //!   parallel, then their answers combined until one is left) and `concat` (no LLM). It is registered
@@ -27,12 +28,12 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use toolplan_core::{RunControl, demo};
+//! use toolplan_core::RunControl;
 //! use toolplan_query::{QueryPlanner, Synthesizer};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 //! // `concat` needs no model; `Synthesizer::compact(model)` answers with an LLM.
-//! let planner = QueryPlanner::new(demo::tools(), Synthesizer::concat()).expect("tools register");
+//! let planner = QueryPlanner::new(toolplan_demo::tools(), Synthesizer::concat()).expect("tools register");
 //! let plan = planner.compile(r#"{"nodes": [
 //!   {"id": 1, "query_str": "Tokyo",  "tool_name": "get_weather", "dependencies": []},
 //!   {"id": 2, "query_str": "London", "tool_name": "get_weather", "dependencies": []},
@@ -44,6 +45,7 @@
 //! # });
 //! ```
 
+mod dialect;
 pub mod documents;
 pub mod error;
 pub mod planner;
@@ -51,6 +53,7 @@ pub mod progress;
 pub mod synthesize;
 pub mod tool;
 
+pub use dialect::{QueryNode, QueryPlan};
 pub use documents::{DocumentError, DocumentTool};
 pub use error::QueryError;
 pub use planner::{QueryPlanner, QueryRun};

@@ -3,15 +3,15 @@
 
 use std::sync::Arc;
 
+use crate::dialect::{self as query_plan, QueryPlan};
 use serde_json::Value;
-use toolplan_core::dialect::query_plan::{self, QueryPlan};
 use toolplan_core::{
     Engine, InvalidPlan, Limits, PlanRun, RunConfig, RunControl, RunOutcome, StepStatus, Tool,
     ToolRegistry, value_as_text,
 };
 
 use crate::error::QueryError;
-use crate::synthesize::{LlmUsage, SYNTHESIZE, SynthesizeTool, Synthesizer};
+use crate::synthesize::{LlmUsage, SYNTHESIZE, Synthesizer, synthesize_tool};
 
 /// Compiles and runs query plans over a set of tools.
 pub struct QueryPlanner {
@@ -38,7 +38,7 @@ impl QueryPlanner {
         let synthesizer = Arc::new(synthesizer);
         let mut registry = ToolRegistry::new();
         registry.register_all(tools)?;
-        registry.register(Arc::new(SynthesizeTool::new(Arc::clone(&synthesizer))))?;
+        registry.register(synthesize_tool(Arc::clone(&synthesizer)))?;
         Ok(Self {
             engine: Engine::new(Arc::new(registry)),
             synthesizer,

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
+use crate::dialect::QueryPlan;
 use serde_json::Value;
 use toolplan_core::StepStatus;
-use toolplan_core::dialect::query_plan::QueryPlan;
-use toolplan_core::scheduler::{Observer, StepFinished};
+use toolplan_core::{Observer, StepFinished};
 
 /// Every node's answer, and optionally a line per node as it completes.
 #[derive(Debug)]

@@ -12,14 +12,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolplan_core::dialect::query_plan::{SYNTH_CONTEXT, SYNTH_QUERY};
-use toolplan_core::value_as_text;
-use toolplan_core::{Tool, ToolContext, ToolError, ToolResult};
+use toolplan_core::{FnTool, Tool, ToolContext, ToolError, value_as_text};
 use toolplan_llm::{ChatModel, ChatRequest, Message};
 
+use crate::dialect::{SYNTH_CONTEXT, SYNTH_QUERY};
 use crate::error::QueryError;
 
 /// The tool name branch steps call.
@@ -295,35 +293,12 @@ fn split_chars(text: &str, size: usize) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-/// The synthesizer as the tool branch steps call: arguments
+/// The synthesizer as the tool branch steps call ([`SYNTHESIZE`]): arguments
 /// `{"query": "…", "context": [{"query": "…", "response": <any JSON>}, …]}`, result the answer text.
-pub struct SynthesizeTool {
-    synthesizer: Arc<Synthesizer>,
-}
-
-impl SynthesizeTool {
-    /// The tool over a synthesizer.
-    pub fn new(synthesizer: Arc<Synthesizer>) -> Self {
-        Self { synthesizer }
-    }
-}
-
-/// A child's answer as text: text as it is, anything else as JSON.
-fn response_text(value: &Value) -> String {
-    value_as_text(value).into_owned()
-}
-
-#[async_trait]
-impl Tool for SynthesizeTool {
-    fn name(&self) -> &str {
-        SYNTHESIZE
-    }
-
-    fn description(&self) -> &str {
-        "Answers a question from the answers to its sub-questions (the branches of query plans)."
-    }
-
-    fn parameters(&self) -> Value {
+pub(crate) fn synthesize_tool(synthesizer: Arc<Synthesizer>) -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        SYNTHESIZE,
+        "Answers a question from the answers to its sub-questions (the branches of query plans).",
         json!({
             "type": "object",
             "properties": {
@@ -335,29 +310,36 @@ impl Tool for SynthesizeTool {
                 }}
             },
             "required": [SYNTH_QUERY, SYNTH_CONTEXT]
-        })
-    }
-
-    async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {
-        let query = arguments[SYNTH_QUERY].as_str().unwrap_or_default();
-        let children: Vec<Child> = arguments[SYNTH_CONTEXT]
-            .as_array()
-            .map(|items| {
-                items
-                    .iter()
-                    .map(|c| Child {
-                        query: c["query"].as_str().unwrap_or_default().to_owned(),
-                        response: response_text(&c["response"]),
+        }),
+        move |arguments: Value, ctx: ToolContext| {
+            let synthesizer = Arc::clone(&synthesizer);
+            async move {
+                let query = arguments[SYNTH_QUERY].as_str().unwrap_or_default();
+                let children: Vec<Child> = arguments[SYNTH_CONTEXT]
+                    .as_array()
+                    .map(|items| {
+                        items
+                            .iter()
+                            .map(|c| Child {
+                                query: c["query"].as_str().unwrap_or_default().to_owned(),
+                                response: response_text(&c["response"]),
+                            })
+                            .collect()
                     })
-                    .collect()
-            })
-            .unwrap_or_default();
-        self.synthesizer
-            .synthesize(query, &children, &ctx.cancel)
-            .await
-            .map(Value::String)
-            .map_err(|e| ToolError::failed(e.to_string()))
-    }
+                    .unwrap_or_default();
+                synthesizer
+                    .synthesize(query, &children, &ctx.cancel)
+                    .await
+                    .map(Value::String)
+                    .map_err(|e| ToolError::failed(e.to_string()))
+            }
+        },
+    ))
+}
+
+/// A child's answer as text: text as it is, anything else as JSON.
+fn response_text(value: &Value) -> String {
+    value_as_text(value).into_owned()
 }
 
 #[cfg(test)]

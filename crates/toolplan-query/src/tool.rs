@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use toolplan_core::scheduler::Observer;
+use toolplan_core::Observer;
 use toolplan_core::{RunControl, Tool, ToolContext, ToolError, ToolResult};
 
 use crate::planner::QueryPlanner;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolplan_core::{RunControl, StepStatus, Tool, ToolContext, ToolError, ToolResult, demo};
+use toolplan_core::{FnTool, RunControl, StepStatus, Tool, ToolContext, ToolError, ToolResult};
 use toolplan_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Message, StopReason, Usage};
 use toolplan_query::{QueryError, QueryPlanTool, QueryPlanner, Synthesizer};
 
@@ -330,7 +330,9 @@ async fn cancelling_stops_the_plan() {
 
 #[tokio::test]
 async fn the_tool_lists_every_tool_and_its_schema_describes_the_fields() {
-    let p = Arc::new(QueryPlanner::new(demo::tools(), Synthesizer::concat()).expect("registers"));
+    let p = Arc::new(
+        QueryPlanner::new(toolplan_demo::tools(), Synthesizer::concat()).expect("registers"),
+    );
     let tool = QueryPlanTool::new(Arc::clone(&p));
     assert_eq!(tool.name(), "query_plan_tool");
     let d = tool.description();
@@ -367,7 +369,9 @@ async fn the_tool_lists_every_tool_and_its_schema_describes_the_fields() {
 
 #[tokio::test]
 async fn the_tool_runs_plans_and_reports_llamaindex_error_cases() {
-    let p = Arc::new(QueryPlanner::new(demo::tools(), Synthesizer::concat()).expect("registers"));
+    let p = Arc::new(
+        QueryPlanner::new(toolplan_demo::tools(), Synthesizer::concat()).expect("registers"),
+    );
     let tool = QueryPlanTool::new(p).verbose(true);
     let call = |plan: Value| tool.call(plan, ToolContext::detached());
     // A single root that is a leaf executes.
@@ -402,23 +406,10 @@ async fn the_tool_runs_plans_and_reports_llamaindex_error_cases() {
 
 #[test]
 fn a_tool_named_like_the_synthesizer_is_refused() {
-    struct Clash;
-    #[async_trait]
-    impl Tool for Clash {
-        fn name(&self) -> &str {
-            "synthesize"
-        }
-        fn description(&self) -> &str {
-            ""
-        }
-        fn parameters(&self) -> Value {
-            json!({"type": "object"})
-        }
-        async fn call(&self, _a: Value, _c: ToolContext) -> ToolResult {
-            Ok(Value::Null)
-        }
-    }
-    let err = QueryPlanner::new([Arc::new(Clash) as Arc<dyn Tool>], Synthesizer::concat())
+    let clash = FnTool::new("synthesize", "", json!({"type": "object"}), |_, _| async {
+        Ok(Value::Null)
+    });
+    let err = QueryPlanner::new([Arc::new(clash) as Arc<dyn Tool>], Synthesizer::concat())
         .expect_err("clash");
     assert_eq!(
         err.to_string(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolplan_agent::scripted::ScriptedModel;
 use toolplan_agent::{Agent, Planning};
-use toolplan_core::demo;
+use toolplan_demo as demo;
 use toolplan_llm::Role;
 
 use crate::support::tool_messages;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolplan_agent::scripted::ScriptedModel;
 use toolplan_agent::{Agent, Planning};
-use toolplan_core::demo;
+use toolplan_demo as demo;
 
 const SNAPSHOTS: &str = include_str!("snapshots/planning_modes.json");
 

@@ -40,6 +40,26 @@ pub fn compile_value(
     plan::validate(draft, problems, tools)
 }
 
+/// The native plan format as a [`Dialect`](super::Dialect): every plan drafts, problems or not.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ToolPlan;
+
+impl super::Dialect for ToolPlan {
+    type Extra = ();
+
+    fn draft(
+        &self,
+        value: Value,
+        _tools: &ToolRegistry,
+        limits: &Limits,
+        problems: &mut Vec<Problem>,
+    ) -> Option<(DraftPlan, ())> {
+        let (draft, found) = parse_value(value, limits);
+        problems.extend(found);
+        Some((draft, ()))
+    }
+}
+
 /// Parses plan text into a draft and the problems found.
 pub fn parse_str(text: &str, limits: &Limits) -> (DraftPlan, Vec<Problem>) {
     match super::parse_text(text, limits) {

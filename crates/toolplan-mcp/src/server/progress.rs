@@ -2,7 +2,7 @@
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
-use toolplan_core::scheduler::{Observer, StepFinished};
+use toolplan_core::{Observer, StepFinished};
 
 /// Sends a progress notification per finished step: `progress` is the number of steps done,
 /// `total` the plan's size, the message names the step and how it ended.

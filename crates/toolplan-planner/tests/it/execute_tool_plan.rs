@@ -9,7 +9,7 @@ use toolplan_core::{
     EXECUTE_TOOL_PLAN, Engine, Limits, Problem, RunControl, RunOutcome, StepStatus, Tool,
     ToolContext, ToolError, ToolRegistry,
 };
-use toolplan_core::demo;
+use toolplan_demo as demo;
 use toolplan_planner::{
     ArgumentsStyle, ExecuteToolPlan, ToolListing, plan_schema, plan_schema_for_tools,
 };

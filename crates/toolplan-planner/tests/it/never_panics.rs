@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use toolplan_core::demo;
 use toolplan_core::{Engine, RunConfig, Tool, ToolContext, ToolError};
+use toolplan_demo as demo;
 use toolplan_planner::ExecuteToolPlan;
 
 const IDS: &[&str] = &["a", "b", "c", "s1", "step-2", "x_y", "", "a b", "$ref:a"];

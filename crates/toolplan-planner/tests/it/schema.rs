@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolplan_core::demo;
 use toolplan_core::{Engine, Problem};
+use toolplan_demo as demo;
 use toolplan_planner::{ANSWER_MAX_CHARS, ArgumentsStyle, ExecuteToolPlan, typed_plan_schema};
 
 fn valid(schema: &Value, instance: &Value) -> bool {

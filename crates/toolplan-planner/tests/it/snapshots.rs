@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use toolplan_core::{Engine, FnTool, Tool, ToolRegistry};
-use toolplan_core::demo;
+use toolplan_demo as demo;
 use toolplan_planner::{ArgumentsStyle, ExecuteToolPlan, ToolListing};
 
 const SNAPSHOTS: &str = include_str!("snapshots/execute_tool_plan.json");

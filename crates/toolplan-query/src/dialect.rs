@@ -1,4 +1,5 @@
-//! The query-plan dialect (LlamaIndex's `QueryPlanTool`): a DAG of sub-questions.
+//! The query-plan dialect (LlamaIndex's `QueryPlanTool`): a DAG of sub-questions, a
+//! [`Dialect`] of toolplan-core compiled into its plan IR.
 //!
 //! ```json
 //! {"nodes": [
@@ -28,12 +29,11 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::error::{InvalidPlan, Problem, json_type};
-use crate::limits::Limits;
-use crate::plan::{self, DraftPlan, DraftStep, EXECUTE_TOOL_PLAN, Plan};
-use crate::reference::{Reference, is_valid_id};
-use crate::template::Template;
-use crate::tool::ToolRegistry;
+use toolplan_core::dialect::{self, Dialect, json_type, take_items};
+use toolplan_core::plan::{DraftPlan, DraftStep};
+use toolplan_core::reference::{Reference, is_valid_id};
+use toolplan_core::template::Template;
+use toolplan_core::{EXECUTE_TOOL_PLAN, InvalidPlan, Limits, Plan, Problem, ToolRegistry};
 
 /// Parameter names taken, in this order, as the one text argument of a tool called with a query.
 pub const QUERY_ARGUMENT_NAMES: &[&str] = &["input", "query", "query_str", "question"];
@@ -77,6 +77,38 @@ impl QueryPlan {
     }
 }
 
+/// What a query plan keeps beside the IR: the root (when there is exactly one) and the nodes.
+struct Nodes {
+    root: Option<String>,
+    nodes: Vec<QueryNode>,
+}
+
+/// The query-plan format as a core [`Dialect`]: branches call the tool named `synthesizer`.
+struct QueryPlanDialect<'a> {
+    synthesizer: &'a str,
+}
+
+impl Dialect for QueryPlanDialect<'_> {
+    type Extra = Nodes;
+
+    fn draft(
+        &self,
+        value: Value,
+        tools: &ToolRegistry,
+        limits: &Limits,
+        problems: &mut Vec<Problem>,
+    ) -> Option<(DraftPlan, Self::Extra)> {
+        let (nodes, found) = parse_value(value, limits);
+        problems.extend(found);
+        if nodes.is_empty() {
+            return None;
+        }
+        let root = find_root(&nodes, problems);
+        let draft = to_draft(&nodes, root.as_deref(), tools, self.synthesizer, problems);
+        Some((draft, Nodes { root, nodes }))
+    }
+}
+
 /// Parses and validates query-plan text. Branches call the tool named `synthesizer`, which must be
 /// registered.
 pub fn compile(
@@ -85,12 +117,12 @@ pub fn compile(
     synthesizer: &str,
     limits: &Limits,
 ) -> Result<QueryPlan, InvalidPlan> {
-    match super::parse_text(text, limits) {
-        Ok(v) => compile_value(v, tools, synthesizer, limits),
-        Err(problem) => Err(InvalidPlan {
-            problems: vec![problem],
-        }),
-    }
+    with_root(dialect::compile(
+        &QueryPlanDialect { synthesizer },
+        text,
+        tools,
+        limits,
+    ))
 }
 
 /// Parses and validates a query plan already in JSON form (see [`compile`]).
@@ -100,16 +132,17 @@ pub fn compile_value(
     synthesizer: &str,
     limits: &Limits,
 ) -> Result<QueryPlan, InvalidPlan> {
-    let (nodes, mut problems) = parse_value(value, limits);
-    if nodes.is_empty() {
-        if problems.is_empty() {
-            problems.push(Problem::EmptyPlan);
-        }
-        return Err(InvalidPlan { problems });
-    }
-    let root = find_root(&nodes, &mut problems);
-    let draft = to_draft(&nodes, root.as_deref(), tools, synthesizer, &mut problems);
-    let plan = plan::validate(draft, problems, tools)?;
+    with_root(dialect::compile_value(
+        &QueryPlanDialect { synthesizer },
+        value,
+        tools,
+        limits,
+    ))
+}
+
+/// A compiled plan with its root, or why not.
+fn with_root(compiled: Result<(Plan, Nodes), InvalidPlan>) -> Result<QueryPlan, InvalidPlan> {
+    let (plan, Nodes { root, nodes }) = compiled?;
     match root {
         Some(root) => Ok(QueryPlan { plan, root, nodes }),
         // `find_root` reported why; `validate` only returns Ok without problems.
@@ -140,8 +173,7 @@ pub fn parse_value(value: Value, limits: &Limits) -> (Vec<QueryNode>, Vec<Proble
             });
         }
     }
-    let Some(raw) = super::take_items(&mut top, "nodes", "the query plan", limits, &mut problems)
-    else {
+    let Some(raw) = take_items(&mut top, "nodes", "the query plan", limits, &mut problems) else {
         return (nodes, problems);
     };
     let mut first: HashMap<String, usize> = HashMap::with_capacity(raw.len());
@@ -472,33 +504,19 @@ fn to_draft(
 mod tests {
     use std::sync::Arc;
 
-    use async_trait::async_trait;
-
     use super::*;
-    use crate::tool::{Tool, ToolContext, ToolResult};
-
-    /// Stands in for the LLM synthesizer: compile checks only need its name registered.
-    struct Synth;
-
-    #[async_trait]
-    impl Tool for Synth {
-        fn name(&self) -> &str {
-            "synthesize"
-        }
-        fn description(&self) -> &str {
-            "test synthesizer"
-        }
-        fn parameters(&self) -> Value {
-            json!({"type": "object"})
-        }
-        async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {
-            Ok(arguments)
-        }
-    }
+    use toolplan_core::FnTool;
 
     fn tools() -> ToolRegistry {
-        let mut r = crate::demo::registry();
-        r.register(Arc::new(Synth)).expect("registers");
+        let mut r = toolplan_demo::registry();
+        // Stands in for the LLM synthesizer: compile checks only need its name registered.
+        let synth = FnTool::new(
+            "synthesize",
+            "test synthesizer",
+            json!({"type": "object"}),
+            |arguments, _| async move { Ok(arguments) },
+        );
+        r.register(Arc::new(synth)).expect("registers");
         r
     }
 

@@ -1,0 +1,90 @@
+//! `calculator`: arithmetic by the exmex crate, behind limits of its own on the expression's length
+//! and nesting, and off the runtime's threads for long expressions.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolplan_core::limits::truncate_string;
+use toolplan_core::{FnTool, Tool, ToolError, ToolResult};
+
+/// Longest expression the calculator takes, in characters (its schema's `maxLength`).
+pub const MAX_EXPRESSION_CHARS: usize = 10_000;
+/// Deepest nesting of parentheses the calculator takes (the parser recurses into each level).
+pub const MAX_EXPRESSION_NESTING: usize = 64;
+/// Expressions up to this many bytes are evaluated on the spot (microseconds); longer ones on a
+/// blocking thread.
+const INLINE_EXPRESSION_BYTES: usize = 256;
+
+/// `calculator`: evaluates an arithmetic expression.
+pub fn calculator() -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "calculator",
+        "Evaluates an arithmetic expression (+ - * / ^, parentheses, sqrt, abs, sin, cos, ln, exp …) and returns the number.",
+        json!({"type": "object", "properties": {"expression": {"type": "string", "maxLength": MAX_EXPRESSION_CHARS,
+                 "description": "For example \"(18 + 12) / 2\"."}},
+               "required": ["expression"], "additionalProperties": false}),
+        |args: Value, _| async move {
+            let expression = args["expression"].as_str().unwrap_or_default();
+            check_expression(expression)?;
+            if expression.len() <= INLINE_EXPRESSION_BYTES {
+                return evaluate(expression);
+            }
+            // Parsing a long expression takes real CPU time: off the runtime's threads, so that the
+            // step timeout and the plan deadline can abandon it.
+            let owned = expression.to_owned();
+            tokio::task::spawn_blocking(move || evaluate(&owned))
+                .await
+                .map_err(|e| ToolError::failed(format!("the calculator stopped: {e}")))?
+        },
+    ))
+}
+
+/// The calculator's own checks, also for callers that skip the schema.
+fn check_expression(expression: &str) -> Result<(), ToolError> {
+    let chars = expression.chars().count();
+    if chars > MAX_EXPRESSION_CHARS {
+        return Err(ToolError::invalid(format!(
+            "the expression is {chars} characters, more than the limit of {MAX_EXPRESSION_CHARS}"
+        )));
+    }
+    let mut depth = 0usize;
+    for c in expression.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                if depth > MAX_EXPRESSION_NESTING {
+                    return Err(ToolError::invalid(format!(
+                        "the expression nests parentheses deeper than the limit of {MAX_EXPRESSION_NESTING}"
+                    )));
+                }
+            }
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn evaluate(expression: &str) -> ToolResult {
+    // Quoted in errors, at most 200 bytes of it.
+    let shown = || {
+        let mut shown = format!("{expression:?}");
+        truncate_string(&mut shown, 200);
+        shown
+    };
+    let value = exmex::eval_str::<f64>(expression)
+        .map_err(|e| ToolError::failed(format!("cannot evaluate {}: {e}", shown())))?;
+    number(value)
+        .ok_or_else(|| ToolError::failed(format!("{} has no finite result ({value})", shown())))
+}
+
+/// A finite number as JSON, whole numbers as integers; `None` for NaN and infinities.
+pub(crate) fn number(v: f64) -> Option<Value> {
+    if !v.is_finite() {
+        return None;
+    }
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        return Some(json!(v as i64));
+    }
+    serde_json::Number::from_f64(v).map(Value::Number)
+}
