@@ -1,5 +1,5 @@
-//! Query plans end to end: the dialect compiled by core, run by the core scheduler, branches answered
-//! by the synthesizer through a test model that records every request.
+//! Query plans end to end: the dialect compiled into the core plan IR, run by the core scheduler,
+//! branches answered by the synthesizer through a test model that records every request.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,6 +1,5 @@
 //! Running plans: single steps, chains, independent steps, diamonds, output_steps, fail-forward, waves,
 //! and the two renderings of a run (the summary for the LLM and the JSON report).
-#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::time::Duration;

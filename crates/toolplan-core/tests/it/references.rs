@@ -1,7 +1,6 @@
 //! `$ref:` substitution as a plan sees it: typed insertion, field paths, missing fields, text outputs,
 //! escaping, interpolation inside longer strings, array indexes, hyphenated ids, and the dependency
 //! edges derived from references.
-#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 

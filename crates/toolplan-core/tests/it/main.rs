@@ -1,0 +1,9 @@
+//! The integration tests of toolplan-core, one module per subject, in one test binary.
+#![allow(clippy::unwrap_used)]
+
+mod execution;
+mod prop_parser;
+mod prop_scheduler;
+mod references;
+mod scheduler;
+mod validation;
