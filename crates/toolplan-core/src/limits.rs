@@ -44,7 +44,7 @@ impl Default for Limits {
 }
 
 /// Counts the bytes of a value's compact JSON text without building the text.
-pub fn json_size(value: &serde_json::Value) -> usize {
+pub(crate) fn json_size(value: &serde_json::Value) -> usize {
     json_size_within(value, usize::MAX).unwrap_or(usize::MAX)
 }
 
@@ -53,7 +53,7 @@ pub fn json_size(value: &serde_json::Value) -> usize {
 ///
 /// Counted by walking the value, without recursion and without running a serializer: this runs
 /// once or twice for every step of every plan, so a scalar costs a handful of instructions.
-pub fn json_size_within(value: &serde_json::Value, limit: usize) -> Option<usize> {
+pub(crate) fn json_size_within(value: &serde_json::Value, limit: usize) -> Option<usize> {
     use serde_json::Value;
     let mut n = 0usize;
     let mut add = |k: usize| {
@@ -147,7 +147,7 @@ fn decimal_digits(mut u: u64) -> usize {
 /// How deeply arrays and objects nest in `value` (`1` → 0, `[]` → 1, `{"a": [1]}` → 2), found without
 /// recursion (so a value of any depth is measured without exhausting the stack). Stops as soon as
 /// the depth passes `limit` and returns `None` then.
-pub fn value_depth(value: &serde_json::Value, limit: usize) -> Option<usize> {
+pub(crate) fn value_depth(value: &serde_json::Value, limit: usize) -> Option<usize> {
     use serde_json::Value;
     fn children(v: &Value) -> Option<Box<dyn Iterator<Item = &Value> + '_>> {
         match v {
@@ -185,7 +185,7 @@ pub fn value_depth(value: &serde_json::Value, limit: usize) -> Option<usize> {
 
 /// Drops a value of any depth without recursion (the drop glue of `serde_json::Value` recurses, so
 /// a deep enough value would exhaust the stack).
-pub fn drop_deep(value: serde_json::Value) {
+pub(crate) fn drop_deep(value: serde_json::Value) {
     use serde_json::Value;
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {
@@ -198,7 +198,7 @@ pub fn drop_deep(value: serde_json::Value) {
 }
 
 /// A size in bytes for people: `512 bytes`, `1.5 KB`, `99.9 MB` (decimal units).
-pub fn human_bytes(n: usize) -> String {
+pub(crate) fn human_bytes(n: usize) -> String {
     const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
     if n < 1000 {
         return format!("{n} bytes");
