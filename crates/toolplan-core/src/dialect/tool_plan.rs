@@ -1,4 +1,4 @@
-//! The tool-plan dialect (`execute_tool_plan`, seed-compatible):
+//! The tool-plan dialect, toolplan's native plan format (agentle4j's `execute_tool_plan` format):
 //!
 //! ```json
 //! {"steps": [{"id": "a", "tool": "get_weather", "arguments": "{\"location\": \"Tokyo\"}"},
@@ -6,7 +6,7 @@
 //!  "output_steps": ["b"]}
 //! ```
 //!
-//! `arguments` is a JSON string (as in the seed) or a JSON object; missing or `null` means `{}`.
+//! `arguments` is a JSON string (as in agentle4j) or a JSON object; missing or `null` means `{}`.
 //! `depends_on` (a list of step ids) is an optional extension for ordering steps that pass no data.
 //! `thought` (text) is an optional extension too: the planner's reasoning, written before the steps
 //! (it helps small models plan), kept out of execution.
@@ -36,8 +36,7 @@ pub fn compile_value(
     tools: &ToolRegistry,
     limits: &Limits,
 ) -> Result<Plan, InvalidPlan> {
-    let (draft, problems) = parse_value(value, limits);
-    plan::validate(draft, problems, tools)
+    super::compile_value(&ToolPlan, value, tools, limits).map(|(plan, ())| plan)
 }
 
 /// The native plan format as a [`Dialect`](super::Dialect): every plan drafts, problems or not.
