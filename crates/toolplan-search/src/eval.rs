@@ -94,10 +94,7 @@ pub fn judge(q: &Question, response: &Value) -> bool {
             let got: std::collections::BTreeMap<String, u64> = buckets
                 .iter()
                 .filter_map(|b| {
-                    let key = match b.get("key")? {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
+                    let key = toolplan_core::value_as_text(b.get("key")?).into_owned();
                     Some((key, b.get("doc_count")?.as_u64()?))
                 })
                 .filter(|(_, n)| *n > 0)

@@ -75,10 +75,7 @@ pub struct PlanParameters {
 
 /// Text of a parameter: strings as they are, other JSON as its text.
 fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+    toolplan_core::value_as_text(v).into_owned()
 }
 
 /// A parameter that is JSON, given as JSON or as a string holding JSON (OpenSearch's parameters

@@ -333,10 +333,7 @@ pub fn sample_text(sample: Option<&Value>) -> String {
     };
     let mut out = serde_json::Map::new();
     for (k, v) in doc {
-        let text = match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
+        let text = toolplan_core::value_as_text(v);
         let cut: String = text.chars().take(SAMPLE_FIELD_CHARS).collect();
         let shown = if cut.len() < text.len() {
             format!("{cut}... [truncated]")
