@@ -28,7 +28,7 @@ pub(super) struct StepSpec {
     pub(super) fail: bool,
     /// How long the tool call sleeps.
     pub(super) ms: u64,
-    /// Whether `arguments` is written as a JSON string (seed style) rather than an object.
+    /// Whether `arguments` is written as a JSON string (agentle4j style) rather than an object.
     pub(super) args_as_string: bool,
     /// Whether the step calls the second recording tool (`rec2`) instead of `rec`.
     pub(super) second_tool: bool,
