@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 use common::servers::servers_dir;
 

@@ -9,7 +9,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 use common::fake_mcp::{config, fake_config, toolplan};
 use common::mcp_stdio::{McpStdio, text_of};

@@ -1,7 +1,7 @@
 //! The `toolplan` binary, driven as a user would: real processes, real files, exit codes and output.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

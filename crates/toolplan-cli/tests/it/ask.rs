@@ -2,7 +2,7 @@
 //! responses (a test double: the real providers' wire formats are tested in toolplan-llm).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use common::{completion, serve};

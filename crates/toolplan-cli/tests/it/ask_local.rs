@@ -4,7 +4,7 @@
 #![cfg(feature = "local")]
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 

@@ -2,7 +2,7 @@
 //! data set (`shared/data`) in a temporary data directory.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //! server (a test double that records the prompts).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

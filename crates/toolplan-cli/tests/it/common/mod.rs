@@ -7,7 +7,7 @@
 pub mod fake_mcp;
 pub mod mcp_stdio;
 /// The real MCP servers and the Python virtualenv the tests run (shared with toolplan-mcp's tests).
-#[path = "../../../toolplan-mcp/tests/it/common.rs"]
+#[path = "../../../../toolplan-mcp/tests/it/common.rs"]
 pub mod servers;
 
 use std::io::{BufRead, BufReader, Read, Write};

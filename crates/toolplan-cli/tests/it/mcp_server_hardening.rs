@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 use common::fake_mcp::fake_config;
 use common::mcp_stdio::{McpStdio, text_of};

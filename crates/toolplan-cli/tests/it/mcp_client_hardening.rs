@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 use common::fake_mcp::{config, fake_config, fake_server, python, run_plan, start_plan};
 use common::mcp_stdio::McpStdio;

@@ -3,7 +3,7 @@
 //! environment.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::TcpListener;

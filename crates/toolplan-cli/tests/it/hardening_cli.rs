@@ -4,7 +4,7 @@
 //! real `toolplan` binary.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output, Stdio};
