@@ -34,6 +34,20 @@ pub struct Interaction {
     pub messages: Vec<Message>,
 }
 
+/// The model's first turn, not run: what [`Agent::propose`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    /// The text the model wrote (its answer when it asked for no tools).
+    pub text: String,
+    /// The tool calls it asked for, as it wrote them (`execute_tool_plan` calls hold the plan).
+    pub calls: Vec<ToolCall>,
+    /// For each `execute_tool_plan` call, in order: the problems that would stop its plan from
+    /// running (empty when it is valid).
+    pub plan_problems: Vec<Vec<String>>,
+    /// What the model call cost.
+    pub record: Record,
+}
+
 /// A model with instructions and tools.
 pub struct Agent {
     pub(crate) name: String,
@@ -81,11 +95,7 @@ impl Agent {
     ) -> Result<Interaction, AgentError> {
         let start = Instant::now();
         let mut record = Record::default();
-        let mut messages = Vec::with_capacity(8);
-        if !self.system.is_empty() {
-            messages.push(Message::system(self.system.clone()));
-        }
-        messages.push(Message::user(input));
+        let mut messages = self.opening(input);
         // The direct calls of this interaction: a call repeated with the same arguments is answered
         // from here instead of another run.
         let mut memory = CallMemory::new();
@@ -101,38 +111,15 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
-            record.turns += 1;
-            let request = ChatRequest {
-                messages: messages.clone(),
-                tools: self.definitions.clone(),
-                tool_choice: if self.definitions.is_empty()
-                    || repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER
-                {
-                    ToolChoice::None
-                } else {
-                    ToolChoice::Auto
-                },
-                parallel_tool_calls: self.parallel_tool_calls,
-                think_first: self.think_first || (self.think_after_plan && after_plan),
-                ..ChatRequest::default()
-            };
-            let asked = Instant::now();
-            let response = self.model.chat(&request, cancel).await?;
-            let took = asked.elapsed();
-            record.llm_calls += 1;
-            record.input_tokens += response.usage.input_tokens;
-            record.output_tokens += response.usage.output_tokens;
-            record.model_elapsed += took;
-            if response
-                .message
-                .tool_calls
-                .iter()
-                .any(|c| c.name == EXECUTE_TOOL_PLAN)
-            {
-                record.planning_elapsed += took;
-                record.planning_output_tokens += response.usage.output_tokens;
-            }
-            let mut message = response.message;
+            let mut message = self
+                .ask_model(
+                    &messages,
+                    repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER,
+                    after_plan,
+                    &mut record,
+                    cancel,
+                )
+                .await?;
             if self.answer_in_plan {
                 for call in &mut message.tool_calls {
                     if call.name == EXECUTE_TOOL_PLAN {
@@ -198,5 +185,96 @@ impl Agent {
             record: Box::new(record),
             messages,
         })
+    }
+
+    /// The model's first turn for `input`, with nothing run: the answer it wrote or the tool calls
+    /// (and plans) it asked for. For a dry run (`toolplan ask --dry-run`), and for benchmarks that
+    /// score the calls a model makes rather than their results. A plan's answer field, if any, is
+    /// left in its arguments.
+    pub async fn propose(
+        &self,
+        input: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Proposal, AgentError> {
+        let start = Instant::now();
+        let mut record = Record::default();
+        let messages = self.opening(input);
+        let message = self
+            .ask_model(&messages, false, false, &mut record, cancel)
+            .await?;
+        record.tool_calls = message.tool_calls.len();
+        record.elapsed = start.elapsed();
+        let plans = message
+            .tool_calls
+            .iter()
+            .filter(|c| c.name == EXECUTE_TOOL_PLAN)
+            .map(|c| match &self.planner {
+                Some(planner) => planner
+                    .compile(c.arguments.clone())
+                    .err()
+                    .map(|invalid| invalid.problems.iter().map(|p| p.to_string()).collect())
+                    .unwrap_or_default(),
+                None => vec![format!("unknown tool '{EXECUTE_TOOL_PLAN}'")],
+            })
+            .collect();
+        Ok(Proposal {
+            text: message.content,
+            calls: message.tool_calls,
+            plan_problems: plans,
+            record,
+        })
+    }
+
+    /// A conversation's first messages: the system prompt (if any) and the user's input.
+    fn opening(&self, input: &str) -> Vec<Message> {
+        let mut messages = Vec::with_capacity(8);
+        if !self.system.is_empty() {
+            messages.push(Message::system(self.system.clone()));
+        }
+        messages.push(Message::user(input));
+        messages
+    }
+
+    /// One model call on `messages`: the request this agent sends at that point of a conversation
+    /// (tools offered unless `answer_now`; a thought first where the builder says), its cost added to
+    /// `record`, and the reply.
+    async fn ask_model(
+        &self,
+        messages: &[Message],
+        answer_now: bool,
+        after_plan: bool,
+        record: &mut Record,
+        cancel: &CancellationToken,
+    ) -> Result<Message, AgentError> {
+        record.turns += 1;
+        let request = ChatRequest {
+            messages: messages.to_vec(),
+            tools: self.definitions.clone(),
+            tool_choice: if self.definitions.is_empty() || answer_now {
+                ToolChoice::None
+            } else {
+                ToolChoice::Auto
+            },
+            parallel_tool_calls: self.parallel_tool_calls,
+            think_first: self.think_first || (self.think_after_plan && after_plan),
+            ..ChatRequest::default()
+        };
+        let asked = Instant::now();
+        let response = self.model.chat(&request, cancel).await?;
+        let took = asked.elapsed();
+        record.llm_calls += 1;
+        record.input_tokens += response.usage.input_tokens;
+        record.output_tokens += response.usage.output_tokens;
+        record.model_elapsed += took;
+        if response
+            .message
+            .tool_calls
+            .iter()
+            .any(|c| c.name == EXECUTE_TOOL_PLAN)
+        {
+            record.planning_elapsed += took;
+            record.planning_output_tokens += response.usage.output_tokens;
+        }
+        Ok(response.message)
     }
 }

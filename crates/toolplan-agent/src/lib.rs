@@ -36,7 +36,7 @@ mod repeats;
 pub mod scripted;
 mod turn;
 
-pub use agent::{Agent, Interaction, REPEAT_TURNS_BEFORE_ANSWER};
+pub use agent::{Agent, Interaction, Proposal, REPEAT_TURNS_BEFORE_ANSWER};
 pub use answer::ANSWER_TOOL;
 pub use builder::{AgentBuilder, DEFAULT_MAX_RESULT_BYTES};
 pub use error::AgentError;

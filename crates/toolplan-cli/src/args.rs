@@ -189,9 +189,19 @@ pub struct AskArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Print one JSON object: answer, llm_calls, input_tokens, output_tokens, tool_calls, plans,
-    /// plan_steps, turns, tool_errors, elapsed_ms, model, planning.
+    /// plan_steps, turns, tool_errors, elapsed_ms, model, planning (and error when there is no
+    /// answer; calls and plan_problems with --dry-run).
     #[arg(long)]
     pub json: bool,
+    /// Ask the model once and show what it asks for (its tool calls, and each plan with the problems
+    /// that would stop it), running nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Tools declared by a JSON file, with no implementation (for --dry-run): an array of
+    /// {name, description, parameters}, of OpenAI's {"type": "function", "function": {...}} or of
+    /// MCP's {name, description, inputSchema}. The built-in tool set then defaults to none.
+    #[arg(long, value_name = "FILE", requires = "dry_run")]
+    pub tool_defs: Option<PathBuf>,
     /// Print the conversation (tool calls and results) on standard error.
     #[arg(long, short)]
     pub verbose: bool,

@@ -161,7 +161,8 @@ impl<'a> Given<'a> {
             Command::Ask(a) => Given {
                 config: a.config.as_deref(),
                 reads_config: true,
-                tools: Some(a.tools),
+                // Declared tools are the ones asked about: no built-in set unless named.
+                tools: Some(a.tools.or(a.tool_defs.is_some().then_some(ToolSet::None))),
                 flags: LimitFlags::default(),
                 base: RunConfig::default(),
             },

@@ -88,3 +88,75 @@ pub async fn engine(settings: &Settings) -> anyhow::Result<Engine> {
         .with_limits(settings.limits.clone())
         .with_config(settings.run.clone()))
 }
+
+/// Largest `--tool-defs` file read, in bytes.
+pub const MAX_TOOL_DEFS_BYTES: u64 = 8 << 20;
+
+/// The tools a `--tool-defs` file declares: each has a name, a description and a JSON Schema of its
+/// arguments, and no implementation (calling one is an error that says so). Accepts an array of
+/// `{name, description, parameters}`, OpenAI's `{"type": "function", "function": {...}}` and MCP's
+/// `{name, description, inputSchema}`.
+pub fn declared(path: &std::path::Path) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
+    use anyhow::Context;
+    use serde_json::Value;
+    let size = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    if size > MAX_TOOL_DEFS_BYTES {
+        anyhow::bail!(
+            "{} has {size} bytes; a tool definitions file may have at most {MAX_TOOL_DEFS_BYTES}",
+            path.display()
+        );
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let Value::Array(items) = value else {
+        anyhow::bail!(
+            "{} must hold a JSON array of tool definitions",
+            path.display()
+        );
+    };
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let item = match item {
+            Value::Object(mut o) if o.get("type").and_then(Value::as_str) == Some("function") => {
+                o.remove("function").unwrap_or(Value::Null)
+            }
+            other => other,
+        };
+        let Value::Object(mut o) = item else {
+            anyhow::bail!(
+                "tool definition #{i} in {} is not an object",
+                path.display()
+            );
+        };
+        let Some(Value::String(name)) = o.remove("name") else {
+            anyhow::bail!(
+                "tool definition #{i} in {} has no \"name\" string",
+                path.display()
+            );
+        };
+        let description = match o.remove("description") {
+            Some(Value::String(d)) => d,
+            _ => String::new(),
+        };
+        let parameters = o
+            .remove("parameters")
+            .or_else(|| o.remove("inputSchema"))
+            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+        let message =
+            format!("'{name}' is declared by --tool-defs only: it has no implementation to run");
+        tools.push(Arc::new(toolplan_core::FnTool::new(
+            name,
+            description,
+            parameters,
+            move |_, _| {
+                let message = message.clone();
+                async move { Err(toolplan_core::ToolError::failed(message)) }
+            },
+        )));
+    }
+    Ok(tools)
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use std::sync::Arc;
-use toolplan_agent::{Agent, AgentError, Planning, Record};
+use toolplan_agent::{Agent, AgentError, Planning, Proposal, Record};
 
 use indicatif::ProgressBar;
 use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, Message, ModelSpec, Role};
@@ -52,6 +52,9 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
     }
+    if let Some(file) = &args.tool_defs {
+        tools.extend(toolset::declared(file)?);
+    }
     let tools = toolset::with_mcp(tools, config).await?;
     let query_planner = args.planner == PlannerArg::QueryPlan;
     let planning = !query_planner && !args.no_plan && config.planning.unwrap_or(true);
@@ -88,6 +91,13 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
         s.set_message("thinking…");
     }
     let cancel = cancel_on_interrupt();
+    if args.dry_run {
+        let result = agent.propose(&args.question, &cancel).await;
+        if let Some(s) = &spinner {
+            s.finish_and_clear();
+        }
+        return print_proposal(result, &args, &spec, planning);
+    }
     let result = agent.interact_with(&args.question, &cancel).await;
     if let Some(s) = &spinner {
         s.finish_and_clear();
@@ -109,7 +119,13 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
             }
             anyhow::bail!(message)
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => {
+            if args.json {
+                let head = json!({"answer": null, "error": e.to_string(), "model": spec.to_string(), "planning": planning});
+                outln!("{head}")?;
+            }
+            return Err(e.into());
+        }
     };
     if args.verbose {
         print_conversation(&interaction.messages);
@@ -134,6 +150,68 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
             r.elapsed.as_secs_f64()
         );
     }
+    Ok(Outcome::Ok)
+}
+
+/// Prints what the model asked for in a dry run: its calls (each plan's steps, and the problems that
+/// would stop it) or its answer.
+fn print_proposal(
+    result: Result<Proposal, AgentError>,
+    args: &AskArgs,
+    spec: &ModelSpec,
+    planning: bool,
+) -> anyhow::Result<Outcome> {
+    let proposal = match result {
+        Ok(p) => p,
+        Err(e) => {
+            if args.json {
+                let head = json!({"answer": null, "error": e.to_string(), "model": spec.to_string(), "planning": planning, "dry_run": true});
+                outln!("{head}")?;
+            }
+            return Err(e.into());
+        }
+    };
+    let r = &proposal.record;
+    if args.json {
+        let calls: Vec<serde_json::Value> = proposal
+            .calls
+            .iter()
+            .map(|c| json!({"name": c.name, "arguments": c.arguments}))
+            .collect();
+        let answer = proposal.calls.is_empty().then_some(&proposal.text);
+        let head = json!({"answer": answer, "calls": calls, "plan_problems": proposal.plan_problems,
+            "dry_run": true, "model": spec.to_string(), "planning": planning});
+        outln!("{}", with_record(head, r))?;
+        return Ok(Outcome::Ok);
+    }
+    if proposal.calls.is_empty() {
+        outln!("{}", proposal.text.trim())?;
+    }
+    let mut problems = proposal.plan_problems.iter();
+    for call in &proposal.calls {
+        if call.name != toolplan_core::EXECUTE_TOOL_PLAN {
+            outln!("{}({})", call.name, call.arguments)?;
+            continue;
+        }
+        outln!("execute_tool_plan:")?;
+        let steps = call.arguments.get("steps").and_then(|s| s.as_array());
+        for step in steps.into_iter().flatten() {
+            let field = |k: &str| step.get(k).and_then(|v| v.as_str()).unwrap_or("?");
+            let arguments = step.get("arguments").cloned().unwrap_or_default();
+            outln!("  {} = {}({})", field("id"), field("tool"), arguments)?;
+        }
+        for problem in problems.next().into_iter().flatten() {
+            outln!("  problem: {problem}")?;
+        }
+    }
+    eprintln!(
+        "(dry run: nothing was run; {} model call{}, {} input / {} output tokens, {:.1}s)",
+        r.llm_calls,
+        plural(r.llm_calls),
+        r.input_tokens,
+        r.output_tokens,
+        r.elapsed.as_secs_f64()
+    );
     Ok(Outcome::Ok)
 }
 

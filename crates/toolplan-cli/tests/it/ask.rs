@@ -215,3 +215,188 @@ fn running_out_of_turns_still_reports_the_cost_in_json() {
     assert_eq!(v["input_tokens"], 1000, "{v}");
     assert_eq!(v["tool_calls"], 2, "{v}");
 }
+
+/// Writes `text` to a fresh file in the temp dir and returns its path.
+fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("toolplan-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn dry_run_shows_the_plan_and_runs_nothing() {
+    // The plan calls a declared tool, which has no implementation: running it would fail.
+    let defs = temp_file(
+        "defs.json",
+        &json!([
+            {"type": "function", "function": {"name": "spotify_play", "description": "Play an artist.",
+             "parameters": {"type": "object", "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}},
+                            "required": ["artist"]}}},
+            {"name": "mcp_style", "description": "An MCP tool.", "inputSchema": {"type": "object"}}
+        ])
+        .to_string(),
+    );
+    let plan = json!({"steps": [
+        {"id": "a", "tool": "spotify_play", "arguments": {"artist": "Taylor Swift", "duration": 20}},
+        {"id": "b", "tool": "spotify_play", "arguments": {"artist": "Maroon 5", "duration": 15}},
+        {"id": "c", "tool": "get_weather", "arguments": {"location": "$ref:a"}}
+    ]});
+    let (url, seen) = serve(vec![completion(
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "execute_tool_plan", "arguments": plan.to_string()}},
+            {"id": "call_2", "type": "function", "function": {"name": "mcp_style", "arguments": "{}"}}]}),
+        700,
+        90,
+    )]);
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args([
+            "ask",
+            "Play Taylor Swift for 20 minutes and Maroon 5 for 15",
+            "--model",
+            "openai:test",
+        ])
+        .args(["--base-url", &url, "--json", "--dry-run", "--tool-defs"])
+        .arg(&defs)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["answer"], Value::Null);
+    assert_eq!(v["llm_calls"], 1);
+    assert_eq!(v["input_tokens"], 700);
+    assert_eq!(v["calls"][0]["name"], "execute_tool_plan");
+    assert_eq!(
+        v["calls"][0]["arguments"]["steps"][1]["arguments"]["artist"],
+        "Maroon 5"
+    );
+    assert_eq!(v["calls"][1]["name"], "mcp_style");
+    // The demo tools are not there with declared tools: the plan's third step names an unknown tool.
+    let problems = v["plan_problems"][0].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].as_str().unwrap().contains("get_weather"),
+        "{problems:?}"
+    );
+    // One model call: nothing ran, so nothing went back to the model.
+    let requests = seen.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["execute_tool_plan", "spotify_play", "mcp_style"]);
+    let _ = std::fs::remove_file(defs);
+}
+
+#[test]
+fn dry_run_without_json_prints_each_step() {
+    let plan = json!({"steps": [
+        {"id": "t", "tool": "get_weather", "arguments": {"location": "Tokyo"}}]});
+    let (url, _seen) = serve(vec![completion(
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "execute_tool_plan", "arguments": plan.to_string()}}]}),
+        10,
+        5,
+    )]);
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args([
+            "ask",
+            "weather in Tokyo?",
+            "--model",
+            "openai:test",
+            "--base-url",
+            &url,
+        ])
+        .args(["--dry-run", "--tools", "demo"])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "execute_tool_plan:\n  t = get_weather({\"location\":\"Tokyo\"})\n"
+    );
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("dry run: nothing was run")
+    );
+}
+
+/// `toolplan ask hi` with an OpenAI-compatible model at the discard port, where nothing listens.
+fn ask_unserved() -> Command {
+    let mut cmd = Command::cargo_bin("toolplan").unwrap();
+    cmd.args(["ask", "hi", "--model", "openai:test"])
+        .args(["--base-url", "http://127.0.0.1:9"]);
+    cmd
+}
+
+/// `toolplan ask hi --dry-run --tool-defs PATH` against a model nobody serves: what the definitions
+/// file alone decides.
+fn dry_run_with_defs(path: &std::path::Path) -> std::process::Output {
+    ask_unserved()
+        .args(["--dry-run", "--tool-defs"])
+        .arg(path)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bad_tool_definitions_are_clear_errors() {
+    for (text, expected) in [
+        ("{\"name\": \"x\"}", "must hold a JSON array"),
+        ("[{\"description\": \"no name\"}]", "has no \"name\" string"),
+        ("[1]", "is not an object"),
+        ("[{\"name\": \"x\", \"parameters\": {\"type\": 5}}]", "x"),
+        ("not json", "is not JSON"),
+    ] {
+        let defs = temp_file("bad-defs.json", text);
+        let out = dry_run_with_defs(&defs);
+        let _ = std::fs::remove_file(&defs);
+        assert!(!out.status.success(), "{text}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.contains(expected), "{text}: {stderr}");
+    }
+    // Tool definitions describe tools to ask about, not to run.
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args(["ask", "hi", "--tool-defs", "x.json"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8(out.stderr).unwrap().contains("--dry-run"));
+}
+
+#[test]
+fn an_oversized_tool_definitions_file_is_refused_before_reading() {
+    let path = std::env::temp_dir().join(format!("toolplan-{}-huge-defs.json", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    // Sparse: no 9 MB written.
+    file.set_len(9 << 20).unwrap();
+    let out = dry_run_with_defs(&path);
+    let _ = std::fs::remove_file(&path);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("at most 8388608"), "{stderr}");
+}
+
+#[test]
+fn json_prints_one_object_when_the_model_fails() {
+    // Nothing listens on the discard port: the model call fails.
+    let out = ask_unserved()
+        .arg("--json")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["answer"], Value::Null);
+    assert!(v["error"].as_str().unwrap().len() > 5, "{v}");
+}
