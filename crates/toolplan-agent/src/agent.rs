@@ -11,8 +11,10 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use toolplan_core::{EXECUTE_TOOL_PLAN, Engine};
-use toolplan_llm::{ChatModel, ChatRequest, Message, ToolCall, ToolChoice, ToolDefinition};
-use toolplan_planner::ExecuteToolPlan;
+use toolplan_llm::{
+    ChatModel, ChatRequest, LlmError, Message, StopReason, ToolCall, ToolChoice, ToolDefinition,
+};
+use toolplan_planner::{CUT_OFF_NOTE, ExecuteToolPlan};
 
 use crate::answer::forget_unused_answer;
 use crate::error::AgentError;
@@ -111,7 +113,7 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
-            let mut message = self
+            let (mut message, stop) = self
                 .ask_model(
                     &messages,
                     repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER,
@@ -119,7 +121,12 @@ impl Agent {
                     &mut record,
                     cancel,
                 )
-                .await?;
+                .await
+                .map_err(|e| AgentError::model(e, &record))?;
+            let cut_off = stop == StopReason::MaxTokens && !message.tool_calls.is_empty();
+            if cut_off {
+                record.cut_replies += 1;
+            }
             if self.answer_in_plan {
                 for call in &mut message.tool_calls {
                     if call.name == EXECUTE_TOOL_PLAN {
@@ -164,9 +171,17 @@ impl Agent {
             }
             after_plan = fresh.iter().any(|c| c.name == EXECUTE_TOOL_PLAN);
             let mut fresh_results = fresh_results.into_iter();
+            let cut_note = cut_off.then_some(CUT_OFF_NOTE);
             let results: Vec<Message> = repeats
                 .into_iter()
                 .filter_map(|r| r.or_else(|| fresh_results.next()))
+                .map(|mut m| {
+                    // The calls that were written whole ran; the model learns the rest did not.
+                    if let Some(note) = cut_note {
+                        m.content.push_str(note);
+                    }
+                    m
+                })
                 .collect();
             messages.extend(results);
             if let Some(answer) = answer {
@@ -199,9 +214,13 @@ impl Agent {
         let start = Instant::now();
         let mut record = Record::default();
         let messages = self.opening(input);
-        let message = self
+        let (message, stop) = self
             .ask_model(&messages, false, false, &mut record, cancel)
-            .await?;
+            .await
+            .map_err(|e| AgentError::model(e, &record))?;
+        if stop == StopReason::MaxTokens && !message.tool_calls.is_empty() {
+            record.cut_replies += 1;
+        }
         record.tool_calls = message.tool_calls.len();
         record.elapsed = start.elapsed();
         let plans = message
@@ -245,7 +264,7 @@ impl Agent {
         after_plan: bool,
         record: &mut Record,
         cancel: &CancellationToken,
-    ) -> Result<Message, AgentError> {
+    ) -> Result<(Message, StopReason), LlmError> {
         record.turns += 1;
         let request = ChatRequest {
             messages: messages.to_vec(),
@@ -275,6 +294,6 @@ impl Agent {
             record.planning_elapsed += took;
             record.planning_output_tokens += response.usage.output_tokens;
         }
-        Ok(response.message)
+        Ok((response.message, response.stop))
     }
 }

@@ -4,9 +4,11 @@
 
 use std::sync::Arc;
 
-use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, Limits, RunConfig, Tool, ToolRegistry};
+use toolplan_core::{
+    EXECUTE_TOOL_PLAN, Engine, Limits, RepeatedCalls, RunConfig, Tool, ToolRegistry,
+};
 use toolplan_llm::{ChatModel, ToolDefinition};
-use toolplan_planner::Planning;
+use toolplan_planner::{Planning, ToolListing};
 
 use crate::agent::Agent;
 use crate::answer::{ANSWER_TOOL, answer_tool};
@@ -22,6 +24,7 @@ pub struct AgentBuilder {
     instructions: String,
     tools: Vec<Arc<dyn Tool>>,
     planning: Planning,
+    plan_listing: Option<ToolListing>,
     parallel_tool_calls: Option<bool>,
     think_first: Option<bool>,
     max_turns: usize,
@@ -86,6 +89,14 @@ impl AgentBuilder {
         self
     }
 
+    /// How `execute_tool_plan`'s description lists the tools when it is offered alone (default:
+    /// [`ToolListing::Signatures`] for [`Planning::Only`] and [`Planning::OnlyWithAnswer`]; beside
+    /// the tools, the description omits them, as the model reads them as tools).
+    pub fn plan_listing(mut self, listing: ToolListing) -> Self {
+        self.plan_listing = Some(listing);
+        self
+    }
+
     /// Most model turns per interaction (default 10).
     pub fn max_turns(mut self, turns: usize) -> Self {
         self.max_turns = turns.max(1);
@@ -139,9 +150,15 @@ impl AgentBuilder {
                 .register(tool)
                 .map_err(|e| AgentError::Config(e.to_string()))?;
         }
+        // Plans here are written by a model: a repeated call of a tool that is not read-only or
+        // idempotent is far more often a plan written in a loop than a call meant twice.
+        let limits = Limits {
+            repeated_calls: RepeatedCalls::ShareOrReject,
+            ..self.limits
+        };
         let engine = Arc::new(
             Engine::new(Arc::new(registry))
-                .with_limits(self.limits)
+                .with_limits(limits)
                 .with_config(self.run_config),
         );
         let mut definitions: Vec<ToolDefinition> = if planning.plan_only() {
@@ -162,6 +179,10 @@ impl AgentBuilder {
         };
         let planner = planning
             .execute_tool_plan(Arc::clone(&engine))
+            .map(|p| match self.plan_listing {
+                Some(listing) if planning.plan_only() => p.listing(listing),
+                _ => p,
+            })
             .map(Arc::new);
         if let Some(p) = &planner {
             // First in the list: small models favour the tools they read first. Providers that
@@ -211,6 +232,7 @@ impl Agent {
             instructions: String::new(),
             tools: Vec::new(),
             planning: Planning::Off,
+            plan_listing: None,
             parallel_tool_calls: None,
             think_first: None,
             max_turns: 10,

@@ -10,8 +10,13 @@ use crate::record::Record;
 pub enum AgentError {
     /// The model call failed (after the provider's retries). The message includes the model error's,
     /// so it is not also given as a source (that would print it twice).
-    #[error("model call failed: {0}")]
-    Llm(LlmError),
+    #[error("model call failed: {error}")]
+    Llm {
+        /// What the model call answered.
+        error: LlmError,
+        /// What the interaction cost until then, the failed call not counted.
+        record: Box<Record>,
+    },
     /// The model was still calling tools when the turn limit was reached.
     #[error("no answer after {} turns (the limit): the model kept calling tools", .record.turns)]
     MaxTurns {
@@ -28,11 +33,23 @@ pub enum AgentError {
     Cancelled,
 }
 
-impl From<LlmError> for AgentError {
-    fn from(e: LlmError) -> Self {
-        match e {
+impl AgentError {
+    /// The error for a failed model call, after `record`.
+    pub(crate) fn model(error: LlmError, record: &Record) -> Self {
+        match error {
             LlmError::Cancelled => AgentError::Cancelled,
-            other => AgentError::Llm(other),
+            error => AgentError::Llm {
+                error,
+                record: Box::new(record.clone()),
+            },
+        }
+    }
+
+    /// What the interaction cost until it ended with this error, where that is known.
+    pub fn record(&self) -> Option<&Record> {
+        match self {
+            AgentError::Llm { record, .. } | AgentError::MaxTurns { record, .. } => Some(record),
+            _ => None,
         }
     }
 }

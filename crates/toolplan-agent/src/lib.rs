@@ -42,4 +42,4 @@ pub use builder::{AgentBuilder, DEFAULT_MAX_RESULT_BYTES};
 pub use error::AgentError;
 pub use record::Record;
 pub use repeats::{REPEATED_CALL, REPEATED_CALL_HINT, REPEATED_FAILURE, REPEATED_FAILURE_HINT};
-pub use toolplan_planner::Planning;
+pub use toolplan_planner::{Planning, ToolListing};

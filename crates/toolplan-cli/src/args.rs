@@ -170,6 +170,11 @@ pub struct AskArgs {
     /// Offer only execute_tool_plan (listing every tool's arguments): every tool use is a plan.
     #[arg(long, conflicts_with = "no_plan")]
     pub plan_only: bool,
+    /// How the planner lists the tools with --plan-only: signatures (one line each), documented
+    /// (each signature with a line per argument: description, format, bounds, default) or schemas
+    /// (each tool's JSON Schema).
+    #[arg(long, value_enum, value_name = "FORM", requires = "plan_only")]
+    pub plan_listing: Option<PlanListing>,
     /// Give plans an `answer` field whose text (results inserted by $ref) is the answer: a plan
     /// whose steps all succeed then needs no second model call.
     #[arg(long, conflicts_with = "no_plan")]
@@ -205,6 +210,17 @@ pub struct AskArgs {
     /// Print the conversation (tool calls and results) on standard error.
     #[arg(long, short)]
     pub verbose: bool,
+}
+
+/// How `execute_tool_plan` lists the tools when it is offered alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanListing {
+    /// `name(arg: type, optional?: type): what it does`.
+    Signatures,
+    /// Signatures, and a line per argument with what its schema says beyond the type.
+    Documented,
+    /// Each tool's name, JSON Schema and description.
+    Schemas,
 }
 
 /// The planner `toolplan ask` offers.

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::dialect::tool_plan;
 use crate::error::{InvalidPlan, Problem};
-use crate::limits::Limits;
+use crate::limits::{Limits, RepeatedCalls};
 use crate::plan::{self, DraftPlan, DraftStep, Plan};
 use crate::run::{PlanRun, StepRecord};
 use crate::scheduler::{self, RunConfig, RunControl};
@@ -147,7 +147,7 @@ impl Engine {
                 steps: pending.iter().map(|(_, s)| s.clone()).collect(),
                 output_steps: Vec::new(),
             };
-            match plan::validate(draft, Vec::new(), &self.tools) {
+            match plan::validate(draft, Vec::new(), &self.tools, RepeatedCalls::RunEach) {
                 Ok(plan) => break Some(plan),
                 Err(invalid) => {
                     let mut refused = false;

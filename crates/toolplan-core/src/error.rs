@@ -81,6 +81,19 @@ pub enum Problem {
         /// Position of the repeat.
         second: usize,
     },
+    /// A step that makes the same call as an earlier one (same tool, same arguments) of a tool that
+    /// does not say repeats are harmless ([`crate::RepeatedCalls::ShareOrReject`]).
+    #[error(
+        "step '{step}' makes the same call as step '{first}' ({tool} with the same arguments): make each call once, and refer to its result where it is needed again"
+    )]
+    RepeatedCall {
+        /// The repeat.
+        step: String,
+        /// The earlier step with the same call.
+        first: String,
+        /// The tool.
+        tool: String,
+    },
     /// A step whose tool is empty.
     #[error("step '{step}' has a blank tool name")]
     BlankTool {
@@ -238,7 +251,8 @@ impl Problem {
             | Problem::ArgumentsTooLarge { step, .. }
             | Problem::UnknownReference { step, .. }
             | Problem::UnknownDependency { step, .. }
-            | Problem::SchemaViolation { step, .. } => Some(step),
+            | Problem::SchemaViolation { step, .. }
+            | Problem::RepeatedCall { step, .. } => Some(step),
             Problem::LeafWithoutTool { node }
             | Problem::UnknownNodeTool { node, .. }
             | Problem::UnknownNode { node, .. }

@@ -7,7 +7,7 @@ use std::future::Future;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::tool::{Tool, ToolContext, ToolResult};
+use crate::tool::{Tool, ToolAnnotations, ToolContext, ToolResult};
 
 /// A tool made of a name, a description, a JSON Schema of its arguments and an async closure that
 /// serves the calls.
@@ -34,6 +34,7 @@ pub struct FnTool<F> {
     name: String,
     description: String,
     parameters: Value,
+    annotations: ToolAnnotations,
     call: F,
 }
 
@@ -56,8 +57,16 @@ where
             name: name.into(),
             description: description.into(),
             parameters,
+            annotations: ToolAnnotations::default(),
             call,
         }
+    }
+
+    /// Says what the tool's calls do beyond answering ([`Tool::annotations`]; default: nothing
+    /// known).
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
     }
 }
 
@@ -81,6 +90,10 @@ where
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {
         (self.call)(arguments, ctx).await
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        self.annotations
     }
 }
 

@@ -65,12 +65,13 @@ mod tool;
 pub use engine::{DirectCall, Engine};
 pub use error::{InvalidPlan, Problem, RegistryError, ToolError};
 pub use fn_tool::FnTool;
-pub use limits::Limits;
+pub use limits::{Limits, RepeatedCalls};
 pub use plan::{EXECUTE_TOOL_PLAN, Plan, Step};
 pub use run::{PlanRun, RunOutcome, StepRecord, StepStatus};
 pub use scheduler::{Observer, RunConfig, RunControl, Schedule, StepFinished, StepStarted};
 pub use tool::{
-    RegisteredTool, Tool, ToolContext, ToolRegistry, ToolResult, output_from_text, value_as_text,
+    RegisteredTool, Tool, ToolAnnotations, ToolContext, ToolRegistry, ToolResult, output_from_text,
+    value_as_text,
 };
 
 /// The README's Rust examples, compiled and run as doc tests so they cannot rot.

@@ -14,6 +14,26 @@ pub struct Limits {
     pub max_argument_bytes: usize,
     /// Longest step id, in characters.
     pub max_id_len: usize,
+    /// What validation does with steps that make the same call (default:
+    /// [`RepeatedCalls::ShareHarmless`]).
+    pub repeated_calls: RepeatedCalls,
+}
+
+/// What validation does with steps that make the same call: the same tool with the same
+/// arguments (references to the same steps included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RepeatedCalls {
+    /// Every copy runs.
+    RunEach,
+    /// A repeated call of a tool that says repeats are harmless (read-only or idempotent,
+    /// [`crate::ToolAnnotations::repeat_is_harmless`]) runs once: the later copies wait for the first
+    /// and get its result. Repeated calls of other tools run each.
+    #[default]
+    ShareHarmless,
+    /// As [`ShareHarmless`](Self::ShareHarmless), and a repeated call of any other tool is a problem
+    /// in the plan: for plans written by models, where such a repeat is far more often a plan
+    /// written in a loop than a call meant twice.
+    ShareOrReject,
 }
 
 /// Default of [`crate::RunConfig::max_value_depth`]: serde_json's own parsing limit, so every value
@@ -39,6 +59,7 @@ impl Default for Limits {
             max_steps: 10_000,
             max_argument_bytes: 1024 * 1024,
             max_id_len: 128,
+            repeated_calls: RepeatedCalls::ShareHarmless,
         }
     }
 }

@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::error::{InvalidPlan, Problem};
+use crate::limits::RepeatedCalls;
 use crate::template::Template;
 use crate::tool::ToolRegistry;
 
@@ -55,6 +56,9 @@ pub struct Step {
     pub dependents: Vec<usize>,
     /// The Kahn level: 0 for steps without dependencies, else one more than the deepest dependency.
     pub wave: usize,
+    /// The earlier step that makes the same call, when this step is a repeat that shares its result
+    /// instead of running ([`RepeatedCalls`]); it is then also one of `deps`.
+    pub same_call_as: Option<usize>,
 }
 
 /// A validated, acyclic plan, ready to run any number of times.
@@ -151,6 +155,7 @@ pub fn validate(
     draft: DraftPlan,
     mut problems: Vec<Problem>,
     tools: &ToolRegistry,
+    repeated_calls: RepeatedCalls,
 ) -> Result<Plan, InvalidPlan> {
     let mut index: HashMap<String, usize> = HashMap::with_capacity(draft.steps.len());
     for (i, s) in draft.steps.iter().enumerate() {
@@ -208,8 +213,14 @@ pub fn validate(
             deps,
             dependents: Vec::new(),
             wave: 0,
+            same_call_as: None,
         });
     }
+    let repeats = if repeated_calls == RepeatedCalls::RunEach {
+        Vec::new()
+    } else {
+        repeated_calls_of(&steps, tools, repeated_calls, &mut problems)
+    };
 
     let mut outputs = Vec::with_capacity(draft.output_steps.len());
     for id in &draft.output_steps {
@@ -229,7 +240,7 @@ pub fn validate(
             steps[d].dependents.push(i);
         }
     }
-    let waves = match levels(&mut steps) {
+    let mut waves = match levels(&mut steps) {
         Ok(waves) => waves,
         Err(cycles) => {
             problems.extend(cycles.into_iter().map(|cycle| Problem::Cycle { cycle }));
@@ -239,6 +250,9 @@ pub fn validate(
 
     if !problems.is_empty() {
         return Err(InvalidPlan { problems });
+    }
+    if !repeats.is_empty() {
+        waves = share_repeats(&mut steps, &repeats);
     }
     let explicit_outputs = !outputs.is_empty();
     if !explicit_outputs {
@@ -251,6 +265,76 @@ pub fn validate(
         waves,
         index,
     })
+}
+
+/// The pairs (first, repeat) of steps that make the same call (same tool, same arguments) of a tool
+/// whose repeats are harmless; a repeat of another tool is a problem with
+/// [`RepeatedCalls::ShareOrReject`].
+fn repeated_calls_of(
+    steps: &[Step],
+    tools: &ToolRegistry,
+    repeated_calls: RepeatedCalls,
+    problems: &mut Vec<Problem>,
+) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    // Steps by a hash of their call; equal hashes are compared in full.
+    let mut seen: HashMap<u64, Vec<usize>> = HashMap::with_capacity(steps.len());
+    for (i, step) in steps.iter().enumerate() {
+        let candidates = seen
+            .entry(step.arguments.call_hash(&step.tool))
+            .or_default();
+        let first = candidates
+            .iter()
+            .copied()
+            .find(|&j| steps[j].tool == step.tool && steps[j].arguments == step.arguments);
+        let Some(first) = first else {
+            candidates.push(i);
+            continue;
+        };
+        let harmless = tools
+            .get(&step.tool)
+            .is_some_and(|t| t.tool().annotations().repeat_is_harmless());
+        if harmless {
+            pairs.push((first, i));
+        } else if repeated_calls == RepeatedCalls::ShareOrReject {
+            problems.push(Problem::RepeatedCall {
+                step: step.id.clone(),
+                first: steps[first].id.clone(),
+                tool: step.tool.clone(),
+            });
+        }
+    }
+    pairs
+}
+
+/// Makes each repeat of a (valid, acyclic) plan wait for the copy of its call that runs and take
+/// its result ([`Step::same_call_as`]), and returns the new waves. Of two copies, the one in the
+/// earlier wave runs (the other cannot be among its dependencies), so no cycle is made.
+fn share_repeats(steps: &mut [Step], repeats: &[(usize, usize)]) -> Vec<Vec<usize>> {
+    for &(a, b) in repeats {
+        // `a` may itself be a repeat of an earlier copy: follow to the one that runs.
+        let mut runs = a;
+        while let Some(earlier) = steps[runs].same_call_as {
+            runs = earlier;
+        }
+        let (runs, shares) = if steps[runs].wave <= steps[b].wave {
+            (runs, b)
+        } else {
+            (b, runs)
+        };
+        if runs == shares || steps[shares].same_call_as.is_some() {
+            continue;
+        }
+        let step = &mut steps[shares];
+        step.same_call_as = Some(runs);
+        if let Err(at) = step.deps.binary_search(&runs) {
+            step.deps.insert(at, runs);
+            steps[runs].dependents.push(shares);
+            steps[runs].dependents.sort_unstable();
+        }
+    }
+    // The added dependencies go from an earlier wave to a later or equal one: acyclic still.
+    levels(steps).unwrap_or_default()
 }
 
 fn check_tool(

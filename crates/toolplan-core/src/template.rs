@@ -24,6 +24,62 @@ pub enum Template {
 }
 
 impl Template {
+    /// A hash of a call of `tool` with these arguments: equal calls hash equal (references by the
+    /// step they name and their path). Walks the value with a stack of its own, not by recursion.
+    pub(crate) fn call_hash(&self, tool: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        enum Item<'a> {
+            T(&'a Template),
+            V(&'a Value),
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        tool.hash(&mut h);
+        let mut stack = vec![Item::T(self)];
+        while let Some(item) = stack.pop() {
+            match item {
+                Item::T(Template::Literal(v)) | Item::V(v) => match v {
+                    Value::Null => 0u8.hash(&mut h),
+                    Value::Bool(b) => (1u8, b).hash(&mut h),
+                    Value::Number(n) => (2u8, n.to_string()).hash(&mut h),
+                    Value::String(s) => (3u8, s).hash(&mut h),
+                    Value::Array(a) => {
+                        (4u8, a.len()).hash(&mut h);
+                        stack.extend(a.iter().rev().map(Item::V));
+                    }
+                    Value::Object(o) => {
+                        (5u8, o.len()).hash(&mut h);
+                        for (k, v) in o.iter().rev() {
+                            k.hash(&mut h);
+                            stack.push(Item::V(v));
+                        }
+                    }
+                },
+                Item::T(Template::Ref(r)) => (6u8, &r.step, &r.path).hash(&mut h),
+                Item::T(Template::Interpolated(pieces)) => {
+                    (7u8, pieces.len()).hash(&mut h);
+                    for piece in pieces {
+                        match piece {
+                            Piece::Text(t) => (0u8, t).hash(&mut h),
+                            Piece::Ref(r) => (1u8, &r.step, &r.path).hash(&mut h),
+                        }
+                    }
+                }
+                Item::T(Template::Array(items)) => {
+                    (8u8, items.len()).hash(&mut h);
+                    stack.extend(items.iter().rev().map(Item::T));
+                }
+                Item::T(Template::Object(fields)) => {
+                    (9u8, fields.len()).hash(&mut h);
+                    for (k, v) in fields.iter().rev() {
+                        k.hash(&mut h);
+                        stack.push(Item::T(v));
+                    }
+                }
+            }
+        }
+        h.finish()
+    }
+
     /// Compiles a JSON value, finding every reference in it.
     pub fn compile(value: Value) -> Template {
         match value {

@@ -51,6 +51,41 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     /// Runs the tool.
     async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult;
+    /// What the tool says of its calls' effects (default: nothing known).
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::default()
+    }
+}
+
+/// What a tool says of its calls' effects, as MCP's tool annotations do (`readOnlyHint`,
+/// `idempotentHint`, `destructiveHint`, `openWorldHint`): hints from the tool's author, `None` where
+/// it says nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolAnnotations {
+    /// Calls change nothing.
+    pub read_only: Option<bool>,
+    /// A call made again with the same arguments changes nothing more.
+    pub idempotent: Option<bool>,
+    /// Calls may destroy or overwrite something.
+    pub destructive: Option<bool>,
+    /// Calls reach beyond the tool (the web, other systems).
+    pub open_world: Option<bool>,
+}
+
+impl ToolAnnotations {
+    /// A tool whose calls change nothing (and so may be repeated freely).
+    pub const READ_ONLY: ToolAnnotations = ToolAnnotations {
+        read_only: Some(true),
+        idempotent: Some(true),
+        destructive: Some(false),
+        open_world: None,
+    };
+
+    /// Whether making the same call twice is the same as making it once: the tool says its calls
+    /// are read-only or idempotent.
+    pub fn repeat_is_harmless(&self) -> bool {
+        self.read_only == Some(true) || self.idempotent == Some(true)
+    }
 }
 
 /// Turns a tool's text output into its JSON value: text that is valid JSON is JSON, anything else is a

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolplan_core::limits::truncate_string;
-use toolplan_core::{FnTool, Tool, ToolError, ToolResult};
+use toolplan_core::{FnTool, Tool, ToolAnnotations, ToolError, ToolResult};
 
 /// Longest expression the calculator takes, in characters (its schema's `maxLength`).
 pub const MAX_EXPRESSION_CHARS: usize = 10_000;
@@ -36,7 +36,8 @@ pub fn calculator() -> Arc<dyn Tool> {
                 .await
                 .map_err(|e| ToolError::failed(format!("the calculator stopped: {e}")))?
         },
-    ))
+    )
+    .with_annotations(ToolAnnotations::READ_ONLY))
 }
 
 /// The calculator's own checks, also for callers that skip the schema.
@@ -78,11 +79,21 @@ fn evaluate(expression: &str) -> ToolResult {
         .ok_or_else(|| ToolError::failed(format!("{} has no finite result ({value})", shown())))
 }
 
-/// A finite number as JSON, whole numbers as integers; `None` for NaN and infinities.
+/// Significant digits a result keeps: binary floating point leaves noise in the last of its 17
+/// (`(20 * 9 / 5) + 33.8` is 69.80000000000001), which people and models then repeat.
+const SIGNIFICANT_DIGITS: usize = 12;
+
+/// A finite number as JSON, rounded to [`SIGNIFICANT_DIGITS`], whole numbers as integers; `None`
+/// for NaN and infinities.
 pub(crate) fn number(v: f64) -> Option<Value> {
     if !v.is_finite() {
         return None;
     }
+    // Written in scientific notation with the digits kept, then read back: the nearest double,
+    // which serde_json writes in its shortest form.
+    let v: f64 = format!("{v:.prec$e}", prec = SIGNIFICANT_DIGITS - 1)
+        .parse()
+        .unwrap_or(v);
     if v.fract() == 0.0 && v.abs() < 9.0e15 {
         return Some(json!(v as i64));
     }

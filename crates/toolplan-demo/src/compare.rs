@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use toolplan_core::{FnTool, Tool};
+use toolplan_core::{FnTool, Tool, ToolAnnotations};
 
 use crate::calculator::number;
 
@@ -16,7 +16,8 @@ pub fn compare_data() -> Arc<dyn Tool> {
         json!({"type": "object", "properties": {"data_a": {"description": "First value."}, "data_b": {"description": "Second value."}},
                "required": ["data_a", "data_b"], "additionalProperties": false}),
         |args: Value, _| async move { Ok(compare(&args["data_a"], &args["data_b"])) },
-    ))
+    )
+    .with_annotations(ToolAnnotations::READ_ONLY))
 }
 
 fn compare(a: &Value, b: &Value) -> Value {

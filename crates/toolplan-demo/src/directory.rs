@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolplan_core::{FnTool, Tool, ToolError};
+use toolplan_core::{FnTool, Tool, ToolAnnotations, ToolError};
 
 /// The weather table: city, temperature (°C), condition.
 pub(crate) const WEATHER: &[(&str, i64, &str)] = &[
@@ -39,7 +39,8 @@ pub fn get_weather() -> Arc<dyn Tool> {
         json!({"type": "object", "properties": {"location": {"type": "string", "description": "City name."}},
                "required": ["location"], "additionalProperties": false}),
         |args: Value, _| async move { weather(args["location"].as_str().unwrap_or_default().trim()) },
-    ))
+    )
+    .with_annotations(ToolAnnotations::READ_ONLY))
 }
 
 fn weather(location: &str) -> Result<Value, ToolError> {
@@ -79,5 +80,6 @@ pub fn get_user() -> Arc<dyn Tool> {
                     ToolError::failed(format!("no user named '{name}' in the directory"))
                 })
         },
-    ))
+    )
+    .with_annotations(ToolAnnotations::READ_ONLY))
 }

@@ -121,6 +121,22 @@ async fn calculator() {
             .unwrap(),
         json!(1024)
     );
+    // Results read as people write them: no floating-point noise in the last digits.
+    for (expression, expected) in [
+        ("(20 * 9 / 5) + 33.8", json!(69.8)),
+        ("0.1 + 0.2", json!(0.3)),
+        ("1/3", json!(0.333333333333)),
+        ("21 * 9 / 5 + 32", json!(69.8)),
+        ("0.00000000000000000001 * 3", json!(3e-20)),
+    ] {
+        assert_eq!(
+            call("calculator", json!({"expression": expression}))
+                .await
+                .unwrap(),
+            expected,
+            "{expression}"
+        );
+    }
     assert!(
         call("calculator", json!({"expression": "1/0"}))
             .await

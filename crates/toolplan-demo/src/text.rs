@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolplan_core::{FnTool, Tool, output_from_text, value_as_text};
+use toolplan_core::{FnTool, Tool, ToolAnnotations, output_from_text, value_as_text};
 
 /// `echo`: returns its text (text that is JSON comes back as JSON).
 pub fn echo() -> Arc<dyn Tool> {
@@ -18,7 +18,8 @@ pub fn echo() -> Arc<dyn Tool> {
                 other => other.clone(),
             })
         },
-    ))
+    )
+    .with_annotations(ToolAnnotations::READ_ONLY))
 }
 
 /// `concat`: joins two values as text.
@@ -33,5 +34,6 @@ pub fn concat() -> Arc<dyn Tool> {
                 value_as_text(&args["a"]).into_owned() + &value_as_text(&args["b"]),
             ))
         },
-    ))
+    )
+    .with_annotations(ToolAnnotations::READ_ONLY))
 }

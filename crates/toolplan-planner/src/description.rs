@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::signature::tool_signature;
+use crate::signature::{documented_signature, tool_signature};
 
 /// How the description of `execute_tool_plan` lists the tools a plan can call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -20,6 +20,11 @@ pub enum ToolListing {
     /// The plan schema is then shown without its explanations (the description has them), and the
     /// typed schema is the one to constrain decoding with.
     Signatures,
+    /// As [`Signatures`](Self::Signatures), and under each signature one line per argument with
+    /// what its schema says beyond the type: description, format, bounds, default (see
+    /// [`documented_signature`](crate::documented_signature)). Everything the tools' schemas tell
+    /// a model, in about half their tokens.
+    Documented,
     /// The plan format alone: for callers that offer the tools to the model separately anyway (an
     /// agent), so the model reads each tool once and the prompt is shorter.
     Omitted,
@@ -68,7 +73,7 @@ pub(crate) fn describe(
     tools: &[ListedTool<'_>],
 ) -> String {
     let mut text = match listing {
-        ToolListing::Signatures => {
+        ToolListing::Signatures | ToolListing::Documented => {
             let example = if answer_field {
                 answer_example()
             } else {
@@ -80,7 +85,9 @@ pub(crate) fn describe(
     };
     let heading = match listing {
         ToolListing::Descriptions if tools.is_empty() => return text,
-        ToolListing::Descriptions | ToolListing::Signatures => "\nTools a plan can call:",
+        ToolListing::Descriptions | ToolListing::Signatures | ToolListing::Documented => {
+            "\nTools a plan can call:"
+        }
         ToolListing::Schemas => {
             "\nTools a plan can call (name, JSON Schema of its arguments, what it does):"
         }
@@ -94,6 +101,9 @@ pub(crate) fn describe(
                 format!("{} {}: {}", tool.name, tool.schema, tool.description)
             }
             ToolListing::Signatures => tool_signature(tool.name, tool.description, tool.schema),
+            ToolListing::Documented => {
+                documented_signature(tool.name, tool.description, tool.schema)
+            }
             _ => format!("{}: {}", tool.name, tool.description),
         });
     }

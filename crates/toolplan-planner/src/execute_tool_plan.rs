@@ -156,7 +156,10 @@ impl Tool for ExecuteToolPlan {
     fn parameters(&self) -> Value {
         let names: Vec<String> = self.listed_tools().map(|t| t.name.to_owned()).collect();
         let schema = plan_schema_with(self.style, &names, self.answer_field);
-        if self.listing == ToolListing::Signatures {
+        if matches!(
+            self.listing,
+            ToolListing::Signatures | ToolListing::Documented
+        ) {
             // The compact description explains every field already.
             strip_annotations(&schema)
         } else {

@@ -13,7 +13,8 @@
 //!   parts below.
 //! * `description` — its description: the plan format, then the tools as [`ToolListing`] says, and
 //!   the worked examples.
-//! * `signature` — a tool as one line, `name(arg: type): what it does`.
+//! * `signature` — a tool as one line, `name(arg: type): what it does`, or with a line per argument
+//!   that says more than its type.
 //! * `schema` — the plan schemas: [`plan_schema`] as the model reads it, [`typed_plan_schema`] for
 //!   constrained decoding, with the `answer` field when asked.
 //! * `planning` — [`Planning`], how an agent offers planning, the instructions each mode adds, and
@@ -41,11 +42,11 @@ mod signature;
 pub use description::{ToolListing, answer_example};
 pub use execute_tool_plan::ExecuteToolPlan;
 pub use planning::{
-    ANSWER_IN_PLAN_INSTRUCTIONS, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, Planning,
-    REPLAN_HINT, plan_not_run,
+    ANSWER_IN_PLAN_INSTRUCTIONS, CUT_OFF_NOTE, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS,
+    Planning, REPLAN_HINT, plan_not_run,
 };
 pub use schema::{
     ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, THOUGHT_MAX_CHARS, plan_schema,
     plan_schema_for_tools, typed_plan_schema,
 };
-pub use signature::tool_signature;
+pub use signature::{documented_signature, tool_signature};

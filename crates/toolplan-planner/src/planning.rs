@@ -36,6 +36,12 @@ pub const REPLAN_HINT: &str = "\nIf a failed step was planned wrong (a missing s
 reference or argument), call execute_tool_plan again with a corrected plan; otherwise answer from the \
 results you have.";
 
+/// Follows each result of a turn whose reply was cut off at the output-token limit: only the calls
+/// and plan steps written whole ran.
+pub const CUT_OFF_NOTE: &str = "\nNote: your reply was cut off at the output-token limit, so only \
+the calls and plan steps written in full were run. If more are needed, make them in another, shorter \
+call.";
+
 /// What the model reads when its plan was rejected before it ran: every problem, and that it may
 /// send the plan again fixed.
 pub fn plan_not_run(invalid: &InvalidPlan) -> String {

@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::json;
 use toolplan_agent::AgentError;
 use toolplan_agent::scripted::ScriptedModel;
-use toolplan_planner::PLANNING_INSTRUCTIONS;
+use toolplan_llm::StopReason;
+use toolplan_planner::{CUT_OFF_NOTE, PLANNING_INSTRUCTIONS};
 
 use crate::support::{FINAL, agent, tool_messages, weather_plan};
 
@@ -170,7 +171,15 @@ async fn max_turns_stops_a_loop() {
 async fn model_errors_and_cancellation_end_the_interaction() {
     let model = Arc::new(ScriptedModel::new([]));
     let err = agent(model, true).interact("hi").await.unwrap_err();
-    assert!(matches!(err, AgentError::Llm(_)), "{err:?}");
+    match &err {
+        AgentError::Llm { record, .. } => {
+            // The failed call is not counted; the turn it was for is.
+            assert_eq!(record.llm_calls, 0);
+            assert_eq!(record.turns, 1);
+        }
+        other => panic!("expected Llm, got {other:?}"),
+    }
+    assert!(err.record().is_some());
 
     let model = Arc::new(ScriptedModel::new([ScriptedModel::answer("never")]));
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -180,4 +189,30 @@ async fn model_errors_and_cancellation_end_the_interaction() {
         .await
         .unwrap_err();
     assert_eq!(err, AgentError::Cancelled);
+}
+
+#[tokio::test]
+async fn a_plan_cut_off_at_the_token_limit_runs_its_whole_steps_and_says_so() {
+    let plan = json!({"steps": [{"id": "a", "tool": "echo", "arguments": {"text": "first"}}]});
+    let mut cut = ScriptedModel::calls(&[("execute_tool_plan", plan)]);
+    cut.stop = StopReason::MaxTokens;
+    let model = Arc::new(ScriptedModel::new([cut, ScriptedModel::answer("done")]));
+    let interaction = agent(Arc::clone(&model), true)
+        .interact("go")
+        .await
+        .unwrap();
+    assert_eq!(interaction.answer, "done");
+    assert_eq!(interaction.record.cut_replies, 1);
+    assert_eq!(interaction.record.plan_steps, 1);
+    let results = tool_messages(&interaction.messages);
+    assert!(
+        results[0].content.contains("first"),
+        "{}",
+        results[0].content
+    );
+    assert!(
+        results[0].content.ends_with(CUT_OFF_NOTE),
+        "{}",
+        results[0].content
+    );
 }

@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use serde_json::json;
 use std::sync::Arc;
-use toolplan_agent::{Agent, AgentError, Planning, Proposal, Record};
+use toolplan_agent::{Agent, AgentError, Planning, Proposal, Record, ToolListing};
 
 use indicatif::ProgressBar;
 use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, Message, ModelSpec, Role};
 use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
 
 use crate::Outcome;
-use crate::args::{AskArgs, PlannerArg};
+use crate::args::{AskArgs, PlanListing, PlannerArg};
 use crate::cmd::{cancel_on_interrupt, plural};
 use crate::config::Config;
 use crate::output::outln;
@@ -75,6 +75,13 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
     if let Some(n) = config.limits.max_result_bytes {
         builder = builder.max_result_bytes(n);
     }
+    if let Some(listing) = args.plan_listing {
+        builder = builder.plan_listing(match listing {
+            PlanListing::Signatures => ToolListing::Signatures,
+            PlanListing::Documented => ToolListing::Documented,
+            PlanListing::Schemas => ToolListing::Schemas,
+        });
+    }
     if query_planner {
         // The agent gets query planning as its one tool; branches are written by the same model.
         let planner = QueryPlanner::new(tools, Synthesizer::compact(Arc::clone(&model)))?
@@ -122,7 +129,7 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
         Err(e) => {
             if args.json {
                 let head = json!({"answer": null, "error": e.to_string(), "model": spec.to_string(), "planning": planning});
-                outln!("{head}")?;
+                outln!("{}", with_record_of(head, &e))?;
             }
             return Err(e.into());
         }
@@ -166,7 +173,7 @@ fn print_proposal(
         Err(e) => {
             if args.json {
                 let head = json!({"answer": null, "error": e.to_string(), "model": spec.to_string(), "planning": planning, "dry_run": true});
-                outln!("{head}")?;
+                outln!("{}", with_record_of(head, &e))?;
             }
             return Err(e.into());
         }
@@ -213,6 +220,14 @@ fn print_proposal(
         r.elapsed.as_secs_f64()
     );
     Ok(Outcome::Ok)
+}
+
+/// `head` with the fields of the record of what the interaction cost until `error`, where known.
+fn with_record_of(head: serde_json::Value, error: &AgentError) -> serde_json::Value {
+    match error.record() {
+        Some(record) => with_record(head, record),
+        None => head,
+    }
 }
 
 /// `head` (an object) with the record's fields added: what `--json` prints.

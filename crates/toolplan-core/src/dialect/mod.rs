@@ -66,7 +66,7 @@ pub fn compile_value<D: Dialect>(
         }
         return Err(InvalidPlan { problems });
     };
-    let plan = plan::validate(draft, problems, tools)?;
+    let plan = plan::validate(draft, problems, tools, limits.repeated_calls)?;
     Ok((plan, extra))
 }
 

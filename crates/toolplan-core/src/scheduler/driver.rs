@@ -249,6 +249,9 @@ impl<'p> Driver<'p> {
 
     fn start_step(&mut self, i: usize) {
         let step = &self.plan.steps()[i];
+        if let Some(first) = step.same_call_as {
+            return self.share_result(i, first);
+        }
         let slots = &self.slots;
         let output = |slot: usize| slots.get(slot).and_then(|s| s.output.as_ref());
         let budget = Budget {
@@ -319,6 +322,33 @@ impl<'p> Driver<'p> {
         self.tasks.spawn(async move { (i, call.await) });
     }
 
+    /// Step `i` repeats the call of step `first`, which has succeeded (it is one of `i`'s
+    /// dependencies): `i` takes its result instead of calling the tool again.
+    fn share_result(&mut self, i: usize, first: usize) {
+        let output = self.slots[first].output.clone();
+        let size = self.slots[first].size;
+        self.release_inputs(i);
+        let at = self.now();
+        self.slots[i].started = Some(at);
+        self.succeed(i, output, size);
+    }
+
+    /// Step `i` succeeded with `output` of `size` bytes: it is kept if someone needs it and the run's
+    /// budget for kept outputs allows, else the step fails for the budget.
+    fn succeed(&mut self, i: usize, output: Option<Value>, size: usize) {
+        let slot = &mut self.slots[i];
+        let kept = slot.is_output || slot.consumers > 0;
+        if kept && self.kept.saturating_add(size) > self.config.max_kept_output_bytes {
+            let error = format!(
+                "the output ({size} bytes) would take the outputs this run holds ({} bytes) past the limit of {} bytes (max_kept_output_bytes)",
+                self.kept, self.config.max_kept_output_bytes
+            );
+            return self.decide(i, StepStatus::Failed, None, Some(error));
+        }
+        slot.size = size;
+        self.decide(i, StepStatus::Ok, output, None)
+    }
+
     /// A step no longer needs its dependencies' outputs: drop those nobody else needs.
     fn release_inputs(&mut self, i: usize) {
         for &d in &self.plan.steps()[i].deps {
@@ -343,19 +373,7 @@ impl<'p> Driver<'p> {
         }
         let note = self.slots[i].trouble.as_mut().and_then(|t| t.note.take());
         match result {
-            Ok((output, size)) => {
-                let slot = &mut self.slots[i];
-                let kept = slot.is_output || slot.consumers > 0;
-                if kept && self.kept.saturating_add(size) > self.config.max_kept_output_bytes {
-                    let error = format!(
-                        "the output ({size} bytes) would take the outputs this run holds ({} bytes) past the limit of {} bytes (max_kept_output_bytes)",
-                        self.kept, self.config.max_kept_output_bytes
-                    );
-                    return self.decide(i, StepStatus::Failed, None, Some(error));
-                }
-                slot.size = size;
-                self.decide(i, StepStatus::Ok, Some(output), None)
-            }
+            Ok((output, size)) => self.succeed(i, Some(output), size),
             Err(e) => {
                 let error = match note {
                     Some(note) => format!("{} ({note})", e.to_string().trim_end()),

@@ -5,5 +5,6 @@ mod execution;
 mod prop_parser;
 mod prop_scheduler;
 mod references;
+mod repeats;
 mod scheduler;
 mod validation;

@@ -143,7 +143,7 @@ proptest! {
         let n = g.deps.len();
         let reach = g.reach();
         let registry = toolplan_demo::registry();
-        let result = tool_plan::compile_value(graph_plan(&g), &registry, &Limits::default());
+        let result = tool_plan::compile_value(graph_plan(&g), &registry, &each_call_runs());
         if (0..n).any(|i| reach[i][i]) {
             named_cycles(&g, &result)?;
         } else {
@@ -187,7 +187,7 @@ proptest! {
         let reach = g.reach();
         prop_assume!((0..n).any(|i| reach[i][i]));
         let registry = toolplan_demo::registry();
-        let result = tool_plan::compile_value(graph_plan(&g), &registry, &Limits::default());
+        let result = tool_plan::compile_value(graph_plan(&g), &registry, &each_call_runs());
         let named = named_cycles(&g, &result)?;
         let mut seen = vec![false; n];
         for i in 0..n {
@@ -229,7 +229,7 @@ pub(super) fn separate_cycles_are_each_named() {
         ],
     };
     for g in [self_loops, two_pairs] {
-        let result = tool_plan::compile_value(graph_plan(&g), &registry, &Limits::default());
+        let result = tool_plan::compile_value(graph_plan(&g), &registry, &each_call_runs());
         let text = result.as_ref().err().map(ToString::to_string).unwrap();
         let named = named_cycles(&g, &result).unwrap();
         let last = g.deps.len() - 1;
@@ -238,5 +238,14 @@ pub(super) fn separate_cycles_are_each_named() {
             "the cycle through {} is not named: {text}",
             gid(last)
         );
+    }
+}
+
+/// Limits under which every step runs, repeats too: these graphs are about the edges the plan
+/// writes, and their steps may repeat each other's calls.
+fn each_call_runs() -> Limits {
+    Limits {
+        repeated_calls: toolplan_core::RepeatedCalls::RunEach,
+        ..Limits::default()
     }
 }

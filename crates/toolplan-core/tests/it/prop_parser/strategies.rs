@@ -371,6 +371,7 @@ pub(super) fn limits() -> BoxedStrategy<Limits> {
             max_steps: s,
             max_argument_bytes: a,
             max_id_len: i,
+            ..Limits::default()
         }),
     ]
     .boxed()

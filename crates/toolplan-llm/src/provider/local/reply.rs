@@ -15,10 +15,12 @@
 //! The schema of each mode is built in the submodule `schema` (its items are re-exported here);
 //! this module says which mode a request asks for and parses what the model replied.
 
+mod salvage;
 mod schema;
 
 use serde_json::{Map, Value};
 
+pub use self::salvage::salvage;
 pub use self::schema::{THOUGHT_MAX_CHARS, any_object_schema, limit_to_one_call, reply_schema};
 use crate::message::{ChatRequest, ToolCall, ToolChoice, ToolDefinition};
 

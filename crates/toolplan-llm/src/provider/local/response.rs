@@ -5,9 +5,25 @@
 use serde_json::Value;
 
 use super::generate::Generated;
-use super::reply::{Reply, ReplyMode, parse_reply};
+use super::reply::{Reply, ReplyMode, parse_reply, salvage};
 use crate::error::LlmError;
 use crate::message::{ChatResponse, Message, StopReason, ToolDefinition, Usage};
+
+/// The arrays of a reply whose complete elements are kept when it is cut off: the tool calls, and
+/// the steps of a plan.
+const SALVAGED_ARRAYS: &[&str] = &["/tool_calls", "/tool_calls/*/arguments/steps"];
+
+/// How much of the end of a reply that was cut off, and could not be kept, an error shows.
+const CUT_REPLY_TAIL_CHARS: usize = 200;
+
+/// The last `n` characters of `text`.
+fn tail(text: &str, n: usize) -> &str {
+    let count = text.chars().count();
+    match text.char_indices().nth(count.saturating_sub(n)) {
+        Some((i, _)) => &text[i..],
+        None => text,
+    }
+}
 
 /// The response of `model` (its name, for errors) for the reply it `generated` in `mode` to a
 /// request that offered `tools`; `next_id` gives each tool call its id. A constrained reply that
@@ -17,13 +33,13 @@ pub(super) fn response(
     generated: &Generated,
     mode: ReplyMode,
     tools: &[ToolDefinition],
-    next_id: impl FnMut() -> String,
+    mut next_id: impl FnMut() -> String,
 ) -> Result<ChatResponse, LlmError> {
     let usage = Usage {
         input_tokens: generated.stats.prompt_tokens,
         output_tokens: generated.stats.generated_tokens,
     };
-    let (message, stop) = match parse_reply(&generated.text, mode, tools, next_id) {
+    let (message, stop) = match parse_reply(&generated.text, mode, tools, &mut next_id) {
         Ok(Reply::Answer(text)) => {
             let stop = if generated.hit_limit && mode == ReplyMode::Text {
                 StopReason::MaxTokens
@@ -35,16 +51,27 @@ pub(super) fn response(
         Ok(Reply::ToolCalls { calls, thought }) => {
             (Message::assistant(thought, calls), StopReason::ToolUse)
         }
-        // Cut off by the token limit: a JSON reply that never closed is nothing to act on
-        // (handing it back as an answer would pass a fragment of a tool call off as one).
+        // Cut off by the token limit: the calls (and a plan's steps) that were complete are kept,
+        // each whole, and the stop says the reply was cut; with none complete, the reply is nothing
+        // to act on (handing it back as an answer would pass a fragment of a tool call off as one).
         Err(_) if generated.hit_limit => {
-            return Err(LlmError::Decode {
-                provider: model.to_owned(),
-                message: format!(
-                    "the reply was cut off at the token limit ({} tokens) before its JSON was complete",
-                    generated.stats.generated_tokens
-                ),
-            });
+            let kept = salvage(&generated.text, SALVAGED_ARRAYS)
+                .and_then(|text| parse_reply(&text, mode, tools, next_id).ok());
+            match kept {
+                Some(Reply::ToolCalls { calls, thought }) => {
+                    (Message::assistant(thought, calls), StopReason::MaxTokens)
+                }
+                _ => {
+                    return Err(LlmError::Decode {
+                        provider: model.to_owned(),
+                        message: format!(
+                            "the reply was cut off at the token limit ({} tokens) before its JSON was complete; it ended: …{}",
+                            generated.stats.generated_tokens,
+                            tail(&generated.text, CUT_REPLY_TAIL_CHARS)
+                        ),
+                    });
+                }
+            }
         }
         Err(e) => {
             return Err(LlmError::Decode {
