@@ -12,6 +12,8 @@ checker maps the names back).
 
 Modes (the same model, greedy):
   plan-only  only execute_tool_plan is offered: the calls are the plan's steps    (--plan-only)
+  plan-only:FORM  the same, the planner listing the tools as signatures, documented signatures
+             or schemas                                        (--plan-only --plan-listing FORM)
   plan       the planner beside the tools (toolplan ask's default)
   no-plan    the tools only: the calls are the model's native tool calls         (--no-plan)
 
@@ -49,6 +51,9 @@ CATEGORIES = {
     "parallel_multiple": "parallel_multiple",
 }
 MODE_FLAGS = {"plan-only": ["--plan-only"], "plan": [], "no-plan": ["--no-plan"]}
+# plan-only with the planner listing the tools in another form (`--plan-listing`).
+for _form in ("signatures", "documented", "schemas"):
+    MODE_FLAGS[f"plan-only:{_form}"] = ["--plan-only", "--plan-listing", _form]
 MODEL_NAME = "toolplan"
 
 
@@ -142,6 +147,7 @@ def main():
     parser.add_argument("--modes", default="plan-only,plan,no-plan")
     parser.add_argument("--categories", default=",".join(CATEGORIES))
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--ids", default="", help="only these entry ids (comma-separated), of the sample")
     parser.add_argument("--out", default=os.path.join(HERE, "results", "bfcl.txt"))
     args = parser.parse_args()
     modes = args.modes.split(",")
@@ -162,7 +168,10 @@ def main():
             name = CATEGORIES[short]
             entries = read_jsonl(data / f"BFCL_v4_{name}.json")
             answers = {a["id"]: a for a in read_jsonl(data / "possible_answer" / f"BFCL_v4_{name}.json")}
+            ids = set(filter(None, args.ids.split(",")))
             for entry in sample(entries, args.sample):
+                if ids and entry["id"] not in ids:
+                    continue
                 tools_file = os.path.join(tmp, "tools.json")
                 with open(tools_file, "w") as f:
                     json.dump(to_tools(entry["function"]), f)
