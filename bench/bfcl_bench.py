@@ -118,9 +118,9 @@ def calls_of(reply):
     return calls
 
 
-def ask(binary, model, question, tools_file, mode, timeout):
+def ask(binary, model, question, tools_file, config, mode, timeout):
     cmd = [binary, "ask", question, "--model", model, "--json", "--dry-run",
-           "--tool-defs", tools_file] + MODE_FLAGS[mode]
+           "--tool-defs", tools_file, "--config", config] + MODE_FLAGS[mode]
     started = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
@@ -164,6 +164,11 @@ def main():
     entries_path = os.path.splitext(args.out)[0] + "-entries.jsonl"
     rows = []
     with open(entries_path, "w") as log, tempfile.TemporaryDirectory() as tmp:
+        # The model call's own timeout is the harness's: a slow machine scores the model, not the
+        # default timeout of an interactive ask.
+        config = os.path.join(tmp, "toolplan.toml")
+        with open(config, "w") as f:
+            f.write(f'[limits]\nmodel_timeout = "{int(args.timeout)}s"\n')
         for short in categories:
             name = CATEGORIES[short]
             entries = read_jsonl(data / f"BFCL_v4_{name}.json")
@@ -176,7 +181,8 @@ def main():
                 with open(tools_file, "w") as f:
                     json.dump(to_tools(entry["function"]), f)
                 for mode in modes:
-                    reply = ask(args.bin, args.model, question_of(entry), tools_file, mode, args.timeout)
+                    reply = ask(args.bin, args.model, question_of(entry), tools_file, config, mode,
+                                args.timeout + 30)
                     calls = calls_of(reply)
                     try:
                         verdict = check(entry["function"], calls, answers[entry["id"]]["ground_truth"], name)
@@ -207,7 +213,7 @@ def main():
         f"# date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
         "# command: " + " ".join(["python", "bench/bfcl_bench.py"] + sys.argv[1:]),
         "",
-        f"{'category':<18} {'mode':<10} {'accuracy':>9} {'entries':>7} {'calls':>6} {'in tok':>8} "
+        f"{'category':<18} {'mode':<21} {'accuracy':>9} {'entries':>7} {'calls':>6} {'in tok':>8} "
         f"{'out tok':>8} {'secs':>8}",
     ]
     for short in categories + ["all"]:
@@ -217,7 +223,7 @@ def main():
                 continue
             ok = sum(r["valid"] for r in sel)
             lines.append(
-                f"{short:<18} {mode:<10} {100 * ok / len(sel):>8.1f}% {len(sel):>7} "
+                f"{short:<18} {mode:<21} {100 * ok / len(sel):>8.1f}% {len(sel):>7} "
                 f"{sum(r['llm_calls'] for r in sel):>6} {sum(r['input_tokens'] for r in sel):>8} "
                 f"{sum(r['output_tokens'] for r in sel):>8} {sum(r['secs'] for r in sel):>8.1f}")
     text = "\n".join(lines) + "\n"
