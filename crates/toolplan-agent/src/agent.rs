@@ -113,7 +113,7 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
-            let (mut message, stop) = self
+            let (mut message, cut_off) = self
                 .ask_model(
                     &messages,
                     repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER,
@@ -123,10 +123,6 @@ impl Agent {
                 )
                 .await
                 .map_err(|e| AgentError::model(e, &record))?;
-            let cut_off = stop == StopReason::MaxTokens && !message.tool_calls.is_empty();
-            if cut_off {
-                record.cut_replies += 1;
-            }
             if self.answer_in_plan {
                 for call in &mut message.tool_calls {
                     if call.name == EXECUTE_TOOL_PLAN {
@@ -214,13 +210,10 @@ impl Agent {
         let start = Instant::now();
         let mut record = Record::default();
         let messages = self.opening(input);
-        let (message, stop) = self
+        let (message, _) = self
             .ask_model(&messages, false, false, &mut record, cancel)
             .await
             .map_err(|e| AgentError::model(e, &record))?;
-        if stop == StopReason::MaxTokens && !message.tool_calls.is_empty() {
-            record.cut_replies += 1;
-        }
         record.tool_calls = message.tool_calls.len();
         record.elapsed = start.elapsed();
         let plans = message
@@ -256,7 +249,8 @@ impl Agent {
 
     /// One model call on `messages`: the request this agent sends at that point of a conversation
     /// (tools offered unless `answer_now`; a thought first where the builder says), its cost added to
-    /// `record`, and the reply.
+    /// `record`, and the reply with whether it was cut off at the token limit with tool calls in it
+    /// (the calls written whole; counted in `record.cut_replies`).
     async fn ask_model(
         &self,
         messages: &[Message],
@@ -264,7 +258,7 @@ impl Agent {
         after_plan: bool,
         record: &mut Record,
         cancel: &CancellationToken,
-    ) -> Result<(Message, StopReason), LlmError> {
+    ) -> Result<(Message, bool), LlmError> {
         record.turns += 1;
         let request = ChatRequest {
             messages: messages.to_vec(),
@@ -294,6 +288,11 @@ impl Agent {
             record.planning_elapsed += took;
             record.planning_output_tokens += response.usage.output_tokens;
         }
-        Ok((response.message, response.stop))
+        let cut_off =
+            response.stop == StopReason::MaxTokens && !response.message.tool_calls.is_empty();
+        if cut_off {
+            record.cut_replies += 1;
+        }
+        Ok((response.message, cut_off))
     }
 }

@@ -121,15 +121,13 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
             );
             if args.json {
                 // What the attempt cost still goes to stdout, for scripts that count it.
-                let head = json!({"answer": null, "error": message, "model": spec.to_string(), "planning": planning});
-                outln!("{}", with_record(head, &record))?;
+                print_failure(&message, &spec, planning, false, Some(&record))?;
             }
             anyhow::bail!(message)
         }
         Err(e) => {
             if args.json {
-                let head = json!({"answer": null, "error": e.to_string(), "model": spec.to_string(), "planning": planning});
-                outln!("{}", with_record_of(head, &e))?;
+                print_failure(&e.to_string(), &spec, planning, false, e.record())?;
             }
             return Err(e.into());
         }
@@ -172,8 +170,7 @@ fn print_proposal(
         Ok(p) => p,
         Err(e) => {
             if args.json {
-                let head = json!({"answer": null, "error": e.to_string(), "model": spec.to_string(), "planning": planning, "dry_run": true});
-                outln!("{}", with_record_of(head, &e))?;
+                print_failure(&e.to_string(), spec, planning, true, e.record())?;
             }
             return Err(e.into());
         }
@@ -222,12 +219,26 @@ fn print_proposal(
     Ok(Outcome::Ok)
 }
 
-/// `head` with the fields of the record of what the interaction cost until `error`, where known.
-fn with_record_of(head: serde_json::Value, error: &AgentError) -> serde_json::Value {
-    match error.record() {
+/// Prints the one JSON object of an ask that ended without an answer: the error, and what it cost
+/// until then where that is known.
+fn print_failure(
+    error: &str,
+    spec: &ModelSpec,
+    planning: bool,
+    dry_run: bool,
+    record: Option<&Record>,
+) -> anyhow::Result<()> {
+    let mut head =
+        json!({"answer": null, "error": error, "model": spec.to_string(), "planning": planning});
+    if dry_run {
+        head["dry_run"] = json!(true);
+    }
+    let head = match record {
         Some(record) => with_record(head, record),
         None => head,
-    }
+    };
+    outln!("{head}")?;
+    Ok(())
 }
 
 /// `head` (an object) with the record's fields added: what `--json` prints.
