@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
-use toolplan_core::{EXECUTE_TOOL_PLAN, Engine};
+use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, InvalidPlan, Problem};
 use toolplan_llm::{
     ChatModel, ChatRequest, LlmError, Message, StopReason, ToolCall, ToolChoice, ToolDefinition,
 };
-use toolplan_planner::{CUT_OFF_NOTE, ExecuteToolPlan};
+use toolplan_planner::{CUT_OFF_NOTE, ExecuteToolPlan, plan_not_run};
 
 use crate::answer::forget_unused_answer;
 use crate::error::AgentError;
@@ -24,6 +24,31 @@ use crate::repeats::CallMemory;
 /// Turns in a row made only of repeated calls after which the model must answer (no tools offered).
 /// One: with the local 1.5B model, a second turn after a repeat brought the same call again.
 pub const REPEAT_TURNS_BEFORE_ANSWER: usize = 1;
+
+/// What a dry run's rejected plan is answered with, beside it, for the calls that were fine.
+const DRY_RUN_NOT_RUN: &str = "Not run (dry run).";
+
+/// What the next model reply may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    /// Call tools or answer, as the model decides.
+    Tools,
+    /// Call a tool: a rejected plan went back to be fixed.
+    Required,
+    /// Answer in text: no tools offered.
+    Answer,
+}
+
+impl Choice {
+    /// The choice for a turn: answering wins over repairing.
+    fn of(answer_now: bool, repairing: bool) -> Self {
+        match (answer_now, repairing) {
+            (true, _) => Choice::Answer,
+            (false, true) => Choice::Required,
+            (false, false) => Choice::Tools,
+        }
+    }
+}
 
 /// The result of [`Agent::interact`].
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +85,7 @@ pub struct Agent {
     pub(crate) definitions: Vec<ToolDefinition>,
     pub(crate) answer_in_plan: bool,
     pub(crate) max_turns: usize,
+    pub(crate) max_repairs: usize,
     pub(crate) max_result_bytes: usize,
     pub(crate) parallel_tool_calls: Option<bool>,
     pub(crate) think_first: bool,
@@ -108,6 +134,9 @@ impl Agent {
         let mut repeat_turns = 0;
         // Whether the last turn ran a plan: the next reply is written from its results.
         let mut after_plan = false;
+        // Whether the last turn's plan was rejected and sent back to be fixed: the next reply must
+        // call a tool (a small model otherwise often apologises and stops).
+        let mut repairing = false;
 
         while record.turns < self.max_turns {
             if cancel.is_cancelled() {
@@ -116,7 +145,7 @@ impl Agent {
             let (mut message, cut_off) = self
                 .ask_model(
                     &messages,
-                    repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER,
+                    Choice::of(repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER, repairing),
                     after_plan,
                     &mut record,
                     cancel,
@@ -158,10 +187,18 @@ impl Agent {
             } else {
                 0
             };
-            let (fresh_results, answer) = self.run_calls(&fresh, cancel, &mut record).await;
+            let turn = self.run_calls(&fresh, cancel, &mut record).await;
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
+            if repairing && turn.run_plans > 0 && turn.rejected_plans == 0 {
+                record.repaired += 1;
+            }
+            repairing = turn.rejected_plans > 0 && record.repairs < self.max_repairs;
+            if repairing {
+                record.repairs += 1;
+            }
+            let (fresh_results, answer) = (turn.messages, turn.answer);
             for (call, result) in fresh.iter().zip(&fresh_results) {
                 memory.remember(call, result);
             }
@@ -209,32 +246,85 @@ impl Agent {
     ) -> Result<Proposal, AgentError> {
         let start = Instant::now();
         let mut record = Record::default();
-        let messages = self.opening(input);
-        let (message, _) = self
-            .ask_model(&messages, false, false, &mut record, cancel)
+        let mut messages = self.opening(input);
+        let (mut message, _) = self
+            .ask_model(&messages, Choice::Tools, false, &mut record, cancel)
             .await
             .map_err(|e| AgentError::model(e, &record))?;
+        let mut problems = self.plan_problems(&message.tool_calls);
+        if self.max_repairs > 0 && problems.iter().any(|p| p.is_err()) {
+            // The rejected plans go back as they would in a run, once, and the reply must call a
+            // tool; the other calls are reported as not run.
+            record.repairs += 1;
+            let results = message
+                .tool_calls
+                .iter()
+                .zip(&problems)
+                .map(|(call, problem)| match problem {
+                    Err(invalid) => Message::tool_result(call, plan_not_run(invalid), true),
+                    Ok(()) => Message::tool_result(call, DRY_RUN_NOT_RUN, false),
+                })
+                .collect::<Vec<_>>();
+            messages.push(message.clone());
+            messages.extend(results);
+            let (repaired, _) = self
+                .ask_model(&messages, Choice::Required, false, &mut record, cancel)
+                .await
+                .map_err(|e| AgentError::model(e, &record))?;
+            // A reply without calls repairs nothing: the first one stands.
+            if !repaired.tool_calls.is_empty() {
+                problems = self.plan_problems(&repaired.tool_calls);
+                let plans = repaired
+                    .tool_calls
+                    .iter()
+                    .any(|c| c.name == EXECUTE_TOOL_PLAN);
+                if plans && problems.iter().all(|p| p.is_ok()) {
+                    record.repaired += 1;
+                }
+                message = repaired;
+            }
+        }
         record.tool_calls = message.tool_calls.len();
         record.elapsed = start.elapsed();
-        let plans = message
+        let plan_problems = message
             .tool_calls
             .iter()
-            .filter(|c| c.name == EXECUTE_TOOL_PLAN)
-            .map(|c| match &self.planner {
-                Some(planner) => planner
-                    .compile(c.arguments.clone())
-                    .err()
-                    .map(|invalid| invalid.problems.iter().map(|p| p.to_string()).collect())
-                    .unwrap_or_default(),
-                None => vec![format!("unknown tool '{EXECUTE_TOOL_PLAN}'")],
+            .zip(problems)
+            .filter(|(c, _)| c.name == EXECUTE_TOOL_PLAN)
+            .map(|(_, p)| match p {
+                Ok(()) => Vec::new(),
+                Err(invalid) => invalid.problems.iter().map(|p| p.to_string()).collect(),
             })
             .collect();
         Ok(Proposal {
             text: message.content,
             calls: message.tool_calls,
-            plan_problems: plans,
+            plan_problems,
             record,
         })
+    }
+
+    /// For each call, in order: for a plan, whether it passes validation (its problems if not);
+    /// other calls pass.
+    fn plan_problems(&self, calls: &[ToolCall]) -> Vec<Result<(), InvalidPlan>> {
+        calls
+            .iter()
+            .map(|c| {
+                if c.name != EXECUTE_TOOL_PLAN {
+                    return Ok(());
+                }
+                match &self.planner {
+                    Some(planner) => planner.compile(c.arguments.clone()).map(|_| ()),
+                    None => Err(InvalidPlan {
+                        problems: vec![Problem::UnknownTool {
+                            step: String::new(),
+                            tool: EXECUTE_TOOL_PLAN.into(),
+                            suggestion: None,
+                        }],
+                    }),
+                }
+            })
+            .collect()
     }
 
     /// A conversation's first messages: the system prompt (if any) and the user's input.
@@ -254,7 +344,7 @@ impl Agent {
     async fn ask_model(
         &self,
         messages: &[Message],
-        answer_now: bool,
+        choice: Choice,
         after_plan: bool,
         record: &mut Record,
         cancel: &CancellationToken,
@@ -263,10 +353,11 @@ impl Agent {
         let request = ChatRequest {
             messages: messages.to_vec(),
             tools: self.definitions.clone(),
-            tool_choice: if self.definitions.is_empty() || answer_now {
-                ToolChoice::None
-            } else {
-                ToolChoice::Auto
+            tool_choice: match choice {
+                _ if self.definitions.is_empty() => ToolChoice::None,
+                Choice::Answer => ToolChoice::None,
+                Choice::Tools => ToolChoice::Auto,
+                Choice::Required => ToolChoice::Required,
             },
             parallel_tool_calls: self.parallel_tool_calls,
             think_first: self.think_first || (self.think_after_plan && after_plan),

@@ -17,6 +17,15 @@ use crate::error::AgentError;
 /// Default of [`AgentBuilder::max_result_bytes`]: 32 KB, about 8,000 tokens.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = toolplan_core::limits::DEFAULT_MAX_SUMMARY_BYTES;
 
+/// Default of [`AgentBuilder::repairs`]: one rejected plan per interaction is sent back with the
+/// request to fix it, and the reply must call a tool.
+pub const DEFAULT_REPAIRS: usize = 1;
+
+/// Default of [`AgentBuilder::max_plan_steps`]. A plan of this many steps fits the local model's
+/// default output budget (a test writes one with its tokenizer); the plans a question needs are far
+/// shorter, and a longer one is far more often a plan written in a loop.
+pub const DEFAULT_MAX_PLAN_STEPS: usize = 24;
+
 /// Builds an [`Agent`].
 pub struct AgentBuilder {
     name: String,
@@ -28,6 +37,8 @@ pub struct AgentBuilder {
     parallel_tool_calls: Option<bool>,
     think_first: Option<bool>,
     max_turns: usize,
+    max_repairs: usize,
+    max_plan_steps: usize,
     max_result_bytes: usize,
     run_config: RunConfig,
     limits: Limits,
@@ -103,6 +114,22 @@ impl AgentBuilder {
         self
     }
 
+    /// How many times per interaction a rejected plan is sent back with the request to fix it and the
+    /// next reply made to call a tool (default [`DEFAULT_REPAIRS`]): small models otherwise often
+    /// apologise and stop instead of sending the plan again. 0 leaves the choice to the model.
+    pub fn repairs(mut self, repairs: usize) -> Self {
+        self.max_repairs = repairs;
+        self
+    }
+
+    /// Most steps of a plan the model writes (default [`DEFAULT_MAX_PLAN_STEPS`]; the engine's
+    /// [`Limits::max_steps`] still applies when lower). A longer plan is refused with that problem,
+    /// and providers that constrain decoding stop the model at that many steps.
+    pub fn max_plan_steps(mut self, steps: usize) -> Self {
+        self.max_plan_steps = steps.max(1);
+        self
+    }
+
     /// Longest text one tool or plan result may put into the model's context, in bytes (default
     /// [`DEFAULT_MAX_RESULT_BYTES`]); a longer one is cut, with a note of how much was left out.
     pub fn max_result_bytes(mut self, bytes: usize) -> Self {
@@ -154,6 +181,7 @@ impl AgentBuilder {
         // idempotent is far more often a plan written in a loop than a call meant twice.
         let limits = Limits {
             repeated_calls: RepeatedCalls::ShareOrReject,
+            max_steps: self.limits.max_steps.min(self.max_plan_steps),
             ..self.limits
         };
         let engine = Arc::new(
@@ -211,6 +239,7 @@ impl AgentBuilder {
             definitions,
             answer_in_plan,
             max_turns: self.max_turns,
+            max_repairs: self.max_repairs,
             max_result_bytes: self.max_result_bytes,
             // Plan-only: one plan per turn (a plan holds the parallel calls; plans of one turn could
             // not refer to each other), unless the caller says otherwise.
@@ -236,6 +265,8 @@ impl Agent {
             parallel_tool_calls: None,
             think_first: None,
             max_turns: 10,
+            max_repairs: DEFAULT_REPAIRS,
+            max_plan_steps: DEFAULT_MAX_PLAN_STEPS,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             run_config: RunConfig::default(),
             limits: Limits::default(),

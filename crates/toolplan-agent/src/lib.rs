@@ -38,7 +38,9 @@ mod turn;
 
 pub use agent::{Agent, Interaction, Proposal, REPEAT_TURNS_BEFORE_ANSWER};
 pub use answer::ANSWER_TOOL;
-pub use builder::{AgentBuilder, DEFAULT_MAX_RESULT_BYTES};
+pub use builder::{
+    AgentBuilder, DEFAULT_MAX_PLAN_STEPS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REPAIRS,
+};
 pub use error::AgentError;
 pub use record::Record;
 pub use repeats::{REPEATED_CALL, REPEATED_CALL_HINT, REPEATED_FAILURE, REPEATED_FAILURE_HINT};

@@ -42,6 +42,11 @@ pub struct Record {
     /// Model replies with tool calls that were cut off at the output-token limit: the calls (and
     /// plan steps) written whole were kept and run, and the model was told the rest was lost.
     pub cut_replies: usize,
+    /// Rejected plans sent back with the request to fix them, the next reply made to call a tool
+    /// ([`AgentBuilder::repairs`](crate::AgentBuilder::repairs)).
+    pub repairs: usize,
+    /// Of those, the repairs whose next reply was a plan that passed validation.
+    pub repaired: usize,
     /// Whether the answer was a plan's `answer` step (no model call after the plan).
     pub answered_by_plan: bool,
 }

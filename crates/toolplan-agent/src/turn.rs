@@ -14,16 +14,28 @@ use crate::agent::Agent;
 use crate::answer::{ANSWER_TOOL, prepare_answers};
 use crate::record::Record;
 
+/// What one turn's tool calls gave.
+pub(crate) struct TurnResults {
+    /// One tool-result message per call, in call order.
+    pub messages: Vec<Message>,
+    /// The answer, when the turn was one plan that succeeded with its answer
+    /// ([`Planning::answer_in_plan`](toolplan_planner::Planning::answer_in_plan)).
+    pub answer: Option<String>,
+    /// Plans of the turn that were rejected before they ran.
+    pub rejected_plans: usize,
+    /// Plans of the turn that passed validation and ran.
+    pub run_plans: usize,
+}
+
 impl Agent {
     /// Runs one turn's tool calls: plans through the planner, the other calls together as one plan of
-    /// independent steps. Returns one tool-result message per call, in call order, and the answer
-    /// when the turn was one plan that succeeded with its answer ([`Planning::answer_in_plan`]).
+    /// independent steps.
     pub(crate) async fn run_calls(
         &self,
         calls: &[ToolCall],
         cancel: &CancellationToken,
         record: &mut Record,
-    ) -> (Vec<Message>, Option<String>) {
+    ) -> TurnResults {
         let mut results: Vec<Option<Message>> = vec![None; calls.len()];
         let mut direct: Vec<usize> = Vec::new();
         let mut plans = Vec::new();
@@ -69,6 +81,7 @@ impl Agent {
         let (plan_runs, direct_results) = tokio::join!(plan_runs, direct_run);
 
         let mut answer = None;
+        let mut rejected_plans = 0;
         let only_call = calls.len() == 1;
         for ((i, _), outcome) in plans.iter().zip(plan_runs) {
             record.plans += 1;
@@ -92,6 +105,7 @@ impl Agent {
                 }
                 Err(invalid) => {
                     record.tool_errors += 1;
+                    rejected_plans += 1;
                     Message::tool_result(&calls[*i], plan_not_run(&invalid), true)
                 }
             };
@@ -115,7 +129,12 @@ impl Agent {
                 m
             })
             .collect();
-        (messages, answer)
+        TurnResults {
+            messages,
+            answer,
+            rejected_plans,
+            run_plans: plans.len() - rejected_plans,
+        }
     }
 
     /// Runs individual calls (known tools, object arguments) directly on the engine, all at once

@@ -190,6 +190,14 @@ pub struct AskArgs {
     /// Most model turns (default: the config file's, else 8).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<usize>,
+    /// How many times a plan that fails validation is sent back with the request to fix it, the
+    /// model then made to call a tool (0: the model decides whether to try again).
+    #[arg(long, value_name = "N", default_value_t = toolplan_agent::DEFAULT_REPAIRS)]
+    pub repairs: usize,
+    /// More instructions for the model (house rules, a persona, a benchmark's system turn): added
+    /// after toolplan's own and the config file's `instructions`, never in their place.
+    #[arg(long, value_name = "TEXT")]
+    pub instructions: Option<String>,
     /// The configuration file (default: ./toolplan.toml if it exists).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

@@ -48,7 +48,7 @@ pub struct Config {
     pub planning: Option<bool>,
     /// Most model turns per question.
     pub max_turns: Option<usize>,
-    /// System instructions for the agent.
+    /// More system instructions for the agent, added after toolplan's own (never in their place).
     pub instructions: Option<String>,
     /// Limits on plans and tool calls.
     #[serde(default)]

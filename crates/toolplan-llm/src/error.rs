@@ -32,6 +32,21 @@ pub enum LlmError {
         /// What was wrong with it.
         message: String,
     },
+    /// The reply was cut off at the output-token limit before anything in it could be used: its JSON
+    /// was incomplete and no tool call in it was written whole. The error shows how it ended;
+    /// `reply` holds all of it (for a verbose view).
+    #[error(
+        "{provider}: the reply was cut off at the token limit ({tokens} tokens) before its JSON was complete; it ended: …{}",
+        tail(reply, CUT_REPLY_TAIL_CHARS)
+    )]
+    CutOff {
+        /// The provider.
+        provider: String,
+        /// The tokens it generated.
+        tokens: u64,
+        /// The whole reply as it was cut.
+        reply: String,
+    },
     /// The response body is larger than [`crate::CallPolicy::max_response_bytes`].
     #[error(
         "{provider}: the response is larger than the limit of {limit} bytes (max_response_bytes)"
@@ -58,6 +73,18 @@ pub enum LlmError {
     /// The local model failed.
     #[error("local model: {0}")]
     Local(String),
+}
+
+/// How much of the end of a reply that was cut off, and could not be kept, an error shows.
+const CUT_REPLY_TAIL_CHARS: usize = 200;
+
+/// The last `n` characters of `text`.
+fn tail(text: &str, n: usize) -> &str {
+    let count = text.chars().count();
+    match text.char_indices().nth(count.saturating_sub(n)) {
+        Some((i, _)) => &text[i..],
+        None => text,
+    }
 }
 
 impl LlmError {

@@ -119,6 +119,7 @@ impl ExecuteToolPlan {
         typed_plan_schema_of(
             self.listed_tools().map(|t| (t.name, t.schema)),
             self.answer_field,
+            Some(self.engine.limits().max_steps),
         )
     }
 

@@ -46,7 +46,7 @@ pub use planning::{
     Planning, REPLAN_HINT, plan_not_run,
 };
 pub use schema::{
-    ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, THOUGHT_MAX_CHARS, plan_schema,
-    plan_schema_for_tools, typed_plan_schema,
+    ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, MAX_STATED_STEPS, THOUGHT_MAX_CHARS,
+    plan_schema, plan_schema_for_tools, typed_plan_schema,
 };
 pub use signature::{documented_signature, tool_signature};

@@ -111,14 +111,22 @@ pub fn typed_plan_schema(tools: &ToolRegistry) -> Value {
     typed_plan_schema_of(
         tools.plan_tools().map(|t| (t.tool().name(), t.schema())),
         false,
+        None,
     )
 }
 
+/// Most steps a typed plan schema states as its `maxItems`: a grammar built from the schema spells
+/// out every allowed count, so a larger limit (the engine's default is 10,000) is left to the
+/// validator.
+pub const MAX_STATED_STEPS: usize = 100;
+
 /// [`typed_plan_schema`] over some tools, given as (name, arguments schema); with the required
-/// `answer` field when `answer` is set.
+/// `answer` field when `answer` is set, and `maxItems` on the steps when `max_steps` is given and at
+/// most [`MAX_STATED_STEPS`].
 pub(crate) fn typed_plan_schema_of<'t>(
     tools: impl IntoIterator<Item = (&'t str, &'t Value)>,
     answer: bool,
+    max_steps: Option<usize>,
 ) -> Value {
     let steps: Vec<Value> = tools
         .into_iter()
@@ -142,7 +150,10 @@ pub(crate) fn typed_plan_schema_of<'t>(
     };
     // Written first: the model says what the answer needs before it writes the steps.
     let thought = json!({"type": "string", "minLength": 1, "maxLength": THOUGHT_MAX_CHARS});
-    let steps = json!({"type": "array", "minItems": 1, "items": step});
+    let mut steps = json!({"type": "array", "minItems": 1, "items": step});
+    if let Some(n) = max_steps.filter(|n| (1..=MAX_STATED_STEPS).contains(n)) {
+        steps["maxItems"] = json!(n);
+    }
     let answer = answer.then(|| {
         json!({"anyOf": [{"type": "string", "minLength": 1, "maxLength": ANSWER_MAX_CHARS},
                          {"type": "null"}]})

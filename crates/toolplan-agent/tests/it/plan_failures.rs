@@ -7,6 +7,7 @@ use serde_json::json;
 use toolplan_agent::scripted::ScriptedModel;
 use toolplan_agent::{Agent, Planning};
 use toolplan_demo as demo;
+use toolplan_llm::ToolChoice;
 
 use crate::support::{agent, tool_messages};
 
@@ -125,6 +126,101 @@ async fn an_invalid_plan_comes_back_as_an_error_the_model_can_fix() {
     }
     assert!(!results[1].is_error);
     assert_eq!(out.record.plans, 2);
+    // The fix was asked for once: the reply after the rejection had to call a tool.
+    assert_eq!((out.record.repairs, out.record.repaired), (1, 1));
+    let requests = model.requests();
+    assert_eq!(requests[0].tool_choice, ToolChoice::Auto);
+    assert_eq!(requests[1].tool_choice, ToolChoice::Required);
+    assert_eq!(requests[2].tool_choice, ToolChoice::Auto);
+}
+
+#[tokio::test]
+async fn a_rejected_plan_is_repaired_once_then_the_model_decides() {
+    let bad = || json!({"steps": [{"id": "a", "tool": "get_wether", "arguments": {"location": "Tokyo"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", bad())]),
+        ScriptedModel::calls(&[("execute_tool_plan", bad())]),
+        ScriptedModel::answer("Sorry, I cannot."),
+    ]));
+    let out = agent(Arc::clone(&model), true)
+        .interact("Tokyo?")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "Sorry, I cannot.");
+    assert_eq!((out.record.repairs, out.record.repaired), (1, 0));
+    let choices: Vec<ToolChoice> = model
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect();
+    assert_eq!(
+        choices,
+        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
+    );
+
+    // With repairs off the model is never pushed.
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", bad())]),
+        ScriptedModel::answer("Sorry."),
+    ]));
+    let out = Agent::builder("t")
+        .model(model.clone())
+        .tools(demo::tools())
+        .planning(Planning::Offered)
+        .repairs(0)
+        .build()
+        .unwrap()
+        .interact("Tokyo?")
+        .await
+        .unwrap();
+    assert_eq!(out.record.repairs, 0);
+    assert!(
+        model
+            .requests()
+            .iter()
+            .all(|r| r.tool_choice == ToolChoice::Auto)
+    );
+}
+
+#[tokio::test]
+async fn a_dry_run_sends_a_rejected_plan_back_once() {
+    let bad =
+        json!({"steps": [{"id": "a", "tool": "get_wether", "arguments": {"location": "Tokyo"}}]});
+    let good =
+        json!({"steps": [{"id": "a", "tool": "get_weather", "arguments": {"location": "Tokyo"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", bad.clone())]),
+        ScriptedModel::calls(&[("execute_tool_plan", good.clone())]),
+    ]));
+    let agent = agent(Arc::clone(&model), true);
+    let proposal = agent.propose("Tokyo?", &Default::default()).await.unwrap();
+    assert_eq!(proposal.calls[0].arguments, good);
+    assert_eq!(proposal.plan_problems, vec![Vec::<String>::new()]);
+    assert_eq!(
+        (
+            proposal.record.llm_calls,
+            proposal.record.repairs,
+            proposal.record.repaired
+        ),
+        (2, 1, 1)
+    );
+    let second = &model.requests()[1];
+    assert_eq!(second.tool_choice, ToolChoice::Required);
+    let sent_back = second.messages.last().unwrap();
+    assert!(sent_back.is_error && sent_back.content.contains("did you mean 'get_weather'?"));
+
+    // A repair that answers in text leaves the first plan, with its problems.
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", bad.clone())]),
+        ScriptedModel::answer("Sorry."),
+    ]));
+    let proposal = crate::support::agent(model, true)
+        .propose("Tokyo?", &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(proposal.calls[0].arguments, bad);
+    assert_eq!(proposal.plan_problems[0].len(), 1);
+    assert_eq!((proposal.record.repairs, proposal.record.repaired), (1, 0));
 }
 
 #[tokio::test]
@@ -217,4 +313,27 @@ async fn a_huge_result_is_cut_before_it_reaches_the_model() {
     // What the model read the next turn is the cut text.
     let second = &model.requests()[1];
     assert!(second.messages.iter().all(|m| m.content.len() < 10_300));
+}
+
+#[tokio::test]
+async fn a_plan_over_the_agents_step_limit_is_refused_and_sent_back() {
+    let steps: Vec<_> = (0..toolplan_agent::DEFAULT_MAX_PLAN_STEPS + 1)
+        .map(|i| json!({"id": format!("s{i}"), "tool": "echo", "arguments": {"text": format!("{i}")}}))
+        .collect();
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", json!({"steps": steps}))]),
+        ScriptedModel::answer("too long"),
+    ]));
+    let out = agent(Arc::clone(&model), true)
+        .interact("echo a lot")
+        .await
+        .unwrap();
+    let result = tool_messages(&out.messages)[0];
+    assert!(result.is_error, "{}", result.content);
+    assert!(
+        result.content.contains("25 steps") && result.content.contains("24"),
+        "{}",
+        result.content
+    );
+    assert_eq!(out.record.plan_steps, 0);
 }

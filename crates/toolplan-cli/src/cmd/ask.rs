@@ -9,7 +9,7 @@ use std::sync::Arc;
 use toolplan_agent::{Agent, AgentError, Planning, Proposal, Record, ToolListing};
 
 use indicatif::ProgressBar;
-use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, Message, ModelSpec, Role};
+use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, LlmError, Message, ModelSpec, Role};
 use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
 
 use crate::Outcome;
@@ -20,7 +20,8 @@ use crate::output::outln;
 use crate::settings::Settings;
 use crate::toolset;
 
-/// The instructions the agent gets unless the configuration names others.
+/// The instructions the agent always gets; the config file's `instructions` and `--instructions`
+/// are added after them.
 pub const DEFAULT_INSTRUCTIONS: &str = "You are a helpful assistant. Use the tools to get facts; do not guess them. \
 Answer the user's question briefly, using the tool results.";
 
@@ -35,6 +36,19 @@ fn planning_mode(offered: bool, plan_only: bool, answer_in_plan: bool) -> Planni
         (false, true, true) => Planning::OfferedWithAnswer,
         (false, false, _) => Planning::Off,
     }
+}
+
+/// The system instructions: toolplan's own, then the config file's, then the command line's, each
+/// block apart (the builder adds the planner's after them). A user's house rules never remove what
+/// toolplan tells the model about tools and plans.
+fn instructions(config: Option<&str>, flag: Option<&str>) -> String {
+    [Some(DEFAULT_INSTRUCTIONS), config, flag]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// Runs the subcommand.
@@ -62,18 +76,21 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
     let run_config = settings.run.clone();
     let mut builder = Agent::builder("toolplan")
         .model(Arc::clone(&model))
-        .instructions(
-            config
-                .instructions
-                .clone()
-                .unwrap_or_else(|| DEFAULT_INSTRUCTIONS.into()),
-        )
+        .instructions(instructions(
+            config.instructions.as_deref(),
+            args.instructions.as_deref(),
+        ))
         .planning(planning_mode(planning, args.plan_only, args.answer_in_plan))
         .max_turns(args.max_turns.or(config.max_turns).unwrap_or(8))
+        .repairs(args.repairs)
         .run_config(run_config.clone())
         .limits(settings.limits.clone());
     if let Some(n) = config.limits.max_result_bytes {
         builder = builder.max_result_bytes(n);
+    }
+    // A step limit the user set holds for the model's plans too (else the agent's own default).
+    if let Some(n) = config.limits.max_steps {
+        builder = builder.max_plan_steps(n);
     }
     if let Some(listing) = args.plan_listing {
         builder = builder.plan_listing(match listing {
@@ -126,6 +143,9 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
             anyhow::bail!(message)
         }
         Err(e) => {
+            if args.verbose {
+                print_cut_reply(&e);
+            }
             if args.json {
                 print_failure(&e.to_string(), &spec, planning, false, e.record())?;
             }
@@ -169,6 +189,9 @@ fn print_proposal(
     let proposal = match result {
         Ok(p) => p,
         Err(e) => {
+            if args.verbose {
+                print_cut_reply(&e);
+            }
             if args.json {
                 print_failure(&e.to_string(), spec, planning, true, e.record())?;
             }
@@ -292,6 +315,18 @@ pub async fn connect_model(
             }
             Err(e.into())
         }
+    }
+}
+
+/// With `--verbose`: a reply cut off at the token limit that could not be used, whole, on standard
+/// error (the error message shows only how it ended).
+fn print_cut_reply(error: &AgentError) {
+    if let AgentError::Llm {
+        error: LlmError::CutOff { reply, tokens, .. },
+        ..
+    } = error
+    {
+        eprintln!("assistant (cut off at {tokens} tokens): {reply}");
     }
 }
 

@@ -162,6 +162,42 @@ fn config_file_names_the_model_and_rejects_secrets() {
 }
 
 #[test]
+fn instructions_from_config_and_flag_add_to_toolplans_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, seen) = serve(vec![completion(
+        json!({"role": "assistant", "content": "Bonjour."}),
+        5,
+        2,
+    )]);
+    std::fs::write(
+        dir.path().join("toolplan.toml"),
+        format!("model = \"openai:cfg\"\nbase_url = \"{url}\"\ninstructions = \"House rule: answer in French.\"\n"),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("toolplan")
+        .unwrap()
+        .args([
+            "ask",
+            "hi",
+            "--instructions",
+            "Benchmark turn: you are an expert.",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    common::assert_ok(&out);
+    let requests = seen.lock().unwrap();
+    let system = requests[0]["messages"][0].clone();
+    assert_eq!(system["role"], "system");
+    let text = system["content"].as_str().unwrap();
+    let own = text.find("Use the tools to get facts").expect(text);
+    let house = text.find("House rule: answer in French.").expect(text);
+    let flag = text.find("Benchmark turn: you are an expert.").expect(text);
+    let plans = text.find("execute_tool_plan").expect(text);
+    assert!(own < house && house < flag && flag < plans, "{text}");
+}
+
+#[test]
 fn bad_model_spec_is_a_clear_error() {
     let out = Command::cargo_bin("toolplan")
         .unwrap()
@@ -256,7 +292,8 @@ fn dry_run_shows_the_plan_and_runs_nothing() {
             "--model",
             "openai:test",
         ])
-        .args(["--base-url", &url, "--json", "--dry-run", "--tool-defs"])
+        // The plan's problem is shown, not sent back to be fixed.
+        .args(["--base-url", &url, "--json", "--dry-run", "--repairs", "0", "--tool-defs"])
         .arg(&defs)
         .current_dir(std::env::temp_dir())
         .output()

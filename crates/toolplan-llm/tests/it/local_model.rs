@@ -240,6 +240,83 @@ async fn a_plan_tool_gets_a_valid_plan() {
     }
 }
 
+#[tokio::test]
+async fn a_reply_cut_before_any_call_is_whole_is_a_cut_off_error_holding_the_reply() {
+    let model = model().await;
+    let tools = vec![weather_tool()];
+    // Eight tokens hold no whole call.
+    let mut req = request(
+        vec![Message::user("Get the weather in Paris.")],
+        tools.clone(),
+        8,
+    );
+    req.tool_choice = ToolChoice::Required;
+    let err = model
+        .chat(&req, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    match &err {
+        LlmError::CutOff { tokens, reply, .. } => {
+            assert_eq!(*tokens, 8);
+            assert!(reply.starts_with('{') && !reply.is_empty(), "{reply}");
+            let text = err.to_string();
+            assert!(
+                text.contains("cut off at the token limit (8 tokens)")
+                    && text.ends_with(reply.as_str()),
+                "{text}"
+            );
+        }
+        other => panic!("expected a cut-off error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_plan_that_starts_to_repeat_a_step_is_stopped_there() {
+    let model = model().await;
+    let mut req = request(
+        vec![
+            Message::system(
+                "Answer with one execute_tool_plan call. Its steps are exactly these six, in this \
+                 order: {\"id\": \"a\", \"tool\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}, \
+                 {\"id\": \"b\", \"tool\": \"get_weather\", \"arguments\": {\"location\": \"Lima\"}}, \
+                 {\"id\": \"c\", \"tool\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}, \
+                 {\"id\": \"d\", \"tool\": \"get_weather\", \"arguments\": {\"location\": \"Lima\"}}, \
+                 {\"id\": \"e\", \"tool\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}, \
+                 {\"id\": \"f\", \"tool\": \"get_weather\", \"arguments\": {\"location\": \"Lima\"}}.",
+            ),
+            Message::user("Go."),
+        ],
+        vec![plan_tool()],
+        400,
+    );
+    req.tool_choice = ToolChoice::Required;
+    req.parallel_tool_calls = Some(false);
+    let response = model.chat(&req, &CancellationToken::new()).await.unwrap();
+    let steps = response.message.tool_calls[0].arguments["steps"]
+        .as_array()
+        .unwrap()
+        .clone();
+    // Written out, the plan has six steps; the sampler stops at the first repeat (the third step),
+    // so the reply holds two different steps and was not cut by the token limit.
+    assert_eq!(response.stop, StopReason::ToolUse, "{response:?}");
+    assert!(!steps.is_empty() && steps.len() < 6, "{steps:?}");
+    let calls: Vec<_> = steps
+        .iter()
+        .map(|s| (s["tool"].clone(), s["arguments"].clone()))
+        .collect();
+    for (i, c) in calls.iter().enumerate() {
+        assert!(
+            !calls[..i].contains(c),
+            "a repeated step was kept: {steps:?}"
+        );
+    }
+    assert!(
+        response.usage.output_tokens < 150,
+        "the reply went on after the repeat: {} tokens",
+        response.usage.output_tokens
+    );
+}
+
 /// The ids of the steps of the first plan in a response.
 fn step_ids(response: &toolplan_llm::ChatResponse) -> Vec<String> {
     response.message.tool_calls[0].arguments["steps"]

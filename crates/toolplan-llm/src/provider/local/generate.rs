@@ -15,7 +15,7 @@ use super::grammar::{GrammarOptions, reply_grammar_with};
 use super::kv_cache::Session;
 use super::loading::{Shared, backend};
 use super::options::{GenerationStats, LocalOptions};
-use super::reply::ReplyMode;
+use super::reply::{ReplyMode, repeats_in};
 use super::sampling::Sampler;
 use super::unique::UniqueValues;
 use crate::error::LlmError;
@@ -54,6 +54,9 @@ pub(super) struct Generated {
     pub(super) text: String,
     /// Whether the reply was cut off at the token limit.
     pub(super) hit_limit: bool,
+    /// Whether the reply was stopped because it had started to repeat a call or a plan step
+    /// ([`repeats_in`]).
+    pub(super) repeated: bool,
     /// The call's timings.
     pub(super) stats: GenerationStats,
 }
@@ -166,16 +169,23 @@ pub(super) fn generate(
     let mut logits_at = batch.n_tokens() - 1;
     let mut bytes = Vec::new();
     let mut generated = 0usize;
-    let hit_limit = loop {
+    // A constrained reply is watched for a loop each time an object closes.
+    let watch = grammar.is_some();
+    let (hit_limit, repeated) = loop {
         job.check()?;
         let token = sampler.sample(&ctx, logits_at, &piece)?;
         if vocab.is_eog(token) {
-            break false;
+            break (false, false);
         }
         generated += 1;
-        bytes.extend(piece(token));
+        let written = piece(token);
+        let closes = written.contains(&b'}');
+        bytes.extend(written);
+        if watch && closes && repeats_in(&String::from_utf8_lossy(&bytes)) {
+            break (false, true);
+        }
         if generated >= max_new {
-            break true;
+            break (true, false);
         }
         batch.clear();
         batch
@@ -194,6 +204,7 @@ pub(super) fn generate(
     Ok(Generated {
         text: String::from_utf8_lossy(&bytes).into_owned(),
         hit_limit,
+        repeated,
         stats: GenerationStats {
             prompt_tokens: tokens.len() as u64,
             cached_tokens: start as u64,

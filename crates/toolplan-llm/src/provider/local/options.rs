@@ -13,7 +13,8 @@ pub struct LocalOptions {
     pub threads: Option<usize>,
     /// Tokens evaluated per batch while reading the prompt.
     pub batch_size: u32,
-    /// Most tokens to generate when a request sets no `max_tokens`.
+    /// Most tokens to generate when a request sets no `max_tokens` (default 2,048: a plan of the
+    /// agent's default maximum of 24 steps, written with a thought, takes about 1,200 tokens).
     pub default_max_tokens: u32,
     /// Seed of the sampler when a request sets a temperature above zero (greedy otherwise).
     pub seed: u32,
@@ -30,7 +31,7 @@ impl Default for LocalOptions {
             context_size: 8192,
             threads: None,
             batch_size: 512,
-            default_max_tokens: 1024,
+            default_max_tokens: 2048,
             seed: 0x5eed,
             reuse_prompt_cache: true,
             policy: CallPolicy::default(),

@@ -15,14 +15,20 @@
 //! The schema of each mode is built in the submodule `schema` (its items are re-exported here);
 //! this module says which mode a request asks for and parses what the model replied.
 
+mod repeats;
 mod salvage;
 mod schema;
 
 use serde_json::{Map, Value};
 
+pub use self::repeats::{drop_repeats, repeats_in};
 pub use self::salvage::salvage;
 pub use self::schema::{THOUGHT_MAX_CHARS, any_object_schema, limit_to_one_call, reply_schema};
 use crate::message::{ChatRequest, ToolCall, ToolChoice, ToolDefinition};
+
+/// The arrays of a reply whose complete elements are kept when it is cut off ([`salvage`]): the
+/// tool calls, and the steps of a plan.
+pub const SALVAGED_ARRAYS: &[&str] = &["/tool_calls", "/tool_calls/*/arguments/steps"];
 
 /// How the model must reply to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,25 +5,9 @@
 use serde_json::Value;
 
 use super::generate::Generated;
-use super::reply::{Reply, ReplyMode, parse_reply, salvage};
+use super::reply::{Reply, ReplyMode, SALVAGED_ARRAYS, drop_repeats, parse_reply, salvage};
 use crate::error::LlmError;
 use crate::message::{ChatResponse, Message, StopReason, ToolDefinition, Usage};
-
-/// The arrays of a reply whose complete elements are kept when it is cut off: the tool calls, and
-/// the steps of a plan.
-const SALVAGED_ARRAYS: &[&str] = &["/tool_calls", "/tool_calls/*/arguments/steps"];
-
-/// How much of the end of a reply that was cut off, and could not be kept, an error shows.
-const CUT_REPLY_TAIL_CHARS: usize = 200;
-
-/// The last `n` characters of `text`.
-fn tail(text: &str, n: usize) -> &str {
-    let count = text.chars().count();
-    match text.char_indices().nth(count.saturating_sub(n)) {
-        Some((i, _)) => &text[i..],
-        None => text,
-    }
-}
 
 /// The response of `model` (its name, for errors) for the reply it `generated` in `mode` to a
 /// request that offered `tools`; `next_id` gives each tool call its id. A constrained reply that
@@ -39,7 +23,13 @@ pub(super) fn response(
         input_tokens: generated.stats.prompt_tokens,
         output_tokens: generated.stats.generated_tokens,
     };
-    let (message, stop) = match parse_reply(&generated.text, mode, tools, &mut next_id) {
+    // Stopped at a repeat: the calls and steps written before it, each once, are the reply.
+    let unrepeated = generated
+        .repeated
+        .then(|| unrepeated(&generated.text))
+        .flatten();
+    let text = unrepeated.as_deref().unwrap_or(&generated.text);
+    let (message, stop) = match parse_reply(text, mode, tools, &mut next_id) {
         Ok(Reply::Answer(text)) => {
             let stop = if generated.hit_limit && mode == ReplyMode::Text {
                 StopReason::MaxTokens
@@ -62,13 +52,10 @@ pub(super) fn response(
                     (Message::assistant(thought, calls), StopReason::MaxTokens)
                 }
                 _ => {
-                    return Err(LlmError::Decode {
+                    return Err(LlmError::CutOff {
                         provider: model.to_owned(),
-                        message: format!(
-                            "the reply was cut off at the token limit ({} tokens) before its JSON was complete; it ended: …{}",
-                            generated.stats.generated_tokens,
-                            tail(&generated.text, CUT_REPLY_TAIL_CHARS)
-                        ),
+                        tokens: generated.stats.generated_tokens,
+                        reply: generated.text.clone(),
                     });
                 }
             }
@@ -87,6 +74,15 @@ pub(super) fn response(
         stop,
         raw: Some(raw),
     })
+}
+
+/// A reply stopped where it repeated a call or a step: its whole calls and steps, each once, as JSON
+/// text.
+fn unrepeated(text: &str) -> Option<String> {
+    let kept = salvage(text, SALVAGED_ARRAYS)?;
+    let mut reply: Value = serde_json::from_str(&kept).ok()?;
+    drop_repeats(&mut reply);
+    Some(reply.to_string())
 }
 
 /// A local reply as an OpenAI-compatible server (llama.cpp's) would send it, so that response
