@@ -101,7 +101,7 @@ impl AgentBuilder {
     }
 
     /// How `execute_tool_plan`'s description lists the tools when it is offered alone (default:
-    /// [`ToolListing::Signatures`] for [`Planning::Only`] and [`Planning::OnlyWithAnswer`]; beside
+    /// [`ToolListing::Documented`] for [`Planning::Only`] and [`Planning::OnlyWithAnswer`]; beside
     /// the tools, the description omits them, as the model reads them as tools).
     pub fn plan_listing(mut self, listing: ToolListing) -> Self {
         self.plan_listing = Some(listing);

@@ -139,7 +139,8 @@ pub struct ValidateArgs {
 pub struct ToolsArgs {
     #[command(flatten)]
     pub tools: ToolsSelection,
-    /// Print a JSON array of {name, description, parameters}.
+    /// Print a JSON array of {name, description, parameters}, with warnings when a schema
+    /// contradicted itself (the parameters are then its consistent reading).
     #[arg(long)]
     pub json: bool,
     /// Also list the execute_tool_plan meta-tool as an LLM would see it.
@@ -170,9 +171,9 @@ pub struct AskArgs {
     /// Offer only execute_tool_plan (listing every tool's arguments): every tool use is a plan.
     #[arg(long, conflicts_with = "no_plan")]
     pub plan_only: bool,
-    /// How the planner lists the tools with --plan-only: signatures (one line each), documented
-    /// (each signature with a line per argument: description, format, bounds, default) or schemas
-    /// (each tool's JSON Schema).
+    /// How the planner lists the tools with --plan-only: documented (the default: each signature
+    /// with a line per argument: description, format, bounds, default), signatures (one line each)
+    /// or schemas (each tool's JSON Schema).
     #[arg(long, value_enum, value_name = "FORM", requires = "plan_only")]
     pub plan_listing: Option<PlanListing>,
     /// Give plans an `answer` field whose text (results inserted by $ref) is the answer: a plan

@@ -46,11 +46,15 @@ fn search_backend() -> anyhow::Result<Arc<dyn SearchBackend>> {
 
 /// `tools` and the tools of the configuration's MCP servers (started here; they stop when the
 /// last tool is dropped). An MCP tool whose name another tool has is `<server>.<tool>`.
+///
+/// Every command gets its tools through here, once: so this is where the contradictions in the
+/// tools' schemas are told, `warning: tool 'NAME': TEXT` on stderr for each ([`warn_schemas`]).
 pub async fn with_mcp(
     mut tools: Vec<Arc<dyn Tool>>,
     config: &Config,
 ) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
     if config.mcp_servers.is_empty() {
+        warn_schemas(&tools);
         return Ok(tools);
     }
     // A toolplan.toml found in the current directory starts nothing without the user's opt-in.
@@ -67,7 +71,19 @@ pub async fn with_mcp(
         eprintln!("warning: {skipped}");
     }
     tools.extend(mcp);
+    warn_schemas(&tools);
     Ok(tools)
+}
+
+/// Prints `warning: tool 'NAME': TEXT` on stderr for each contradiction in a tool's parameter
+/// schema: the reading the registry will keep ([`toolplan_core::reconcile`]), said once, where the
+/// tools are loaded.
+pub fn warn_schemas(tools: &[Arc<dyn Tool>]) {
+    for tool in tools {
+        for warning in toolplan_core::reconcile(tool.parameters()).warnings {
+            eprintln!("warning: tool '{}': {warning}", tool.name());
+        }
+    }
 }
 
 /// The registry of a command's settings: its tool set, and the MCP servers of its configuration.

@@ -1,6 +1,6 @@
 """A small MCP server over stdio (newline-delimited JSON-RPC, no SDK) for the hardening tests.
 
-    python fake_mcp_server.py [--bad-schema]
+    python fake_mcp_server.py [--bad-schema] [--contradictory-schema]
 
 Tools:
   env    -> the server's environment, as an object
@@ -8,6 +8,8 @@ Tools:
   write  {path, text} -> writes text to path
   sleep  {seconds} -> waits, then "slept"
 With --bad-schema it also lists `broken`, whose input schema is not a JSON Schema ({"type": 12}).
+With --contradictory-schema it also lists `find_place` {has_laundry} -> its arguments, whose
+boolean parameter lists strings as its values (as a BFCL tool does).
 """
 import json
 import os
@@ -31,6 +33,10 @@ TOOLS = [
 if "--bad-schema" in sys.argv:
     TOOLS.append({"name": "broken", "description": "Its schema is not a schema.",
                   "inputSchema": {"type": 12}})
+if "--contradictory-schema" in sys.argv:
+    TOOLS.append({"name": "find_place", "description": "Finds a place to stay.",
+                  "inputSchema": {"type": "object", "properties": {
+                      "has_laundry": {"type": "boolean", "enum": ["True", "False", "dontcare"]}}}})
 
 
 def reply(id_, result):
@@ -54,6 +60,8 @@ def call(name, args):
     if name == "sleep":
         time.sleep(float(args.get("seconds", 1)))
         return text("slept")
+    if name == "find_place":
+        return text(args)
     return {"content": [{"type": "text", "text": f"no tool {name}"}], "isError": True}
 
 

@@ -17,6 +17,9 @@
 //! * `tool` — the object-safe async [`Tool`] trait and the [`ToolRegistry`] (schemas compiled once);
 //!   [`value_as_text`] and [`output_from_text`] turn JSON values into the text a model reads and a
 //!   tool's text back into JSON. `fn_tool` — [`FnTool`], a tool defined by a closure.
+//! * `schema_check` — [`reconcile`]: a tool schema that contradicts itself (`"type": "boolean"` with
+//!   `"enum": ["True", "dontcare"]`, `"type": "dict"`) gets one consistent reading and warnings;
+//!   the registry keeps that reading ([`RegisteredTool::schema`], [`RegisteredTool::warnings`]).
 //! * `scheduler` — the one scheduler: dependency-driven, concurrency limits, timeouts, deadline,
 //!   cancellation, fail-forward, [`Observer`] events; configured by [`RunConfig`] and [`RunControl`].
 //! * `run` — the [`PlanRun`] record, its JSON report and the summary an LLM reads.
@@ -59,6 +62,7 @@ pub mod plan;
 pub mod reference;
 mod run;
 mod scheduler;
+mod schema_check;
 pub mod template;
 mod tool;
 
@@ -69,6 +73,7 @@ pub use limits::{Limits, RepeatedCalls};
 pub use plan::{EXECUTE_TOOL_PLAN, Plan, Step};
 pub use run::{PlanRun, RunOutcome, StepRecord, StepStatus};
 pub use scheduler::{Observer, RunConfig, RunControl, Schedule, StepFinished, StepStarted};
+pub use schema_check::{MAX_SCHEMA_DEPTH, Reconciled, reconcile};
 pub use tool::{
     RegisteredTool, Tool, ToolAnnotations, ToolContext, ToolRegistry, ToolResult, output_from_text,
     value_as_text,

@@ -113,10 +113,12 @@ pub fn value_as_text(value: &Value) -> Cow<'_, str> {
 /// Values longer than this (bytes of JSON text) are not quoted in schema errors.
 const SHOWN_VALUE_BYTES: usize = 200;
 
-/// A registered tool with what the registry derived from it once: its schema and compiled validator.
+/// A registered tool with what the registry derived from it once: its schema (reconciled), the
+/// warnings that reading gave, and the compiled validator.
 pub struct RegisteredTool {
     tool: Arc<dyn Tool>,
     schema: Value,
+    warnings: Vec<String>,
     validator: jsonschema::Validator,
 }
 
@@ -126,9 +128,18 @@ impl RegisteredTool {
         &self.tool
     }
 
-    /// The tool's parameter schema, as it was at registration.
+    /// The tool's parameter schema as the registry reads it: the tool's own at registration, with
+    /// its contradictions settled by [`crate::reconcile`]. Arguments are checked against this
+    /// schema, and everything that shows the tool to a model reads it, so the two agree.
     pub fn schema(&self) -> &Value {
         &self.schema
+    }
+
+    /// What reconciling the tool's schema changed, one line per contradiction (empty for a
+    /// consistent schema): `/properties/x/enum: the value "dontcare" is not boolean; read as enum
+    /// [true, false]`.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Checks arguments against the tool's schema. The error lists every violation with its JSON pointer
@@ -184,7 +195,11 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// Registers a tool, compiling its parameter schema.
+    /// Registers a tool: reads its parameter schema one consistent way ([`crate::reconcile`]; the
+    /// warnings are kept, [`RegisteredTool::warnings`]) and compiles it. A schema nested deeper
+    /// than [`DEFAULT_MAX_VALUE_DEPTH`](crate::limits::DEFAULT_MAX_VALUE_DEPTH) levels of JSON (more
+    /// than any JSON text toolplan parses) or that is still not a valid JSON Schema is refused
+    /// ([`RegistryError::InvalidSchema`]).
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
         let name = tool.name().to_owned();
         if name.is_empty() || name.chars().any(char::is_whitespace) {
@@ -194,6 +209,17 @@ impl ToolRegistry {
             return Err(RegistryError::DuplicateName(name));
         }
         let schema = tool.parameters();
+        let max_depth = crate::limits::DEFAULT_MAX_VALUE_DEPTH;
+        if crate::limits::value_depth(&schema, max_depth).is_none() {
+            // Neither read nor compiled (the validator's compiler recurses), and dropped without
+            // recursion.
+            crate::limits::drop_deep(schema);
+            return Err(RegistryError::InvalidSchema {
+                tool: name,
+                detail: format!("it nests deeper than {max_depth} levels"),
+            });
+        }
+        let crate::Reconciled { schema, warnings } = crate::reconcile(schema);
         let validator =
             jsonschema::validator_for(&schema).map_err(|e| RegistryError::InvalidSchema {
                 tool: name.clone(),
@@ -205,6 +231,7 @@ impl ToolRegistry {
             Arc::new(RegisteredTool {
                 tool,
                 schema,
+                warnings,
                 validator,
             }),
         );
@@ -232,6 +259,13 @@ impl ToolRegistry {
     /// Tool names in registration order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.order.iter().map(String::as_str)
+    }
+
+    /// Every warning of [`reconciling`](crate::reconcile) the tools' schemas, as (tool name,
+    /// warning), in registration order. Empty when every schema is consistent.
+    pub fn warnings(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.iter()
+            .flat_map(|t| t.warnings.iter().map(move |w| (t.tool.name(), w.as_str())))
     }
 
     /// Tools in registration order.

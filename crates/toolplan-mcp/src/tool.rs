@@ -142,7 +142,9 @@ fn unusable(def: &McpToolDef) -> Option<String> {
     if def.name.trim().is_empty() || def.name.chars().any(char::is_whitespace) {
         return Some("its name is empty or has spaces".into());
     }
-    let schema = Value::Object((*def.input_schema).clone());
+    // Read as the registry will read it: a schema that contradicts itself (a Python type name, say)
+    // is usable in its consistent reading.
+    let schema = toolplan_core::reconcile(Value::Object((*def.input_schema).clone())).schema;
     jsonschema::validator_for(&schema)
         .err()
         .map(|e| format!("its input schema is not a valid JSON Schema ({e})"))
@@ -162,6 +164,7 @@ mod tests {
             McpToolDef::new(name.to_owned(), String::new(), Arc::new(schema))
         };
         assert_eq!(unusable(&def("add", json!({"type": "object"}))), None);
+        assert_eq!(unusable(&def("py", json!({"type": "dict"}))), None);
         let bad = unusable(&def("broken", json!({"type": 12}))).unwrap_or_default();
         assert!(bad.contains("input schema"), "{bad}");
         assert!(unusable(&def("two words", json!({"type": "object"}))).is_some());

@@ -62,8 +62,8 @@ pub enum Planning {
     /// [`Offered`](Self::Offered), and plans have an `answer` field whose text, with the results
     /// inserted, is the answer: a plan whose steps all succeed needs no further model call.
     OfferedWithAnswer,
-    /// `execute_tool_plan` alone, its description listing every tool as a one-line signature: every
-    /// tool use is a plan. For models that do not pick the planner on their own when the tools are
+    /// `execute_tool_plan` alone, its description listing every tool as a signature with a line per
+    /// argument ([`ToolListing::Documented`]): every tool use is a plan. For models that do not pick the planner on their own when the tools are
     /// also offered one by one.
     Only,
     /// [`Only`](Self::Only), and plans have an `answer` field (see
@@ -93,7 +93,9 @@ impl Planning {
             return None;
         }
         let listing = if self.plan_only() {
-            ToolListing::Signatures
+            // Each tool's arguments with what its schema says of them (descriptions, formats,
+            // bounds, defaults): what a model offered the tools natively reads.
+            ToolListing::Documented
         } else {
             // The tools are offered one by one beside the planner: no need to list them again.
             ToolListing::Omitted

@@ -33,6 +33,10 @@ fn every_planning_mode_shows_the_model_the_same_text() {
         ("only_with_answer", Planning::OnlyWithAnswer),
     ];
     assert_eq!(snapshots.as_object().unwrap().len(), modes.len());
+    // `UPDATE_SNAPSHOTS=1 cargo test …` writes what is shown now into the file instead (then review
+    // the diff: it is what models will read).
+    let update = std::env::var_os("UPDATE_SNAPSHOTS").is_some();
+    let mut now = serde_json::Map::new();
     for (name, planning) in modes {
         let expected = &snapshots[name];
         let with = agent(planning, "You compare data.");
@@ -47,7 +51,19 @@ fn every_planning_mode_shows_the_model_the_same_text() {
             shown["planner"] = serde_json::to_value(planner).unwrap();
             assert_eq!(without.tool_definitions()[0], *planner, "{name}");
         }
+        if update {
+            now.insert(name.to_owned(), shown);
+            continue;
+        }
         // Compared as text: the order of a schema's keys is part of what the model reads.
         assert_eq!(shown.to_string(), expected.to_string(), "{name}");
+    }
+    if update {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/it/snapshots/planning_modes.json"
+        );
+        let text = serde_json::to_string_pretty(&Value::Object(now)).unwrap() + "\n";
+        std::fs::write(path, text).unwrap();
     }
 }

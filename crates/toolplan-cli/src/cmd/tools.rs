@@ -15,7 +15,8 @@ use crate::toolset;
 /// Runs the subcommand.
 pub async fn execute(args: ToolsArgs, settings: Settings) -> anyhow::Result<Outcome> {
     let registry = Arc::new(toolset::registry(&settings).await?);
-    let mut listed: Vec<(String, String, Value)> = registry
+    // Each tool's schema as the registry reads it, with what reading it changed.
+    let mut listed: Vec<(String, String, Value, Vec<String>)> = registry
         .iter()
         .map(|t| {
             let tool = t.tool();
@@ -23,6 +24,7 @@ pub async fn execute(args: ToolsArgs, settings: Settings) -> anyhow::Result<Outc
                 tool.name().to_owned(),
                 tool.description().to_owned(),
                 t.schema().clone(),
+                t.warnings().to_vec(),
             )
         })
         .collect();
@@ -32,18 +34,24 @@ pub async fn execute(args: ToolsArgs, settings: Settings) -> anyhow::Result<Outc
             planner.name().to_owned(),
             planner.description().to_owned(),
             planner.parameters(),
+            Vec::new(),
         ));
     }
     if args.json {
         let all: Vec<Value> = listed
             .into_iter()
-            .map(|(name, description, parameters)| {
-                json!({"name": name, "description": description, "parameters": parameters})
+            .map(|(name, description, parameters, warnings)| {
+                let mut tool =
+                    json!({"name": name, "description": description, "parameters": parameters});
+                if !warnings.is_empty() {
+                    tool["warnings"] = json!(warnings);
+                }
+                tool
             })
             .collect();
         outln!("{}", serde_json::to_string_pretty(&all)?)?;
     } else {
-        for (i, (name, description, parameters)) in listed.iter().enumerate() {
+        for (i, (name, description, parameters, warnings)) in listed.iter().enumerate() {
             if i > 0 {
                 outln!()?;
             }
@@ -52,6 +60,9 @@ pub async fn execute(args: ToolsArgs, settings: Settings) -> anyhow::Result<Outc
                 outln!("  {line}")?;
             }
             outln!("  parameters: {parameters}")?;
+            for warning in warnings {
+                outln!("  warning: {warning}")?;
+            }
         }
     }
     Ok(Outcome::Ok)

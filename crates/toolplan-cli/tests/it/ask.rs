@@ -293,7 +293,15 @@ fn dry_run_shows_the_plan_and_runs_nothing() {
             "openai:test",
         ])
         // The plan's problem is shown, not sent back to be fixed.
-        .args(["--base-url", &url, "--json", "--dry-run", "--repairs", "0", "--tool-defs"])
+        .args([
+            "--base-url",
+            &url,
+            "--json",
+            "--dry-run",
+            "--repairs",
+            "0",
+            "--tool-defs",
+        ])
         .arg(&defs)
         .current_dir(std::env::temp_dir())
         .output()

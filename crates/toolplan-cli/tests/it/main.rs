@@ -18,5 +18,6 @@ mod mcp_client_hardening;
 mod mcp_server_hardening;
 mod plan_grammar;
 mod query_plan;
+mod schemas;
 mod search;
 mod settings;

@@ -7,4 +7,5 @@ mod prop_scheduler;
 mod references;
 mod repeats;
 mod scheduler;
+mod schemas;
 mod validation;
