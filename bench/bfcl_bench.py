@@ -65,7 +65,7 @@ HELD_OUT = {
 }
 MODE_FLAGS = {"plan-only": ["--plan-only"], "plan": [], "no-plan": ["--no-plan"]}
 # plan-only with the planner listing the tools in another form (`--plan-listing`).
-for _form in ("signatures", "documented", "schemas"):
+for _form in ("signatures", "documented", "schemas", "native"):
     MODE_FLAGS[f"plan-only:{_form}"] = ["--plan-only", "--plan-listing", _form]
 MODEL_NAME = "toolplan"
 

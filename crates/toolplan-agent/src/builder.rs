@@ -189,7 +189,10 @@ impl AgentBuilder {
                 .with_limits(limits)
                 .with_config(self.run_config),
         );
-        let mut definitions: Vec<ToolDefinition> = if planning.plan_only() {
+        // Plan-only: the tools are reached through plans alone; listed natively (shown, not
+        // callable) when the listing says so, else in the planner's description.
+        let native = planning.plan_only() && self.plan_listing == Some(ToolListing::Native);
+        let mut definitions: Vec<ToolDefinition> = if planning.plan_only() && !native {
             Vec::new()
         } else {
             engine
@@ -201,6 +204,7 @@ impl AgentBuilder {
                     name: t.tool().name().to_owned(),
                     description: t.tool().description().to_owned(),
                     parameters: t.schema().clone(),
+                    listed_only: native,
                     ..Default::default()
                 })
                 .collect()

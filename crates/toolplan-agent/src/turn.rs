@@ -48,7 +48,11 @@ impl Agent {
                         record.tool_errors += 1;
                     }
                 }
-            } else if !self.definitions.iter().any(|d| d.name == call.name) {
+            } else if !self
+                .definitions
+                .iter()
+                .any(|d| d.name == call.name && !d.listed_only)
+            {
                 // Only the tools offered to the model may be called (in plan-only mode, the tools
                 // are reachable through plans alone).
                 results[i] = Some(self.unknown_tool(call));
@@ -192,7 +196,12 @@ impl Agent {
     }
 
     fn unknown_tool(&self, call: &ToolCall) -> Message {
-        let names: Vec<&str> = self.definitions.iter().map(|d| d.name.as_str()).collect();
+        let names: Vec<&str> = self
+            .definitions
+            .iter()
+            .filter(|d| !d.listed_only)
+            .map(|d| d.name.as_str())
+            .collect();
         Message::tool_result(
             call,
             format!(

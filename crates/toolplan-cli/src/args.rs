@@ -172,8 +172,8 @@ pub struct AskArgs {
     #[arg(long, conflicts_with = "no_plan")]
     pub plan_only: bool,
     /// How the planner lists the tools with --plan-only: documented (the default: each signature
-    /// with a line per argument: description, format, bounds, default), signatures (one line each)
-    /// or schemas (each tool's JSON Schema).
+    /// with a line per argument: description, format, bounds, default), signatures (one line each),
+    /// schemas (each tool's JSON Schema) or native (the tools shown as tools, not callable).
     #[arg(long, value_enum, value_name = "FORM", requires = "plan_only")]
     pub plan_listing: Option<PlanListing>,
     /// Give plans an `answer` field whose text (results inserted by $ref) is the answer: a plan
@@ -230,6 +230,9 @@ pub enum PlanListing {
     Documented,
     /// Each tool's name, JSON Schema and description.
     Schemas,
+    /// The tools shown in the model's own tool format, but not callable: only execute_tool_plan
+    /// can be called.
+    Native,
 }
 
 /// The planner `toolplan ask` offers.

@@ -113,6 +113,12 @@ pub struct ToolDefinition {
     /// enforce it as the model writes (the local model); the tool itself must still check.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unique_values: Vec<String>,
+    /// Shown to the model with its schema, but not callable: a tool a plan's steps may use when only
+    /// the planner may be called. The local model lists it among the tools in its own format and
+    /// its grammar leaves it out; hosted providers, which cannot show a tool without letting the
+    /// model call it, list it in the system message instead ([`ChatRequest::with_listed_in_system`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub listed_only: bool,
 }
 
 impl ToolDefinition {
@@ -124,7 +130,14 @@ impl ToolDefinition {
             parameters,
             strict_parameters: None,
             unique_values: Vec::new(),
+            listed_only: false,
         }
+    }
+
+    /// Makes the tool shown but not callable (see [`listed_only`](Self::listed_only)).
+    pub fn listed_only(mut self) -> Self {
+        self.listed_only = true;
+        self
     }
 
     /// Sets the stricter schema that constrained decoding enforces.
@@ -175,6 +188,52 @@ pub struct ChatRequest {
     /// needs. The local provider puts a `thought` field first in its constrained replies and keeps it
     /// as the content of a tool-call message; hosted providers, which reason on their own, ignore it.
     pub think_first: bool,
+}
+
+/// The heading of the system-message section that lists the tools shown but not callable, for
+/// providers that cannot show a tool without letting the model call it.
+pub const LISTED_TOOLS_HEADING: &str = "# Tools for plan steps\n\nThese tools cannot be called \
+directly: they are the tools the steps of a plan can use. Each line is one tool: its name, what it \
+does, and the JSON Schema of its arguments (\"parameters\").";
+
+impl ChatRequest {
+    /// The tools the model may call (every tool but the [`listed_only`](ToolDefinition::listed_only)
+    /// ones).
+    pub fn callable_tools(&self) -> Vec<ToolDefinition> {
+        self.tools
+            .iter()
+            .filter(|t| !t.listed_only)
+            .cloned()
+            .collect()
+    }
+
+    /// The request as a provider that cannot show a tool without letting the model call it sends
+    /// it: the tools shown but not callable are taken out of the tool list and listed, one JSON line
+    /// each, at the end of the system message (a new one first when there is none). The request
+    /// itself when there are none.
+    pub fn with_listed_in_system(&self) -> std::borrow::Cow<'_, ChatRequest> {
+        if !self.tools.iter().any(|t| t.listed_only) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut section = format!("{LISTED_TOOLS_HEADING}\n");
+        for t in self.tools.iter().filter(|t| t.listed_only) {
+            let line = serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters});
+            section.push_str(&line.to_string());
+            section.push('\n');
+        }
+        let mut request = self.clone();
+        request.tools = self.callable_tools();
+        match request.messages.iter_mut().find(|m| m.role == Role::System) {
+            Some(system) => {
+                system.content.push_str("\n\n");
+                system.content.push_str(section.trim_end());
+            }
+            None => request
+                .messages
+                .insert(0, Message::system(section.trim_end().to_owned())),
+        }
+        std::borrow::Cow::Owned(request)
+    }
 }
 
 /// Tokens a call consumed.
@@ -228,4 +287,66 @@ pub fn parse_arguments(text: &str) -> Value {
         return Value::Object(Default::default());
     }
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn tools_shown_but_not_callable_move_into_the_system_message() {
+        let plan = ToolDefinition::new(
+            "execute_tool_plan",
+            "Runs a plan",
+            json!({"type": "object"}),
+        );
+        let weather = ToolDefinition::new(
+            "get_weather",
+            "Weather of a city",
+            json!({"type": "object", "properties": {"location": {"type": "string"}}}),
+        )
+        .listed_only();
+        let request = ChatRequest {
+            messages: vec![Message::system("Be brief."), Message::user("Tokyo?")],
+            tools: vec![plan.clone(), weather.clone()],
+            ..ChatRequest::default()
+        };
+        assert_eq!(request.callable_tools(), vec![plan.clone()]);
+        let sent = request.with_listed_in_system();
+        assert_eq!(sent.tools, vec![plan.clone()]);
+        let system = &sent.messages[0].content;
+        assert!(
+            system.starts_with("Be brief.\n\n# Tools for plan steps"),
+            "{system}"
+        );
+        let line = system.lines().last().unwrap_or_default();
+        let listed: Value = serde_json::from_str(line).unwrap_or_default();
+        assert_eq!(listed["name"], "get_weather", "{system}");
+        assert_eq!(listed["parameters"], weather.parameters, "{system}");
+        assert_eq!(sent.messages.len(), 2);
+        // Without a system message, one is made; without listed tools, nothing changes.
+        let bare = ChatRequest {
+            messages: vec![Message::user("Tokyo?")],
+            ..request
+        };
+        let sent = bare.with_listed_in_system();
+        assert_eq!(sent.messages[0].role, Role::System);
+        assert_eq!(sent.messages.len(), 2);
+        let plain = ChatRequest {
+            tools: vec![plan],
+            ..bare.clone()
+        };
+        assert!(matches!(
+            plain.with_listed_in_system(),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        // The flag is not serialized unless set.
+        assert!(
+            !serde_json::to_string(&plain.tools[0])
+                .unwrap_or_default()
+                .contains("listed_only")
+        );
+    }
 }

@@ -28,6 +28,11 @@ pub enum ToolListing {
     /// The plan format alone: for callers that offer the tools to the model separately anyway (an
     /// agent), so the model reads each tool once and the prompt is shorter.
     Omitted,
+    /// The plan format in few words and the worked example of [`Signatures`](Self::Signatures),
+    /// without a list: for callers that offer only the planner and show the model the tools in the
+    /// provider's own tool format, not callable (an agent's plan-only mode with
+    /// `ToolDefinition::listed_only` tools).
+    Native,
 }
 
 /// How plans are written, in full.
@@ -73,7 +78,7 @@ pub(crate) fn describe(
     tools: &[ListedTool<'_>],
 ) -> String {
     let mut text = match listing {
-        ToolListing::Signatures | ToolListing::Documented => {
+        ToolListing::Signatures | ToolListing::Documented | ToolListing::Native => {
             let example = if answer_field {
                 answer_example()
             } else {
@@ -91,7 +96,7 @@ pub(crate) fn describe(
         ToolListing::Schemas => {
             "\nTools a plan can call (name, JSON Schema of its arguments, what it does):"
         }
-        ToolListing::Omitted => return text,
+        ToolListing::Omitted | ToolListing::Native => return text,
     };
     text.push_str(heading);
     for tool in tools {

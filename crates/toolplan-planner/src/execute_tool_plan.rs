@@ -159,7 +159,7 @@ impl Tool for ExecuteToolPlan {
         let schema = plan_schema_with(self.style, &names, self.answer_field);
         if matches!(
             self.listing,
-            ToolListing::Signatures | ToolListing::Documented
+            ToolListing::Signatures | ToolListing::Documented | ToolListing::Native
         ) {
             // The compact description explains every field already.
             strip_annotations(&schema)

@@ -168,3 +168,39 @@ async fn plan_only_offers_just_the_planner_with_every_tool_signature() {
             .starts_with("Error: unknown tool 'get_weather'. Available tools: execute_tool_plan")
     );
 }
+
+#[tokio::test]
+async fn plan_only_with_the_native_listing_shows_the_tools_but_only_the_planner_is_callable() {
+    let model = Arc::new(ScriptedModel::new([
+        // A direct call of a tool shown only for plans is refused like an unknown tool …
+        ScriptedModel::calls(&[("get_weather", json!({"location": "Tokyo"}))]),
+        // … and a plan over it runs.
+        ScriptedModel::calls(&[("execute_tool_plan", weather_plan())]),
+        ScriptedModel::answer(FINAL),
+    ]));
+    let agent = Agent::builder("t")
+        .model(model.clone())
+        .tools(demo::tools())
+        .planning(Planning::Only)
+        .plan_listing(toolplan_agent::ToolListing::Native)
+        .build()
+        .unwrap();
+    let tools = agent.tool_definitions();
+    assert_eq!(tools[0].name, "execute_tool_plan");
+    assert!(!tools[0].listed_only);
+    assert!(tools.len() > 1 && tools[1..].iter().all(|t| t.listed_only));
+    // The planner's description does not list the tools again.
+    assert!(!tools[0].description.contains("Tools a plan can call"));
+    let out = agent.interact("Weather in Tokyo?").await.unwrap();
+    assert_eq!(out.answer, FINAL);
+    let results = tool_messages(&out.messages);
+    assert!(results[0].is_error);
+    assert!(
+        results[0]
+            .content
+            .starts_with("Error: unknown tool 'get_weather'. Available tools: execute_tool_plan"),
+        "{}",
+        results[0].content
+    );
+    assert!(!results[1].is_error, "{}", results[1].content);
+}

@@ -97,6 +97,7 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
             PlanListing::Signatures => ToolListing::Signatures,
             PlanListing::Documented => ToolListing::Documented,
             PlanListing::Schemas => ToolListing::Schemas,
+            PlanListing::Native => ToolListing::Native,
         });
     }
     if query_planner {

@@ -212,9 +212,13 @@ impl ChatModel for LocalModel {
             .last_stats
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(generated.stats);
-        response::response(&self.name, &generated, mode, &request.tools, || {
-            self.next_call_id()
-        })
+        response::response(
+            &self.name,
+            &generated,
+            mode,
+            &request.callable_tools(),
+            || self.next_call_id(),
+        )
     }
 }
 

@@ -144,7 +144,10 @@ macro_rules! impl_chat_model {
                 request: &$crate::message::ChatRequest,
                 cancel: &tokio_util::sync::CancellationToken,
             ) -> Result<$crate::message::ChatResponse, $crate::error::LlmError> {
-                $crate::provider::http::chat(self, &self.request_body(request)?, cancel).await
+                // Tools shown but not callable go into the system message: the wire formats
+                // cannot show a tool without letting the model call it.
+                let request = request.with_listed_in_system();
+                $crate::provider::http::chat(self, &self.request_body(&request)?, cancel).await
             }
         }
     };

@@ -77,8 +77,9 @@ pub(super) fn generate(
     let backend = backend()?;
     let model = &shared.model;
     let prompt_text = shared.prompt(&job.request, job.mode)?;
+    // Tools shown but not callable are in the prompt, not in the grammar.
     let grammar = reply_grammar_with(
-        &job.request.tools,
+        &job.request.callable_tools(),
         job.mode,
         GrammarOptions::of(&job.request),
     )?;

@@ -95,7 +95,20 @@ fn tools_section(request: &ChatRequest, mode: ReplyMode) -> String {
         s.push_str(&spaced_json(&line));
         s.push('\n');
     }
-    s.push_str("</tools>\n\n# Reply format\n\nReply with exactly one JSON object and nothing else");
+    s.push_str("</tools>\n\n");
+    let callable: Vec<&str> = request
+        .tools
+        .iter()
+        .filter(|t| !t.listed_only)
+        .map(|t| t.name.as_str())
+        .collect();
+    if callable.len() < request.tools.len() {
+        s.push_str(&format!(
+            "Only {} can be called; the other tools are the tools its steps use.\n\n",
+            callable.join(", ")
+        ));
+    }
+    s.push_str("# Reply format\n\nReply with exactly one JSON object and nothing else");
     // With think_first, each form opens with a thought (the grammar asks for it in the same place).
     let (why, call_thought, answer_thought) = if request.think_first {
         (
@@ -317,6 +330,37 @@ mod tests {
             turns,
             vec![Turn::new("system", DEFAULT_SYSTEM), Turn::new("user", "Hi")]
         );
+    }
+
+    #[test]
+    fn tools_shown_but_not_callable_are_listed_with_the_others() {
+        let planner = ToolDefinition::new(
+            "execute_tool_plan",
+            "Runs a plan",
+            json!({"type": "object"}),
+        );
+        let request = ChatRequest {
+            messages: vec![Message::user("Weather in Tokyo?")],
+            tools: vec![planner, weather().listed_only()],
+            tool_choice: ToolChoice::Required,
+            ..ChatRequest::default()
+        };
+        assert_eq!(ReplyMode::of(&request), Ok(ReplyMode::ToolsOnly));
+        let system = &render(&request, ReplyMode::ToolsOnly)[0].content;
+        assert!(system.contains(r#"{"name": "get_weather""#), "{system}");
+        assert!(
+            system.contains(
+                "Only execute_tool_plan can be called; the other tools are the tools its steps use."
+            ),
+            "{system}"
+        );
+        // With only tools that cannot be called, there is nothing to call.
+        let listed = ChatRequest {
+            tools: vec![weather().listed_only()],
+            tool_choice: ToolChoice::Auto,
+            ..request
+        };
+        assert_eq!(ReplyMode::of(&listed), Ok(ReplyMode::Text));
     }
 
     #[test]

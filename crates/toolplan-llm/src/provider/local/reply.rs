@@ -47,7 +47,8 @@ pub enum ReplyMode {
 impl ReplyMode {
     /// The mode a request asks for, or why it cannot be served (tools required but none offered).
     pub fn of(request: &ChatRequest) -> Result<ReplyMode, String> {
-        match (&request.tool_choice, request.tools.is_empty()) {
+        let no_tools = request.tools.iter().all(|t| t.listed_only);
+        match (&request.tool_choice, no_tools) {
             (ToolChoice::Required, true) => {
                 Err("tool_choice is `required` but the request offers no tools".to_owned())
             }
