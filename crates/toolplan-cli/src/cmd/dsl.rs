@@ -10,7 +10,7 @@ use crate::Outcome;
 use crate::args::DslArgs;
 use crate::cmd::ask::connect_model;
 use crate::cmd::index::backend;
-use crate::cmd::{cancel_on_interrupt, plural, read_input};
+use crate::cmd::{MAX_INPUT_BYTES, cancel_on_interrupt, input_limit, plural, read_input};
 use crate::output::outln;
 use crate::settings::Settings;
 
@@ -114,7 +114,7 @@ fn parameters(args: &DslArgs) -> anyhow::Result<PlanParameters> {
     let mut obj = Map::new();
     for (name, value) in &args.params {
         let value = match value.strip_prefix('@') {
-            Some(file) => read_input(Path::new(file), name)?,
+            Some(file) => read_input(Path::new(file), name, input_limit(MAX_INPUT_BYTES)?)?,
             None => value.clone(),
         };
         obj.insert(name.clone(), Value::String(value));

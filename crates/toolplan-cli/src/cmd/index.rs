@@ -8,7 +8,7 @@ use toolplan_search::{Auth, EmbeddedBackend, OpenSearchBackend, OpenSearchConfig
 
 use crate::Outcome;
 use crate::args::{BackendArgs, BackendKind, IndexAction, IndexArgs};
-use crate::cmd::read_input;
+use crate::cmd::{MAX_BULK_BYTES, MAX_INPUT_BYTES, input_limit, read_input};
 use crate::settings;
 
 /// The backend the arguments choose, and a description for messages.
@@ -47,7 +47,7 @@ pub async fn execute(args: IndexArgs) -> anyhow::Result<Outcome> {
     let (backend, place) = backend(&args.backend)?;
     match args.action {
         IndexAction::Create { name, mapping } => {
-            let text = read_input(&mapping, "mapping")?;
+            let text = read_input(&mapping, "mapping", input_limit(MAX_INPUT_BYTES)?)?;
             let mapping: Value = serde_json::from_str(&text)
                 .with_context(|| format!("mapping file '{}' is not JSON", mapping.display()))?;
             backend.create_index(&name, &mapping).await?;
@@ -58,7 +58,7 @@ pub async fn execute(args: IndexArgs) -> anyhow::Result<Outcome> {
             eprintln!("created index {name} ({n} fields) in {place}");
         }
         IndexAction::Bulk { file, index } => {
-            let body = read_input(&file, "bulk")?;
+            let body = read_input(&file, "bulk", input_limit(MAX_BULK_BYTES)?)?;
             let summary = backend.bulk(index.as_deref(), &body).await?;
             eprintln!(
                 "indexed {}, deleted {}, {} failed",

@@ -18,22 +18,50 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use toolplan_core::InvalidPlan;
 
-/// Reads the plan text from a file or, for `-`, from standard input.
-pub fn read_plan(path: &Path) -> anyhow::Result<String> {
-    read_input(path, "plan")
+/// Longest request body (DSL, search template, mapping) read from a file or standard input, in
+/// bytes: 16 MiB. Changed with the environment variable `TOOLPLAN_MAX_INPUT_BYTES`.
+pub const MAX_INPUT_BYTES: u64 = 16 << 20;
+
+/// Longest bulk file read, in bytes: 100 MiB, OpenSearch's default `http.max_content_length`.
+/// Changed with the environment variable `TOOLPLAN_MAX_INPUT_BYTES`.
+pub const MAX_BULK_BYTES: u64 = 100 << 20;
+
+/// `default`, or the limit `TOOLPLAN_MAX_INPUT_BYTES` sets (a whole number of bytes).
+pub fn input_limit(default: u64) -> anyhow::Result<u64> {
+    match std::env::var("TOOLPLAN_MAX_INPUT_BYTES") {
+        Ok(v) => v.trim().parse().with_context(|| {
+            format!("TOOLPLAN_MAX_INPUT_BYTES must be a whole number of bytes, got '{v}'")
+        }),
+        Err(_) => Ok(default),
+    }
 }
 
-/// Reads a file or, for `-`, standard input; `what` names it in errors ("cannot read plan file …").
-pub fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .with_context(|| format!("cannot read the {what} from standard input"))?;
-        return Ok(text);
+/// Reads the plan text from a file or, for `-`, from standard input: at most `max_bytes` (the
+/// limits' `max_plan_bytes`).
+pub fn read_plan(path: &Path, max_bytes: usize) -> anyhow::Result<String> {
+    read_input(path, "plan", max_bytes as u64)
+        .context("the plan is over [limits] max_plan_bytes, which the config can raise")
+}
+
+/// Reads a file or, for `-`, standard input, refusing more than `max_bytes` before reading it all
+/// into memory; `what` names it in errors ("cannot read plan file …").
+pub fn read_input(path: &Path, what: &str, max_bytes: u64) -> anyhow::Result<String> {
+    let (reader, name): (Box<dyn Read>, String) = if path.as_os_str() == "-" {
+        (Box::new(std::io::stdin()), "standard input".to_owned())
+    } else {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot read {what} file '{}'", path.display()))?;
+        (Box::new(file), format!("'{}'", path.display()))
+    };
+    let mut bytes = Vec::new();
+    reader
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read the {what} from {name}"))?;
+    if bytes.len() as u64 > max_bytes {
+        anyhow::bail!("the {what} from {name} has more than {max_bytes} bytes, the limit");
     }
-    std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {what} file '{}'", path.display()))
+    String::from_utf8(bytes).with_context(|| format!("the {what} from {name} is not UTF-8 text"))
 }
 
 /// "s" unless `n` is 1, for counts in messages.

@@ -15,7 +15,7 @@ use crate::{render, toolset};
 
 /// Runs the subcommand.
 pub async fn execute(args: RunArgs, mut settings: Settings) -> anyhow::Result<Outcome> {
-    let text = read_plan(&args.input.plan)?;
+    let text = read_plan(&args.input.plan, settings.limits.max_plan_bytes)?;
     // The flags of `run` alone, which neither the environment nor the configuration sets.
     settings.run.tool_concurrency = args.tool_limits.iter().cloned().collect();
     settings.run.schedule = match args.schedule {

@@ -9,7 +9,7 @@ use toolplan_search::{Mapping, check};
 use crate::Outcome;
 use crate::args::SearchArgs;
 use crate::cmd::index::backend;
-use crate::cmd::read_input;
+use crate::cmd::{MAX_INPUT_BYTES, input_limit, read_input};
 
 /// Runs the subcommand.
 pub async fn execute(args: SearchArgs) -> anyhow::Result<Outcome> {
@@ -18,7 +18,7 @@ pub async fn execute(args: SearchArgs) -> anyhow::Result<Outcome> {
         None => json!({"query": {"match_all": {}}}),
         Some(text) => {
             let text = match text.strip_prefix('@') {
-                Some(file) => read_input(Path::new(file), "DSL")?,
+                Some(file) => read_input(Path::new(file), "DSL", input_limit(MAX_INPUT_BYTES)?)?,
                 None => text.to_owned(),
             };
             serde_json::from_str(&text).context("the DSL is not valid JSON")?

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::Outcome;
 use crate::args::{TemplateAction, TemplateArgs};
 use crate::cmd::index::backend;
-use crate::cmd::read_input;
+use crate::cmd::{MAX_INPUT_BYTES, input_limit, read_input};
 use crate::output::outln;
 
 /// Runs the subcommand.
@@ -18,7 +18,9 @@ pub async fn execute(args: TemplateArgs) -> anyhow::Result<Outcome> {
     match args.action {
         TemplateAction::Put { id, source } => {
             let text = match source.strip_prefix('@') {
-                Some(file) => read_input(Path::new(file), "template")?,
+                Some(file) => {
+                    read_input(Path::new(file), "template", input_limit(MAX_INPUT_BYTES)?)?
+                }
                 None => source,
             };
             let body: Value = serde_json::from_str(&text).context("the template is not JSON")?;

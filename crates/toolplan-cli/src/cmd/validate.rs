@@ -11,7 +11,7 @@ use crate::toolset;
 
 /// Runs the subcommand.
 pub async fn execute(args: ValidateArgs, settings: Settings) -> anyhow::Result<Outcome> {
-    let text = read_plan(&args.input.plan)?;
+    let text = read_plan(&args.input.plan, settings.limits.max_plan_bytes)?;
     let engine = toolset::engine(&settings).await?;
     match engine.compile(&text) {
         Ok(plan) => {

@@ -110,6 +110,46 @@ fn config_max_steps_applies_to_validate() {
     common::assert_ok(&out);
 }
 
+#[test]
+fn input_files_over_their_limit_are_refused_before_they_are_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "toolplan.toml", "[limits]\nmax_plan_bytes = 64\n");
+    write(dir.path(), "plan.json", THREE_STEPS);
+    fails_with(
+        dir.path(),
+        &["validate", "plan.json"],
+        "has more than 64 bytes, the limit",
+    );
+    // From standard input too.
+    let out = toolplan()
+        .args(["validate", "-"])
+        .write_stdin(THREE_STEPS)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the plan from standard input has more than 64 bytes")
+            && stderr(&out).contains("max_plan_bytes"),
+        "{}",
+        stderr(&out)
+    );
+    // A DSL file over TOOLPLAN_MAX_INPUT_BYTES, before any index is touched.
+    write(dir.path(), "query.json", r#"{"query": {"match_all": {}}}"#);
+    let out = toolplan()
+        .args(["search", "no-such-index", "--dsl", "@query.json", "--data-dir", "data"])
+        .env("TOOLPLAN_MAX_INPUT_BYTES", "8")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the DSL from 'query.json' has more than 8 bytes, the limit"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A directory like a cloned repository: a toolplan.toml whose MCP server command would create
 /// MARKER, and a plan.
 fn repository_with_a_command() -> tempfile::TempDir {
