@@ -9,8 +9,13 @@
 //!
 //! ```text
 //! cargo run --release -p toolplan-search --features local --example dsl_eval -- \
-//!     [--model local|local:PATH|openai:NAME …] [--only q1,q7] [--max-repairs 1] [--out FILE.jsonl]
+//!     [--model local|local:PATH|openai:NAME …] [--only q1,q7] [--max-repairs 1] [--out FILE.jsonl] \
+//!     [--no-values] [--no-observe] [--timeout SECS]
 //! ```
+//!
+//! `--no-values` plans with OpenSearch's own user prompt (no keyword values, none searched);
+//! `--no-observe` without the execution-guided checks: each switches one part of the method off.
+//! `--timeout` is the longest one model call may take (default 120 s; more on a busy machine).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -22,6 +27,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolplan_llm::{ConnectOptions, ModelSpec};
 use toolplan_search::eval::{Question, judge, plain_extract};
+use toolplan_search::prompts::OPENSEARCH_USER_PROMPT;
 use toolplan_search::{DslPlanner, EmbeddedBackend, PlanParameters, SearchBackend};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -44,6 +50,8 @@ async fn main() -> Result<(), Error> {
     let mut only: Option<Vec<String>> = None;
     let mut max_repairs = 1usize;
     let mut out: Option<PathBuf> = None;
+    let (mut with_values, mut with_observations) = (true, true);
+    let mut options = ConnectOptions::default();
     let mut set =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/dsl_eval/questions.json");
     let mut args = std::env::args().skip(1);
@@ -55,6 +63,11 @@ async fn main() -> Result<(), Error> {
             "--max-repairs" => max_repairs = value()?.parse()?,
             "--out" => out = Some(PathBuf::from(value()?)),
             "--questions" => set = PathBuf::from(value()?),
+            "--no-values" => with_values = false,
+            "--no-observe" => with_observations = false,
+            "--timeout" => {
+                options.policy.timeout = std::time::Duration::from_secs(value()?.parse()?);
+            }
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -75,14 +88,19 @@ async fn main() -> Result<(), Error> {
 
     let spec: ModelSpec = model.parse()?;
     let started = Instant::now();
-    let chat = toolplan_llm::connect(&spec, &ConnectOptions::default()).await?;
+    let chat = toolplan_llm::connect(&spec, &options).await?;
     eprintln!(
         "model {} ready in {:.1} s",
         chat.name(),
         started.elapsed().as_secs_f64()
     );
-    let planner = DslPlanner::new(chat, Arc::clone(&backend) as Arc<dyn SearchBackend>)
-        .with_max_repairs(max_repairs);
+    let mut planner = DslPlanner::new(chat, Arc::clone(&backend) as Arc<dyn SearchBackend>)
+        .with_max_repairs(max_repairs)
+        .with_keyword_values(with_values)
+        .with_observations(with_observations);
+    if !with_values {
+        planner = planner.with_user_prompt(OPENSEARCH_USER_PROMPT);
+    }
     let mut log = match &out {
         Some(p) => Some(std::fs::File::create(p)?),
         None => None,
@@ -91,6 +109,7 @@ async fn main() -> Result<(), Error> {
     let cancel = CancellationToken::new();
     let (mut plain_ok, mut ours_ok, mut calls, mut input, mut output) = (0, 0, 0, 0, 0);
     let (mut plain_fallbacks, mut ours_fallbacks, mut repaired, mut corrected) = (0, 0, 0, 0);
+    let mut observed = 0;
     let mut per_index: HashMap<String, (u32, u32, u32)> = HashMap::new();
     let total_started = Instant::now();
     println!(
@@ -119,6 +138,7 @@ async fn main() -> Result<(), Error> {
         ours_fallbacks += u32::from(plan.fallback.is_some());
         repaired += u32::from(plan.attempts.len() > 1);
         corrected += u32::from(plan.attempts.iter().any(|a| !a.fixes.is_empty()));
+        observed += u32::from(plan.attempts.iter().any(|a| a.observed));
         calls += plan.llm_calls;
         input += plan.input_tokens;
         output += plan.output_tokens;
@@ -141,7 +161,7 @@ async fn main() -> Result<(), Error> {
             let attempts: Vec<Value> = plan
                 .attempts
                 .iter()
-                .map(|a| json!({"reply": a.reply, "fixes": a.fixes, "problems": a.problems}))
+                .map(|a| json!({"reply": a.reply, "fixes": a.fixes, "problems": a.problems, "observed": a.observed}))
                 .collect();
             writeln!(
                 f,
@@ -171,7 +191,7 @@ async fn main() -> Result<(), Error> {
         pct(ours_ok)
     );
     println!(
-        "plain fallbacks {plain_fallbacks}; toolplan: {corrected} corrected without the model, {repaired} sent back for repair, {ours_fallbacks} fallbacks; {calls} model calls, {input} input / {output} output tokens; {:.0} s",
+        "plain fallbacks {plain_fallbacks}; toolplan: {corrected} corrected without the model, {repaired} sent back for repair, {observed} with observations of a valid query, {ours_fallbacks} fallbacks; {calls} model calls, {input} input / {output} output tokens; {:.0} s",
         total_started.elapsed().as_secs_f64()
     );
     Ok(())

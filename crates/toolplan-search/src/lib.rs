@@ -20,8 +20,11 @@
 //!   API key, TLS, timeouts).
 //! * [`params`] — the planner's parameters (registration and execution), templates, response filter.
 //! * [`prompts`] and [`planner`] — query-DSL planning: [`DslPlanner`] asks a model for the DSL of a
-//!   question (OpenSearch QueryPlanningTool's prompts), takes the first valid JSON object, checks it
-//!   against the mapping and the backend, sends problems back for repair, falls back with a reason.
+//!   question (OpenSearch QueryPlanningTool's prompts, plus the frequent values of the keyword
+//!   fields: [`planner::values`]), takes the first valid JSON object, checks it against the mapping
+//!   and the backend, runs it and compares what came back with the question
+//!   ([`planner::observe`]), sends problems and observations back for repair, falls back with a
+//!   reason.
 //! * [`tools`] — the agentic-search tools for plans and agents: `list_indices`, `index_mapping`,
 //!   `search_index`, `query_planning`.
 //! * [`eval`] — execution accuracy: whether a search response holds a question's expected answer,

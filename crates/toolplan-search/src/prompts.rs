@@ -1,5 +1,12 @@
-//! The default prompts of query-DSL planning (those of OpenSearch's QueryPlanningTool), and the
+//! The default prompts of query-DSL planning (those of OpenSearch's QueryPlanningTool; the user
+//! prompt with one line more, the frequent values of the keyword fields), and the
 //! `${parameters.NAME}` / `${parameters.NAME:-default}` substitution that fills them.
+//!
+//! Values the planner fills: `question`, `index_name`, `index_mapping`, `sample_document`,
+//! `current_time`, `query_fields`, `embedding_model_id`, `examples`, `template` and
+//! `search_templates` (as OpenSearch), and two of its own: `keyword_values`
+//! (`category: billing, login; status: open, closed`) and `index_fields` (`price (float), genre
+//! (keyword), title (text, title.keyword)`, for custom prompts; the default prompts do not name it).
 
 use std::collections::HashMap;
 
@@ -73,8 +80,28 @@ ${parameters.examples:-}
 Use this search template provided by the user as reference to generate the query: ${parameters.template:-}
 Note that this template might contain terms that are not relevant to the question at hand; in that case ignore the template."#;
 
-/// The default user prompt.
+/// The default user prompt: OpenSearch's ([`OPENSEARCH_USER_PROMPT`]) with one line more, the
+/// frequent values of the keyword fields (`${parameters.keyword_values}`, see
+/// [`crate::planner::values`]), so that the model spells values as they are stored.
 pub const DEFAULT_USER_PROMPT: &str = r#"Question: ${parameters.question}
+Mapping: ${parameters.index_mapping:-}
+Query Fields: ${parameters.query_fields:-}
+Sample Document from index: ${parameters.sample_document:-}
+Values of keyword fields (most frequent first): ${parameters.keyword_values:-none}
+In UTC: ${parameters.current_time:-} format: yyyy-MM-dd'T'HH:mm:ss'Z'
+Embedding Model ID for Neural Search: ${parameters.embedding_model_id:- not provided}
+
+==== OUTPUT ====
+GIVE THE OUTPUT PART ONLY IN YOUR RESPONSE (a single JSON object)
+Output:"#;
+
+/// The line [`DEFAULT_USER_PROMPT`] adds to OpenSearch's user prompt (after the sample document).
+pub const KEYWORD_VALUES_LINE: &str =
+    "Values of keyword fields (most frequent first): ${parameters.keyword_values:-none}\n";
+
+/// OpenSearch QueryPlanningTool's own user prompt, unchanged: the baseline (pass it as
+/// `query_planner_user_prompt` to plan without the keyword values in the prompt).
+pub const OPENSEARCH_USER_PROMPT: &str = r#"Question: ${parameters.question}
 Mapping: ${parameters.index_mapping:-}
 Query Fields: ${parameters.query_fields:-}
 Sample Document from index: ${parameters.sample_document:-}
@@ -182,5 +209,19 @@ mod tests {
         let user = substitute(DEFAULT_USER_PROMPT, &p);
         assert!(user.starts_with("Question: How many?\nMapping: \n"));
         assert!(user.contains("Embedding Model ID for Neural Search:  not provided"));
+        assert!(user.contains("\nValues of keyword fields (most frequent first): none\nIn UTC: "));
+    }
+
+    #[test]
+    fn the_default_user_prompt_is_opensearchs_with_the_values_line() {
+        let at = OPENSEARCH_USER_PROMPT
+            .find("In UTC:")
+            .expect("the time line");
+        let rebuilt = format!(
+            "{}{KEYWORD_VALUES_LINE}{}",
+            &OPENSEARCH_USER_PROMPT[..at],
+            &OPENSEARCH_USER_PROMPT[at..]
+        );
+        assert_eq!(rebuilt, DEFAULT_USER_PROMPT);
     }
 }

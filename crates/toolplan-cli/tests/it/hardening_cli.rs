@@ -113,7 +113,11 @@ fn config_max_steps_applies_to_validate() {
 #[test]
 fn input_files_over_their_limit_are_refused_before_they_are_read_whole() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "toolplan.toml", "[limits]\nmax_plan_bytes = 64\n");
+    write(
+        dir.path(),
+        "toolplan.toml",
+        "[limits]\nmax_plan_bytes = 64\n",
+    );
     write(dir.path(), "plan.json", THREE_STEPS);
     fails_with(
         dir.path(),
@@ -137,7 +141,14 @@ fn input_files_over_their_limit_are_refused_before_they_are_read_whole() {
     // A DSL file over TOOLPLAN_MAX_INPUT_BYTES, before any index is touched.
     write(dir.path(), "query.json", r#"{"query": {"match_all": {}}}"#);
     let out = toolplan()
-        .args(["search", "no-such-index", "--dsl", "@query.json", "--data-dir", "data"])
+        .args([
+            "search",
+            "no-such-index",
+            "--dsl",
+            "@query.json",
+            "--data-dir",
+            "data",
+        ])
         .env("TOOLPLAN_MAX_INPUT_BYTES", "8")
         .current_dir(dir.path())
         .output()

@@ -4,19 +4,30 @@
 //! fences are skipped), mistakes with one right correction are corrected on the spot
 //! ([`crate::autofix`]), it is checked against the mapping and the backend (unknown fields, `term` on
 //! analysed text, clauses the backend cannot run, non-integer `size` / `k`) and validated by the
-//! backend itself (a dry run: what it cannot parse or run), problems go back to the
-//! model for a bounded number of repairs, and only then does the fallback query stand in — with the
-//! reason recorded.
+//! backend itself (a dry run: what it cannot parse or run). A valid body is then run once and what
+//! came back is compared with the question ([`observe`]: no hits, a value the question names but the
+//! query ignores, a sample value copied, an aggregation missing …). Problems and observations go back
+//! to the model for a bounded number of repairs (each observation once); only then does the fallback
+//! query stand in — with the reason recorded. A repair that is worse than a valid body before it is
+//! not taken: of the valid bodies, the one with the fewest observations wins (the first of equals).
+//!
+//! The prompt shows, besides the mapping and a sample document, the frequent values of the keyword
+//! fields ([`values`]), so values are spelled as stored.
 //!
 //! [`DslPlanner`] runs the rounds (this module); the other parts:
 //!
+//! * [`values`] — the frequent values of the keyword fields, bounded, for the prompt and the checks.
+//! * [`observe`] — the execution-guided checks and their word lists.
 //! * `templates` — `user_templates` generation: the model picks one of the stored search
 //!   templates, whose body the generation prompt then shows.
 //! * `reply` — reading a model reply: the text the response filter selects, the first JSON object
-//!   in it, whole floats made integers, what is wrong with it, and the repair prompt that says so.
+//!   in it, whole floats made integers, what is wrong with it, and the prompts that send problems and
+//!   observations back.
 
+pub mod observe;
 mod reply;
 mod templates;
+pub mod values;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,7 +40,9 @@ use toolplan_llm::{ChatModel, ChatRequest, ChatResponse, Message};
 pub use self::reply::{extract_json_object, normalize_integers, problems};
 pub use self::templates::pick_template;
 
-use self::reply::{repair_prompt, reply_text};
+use self::observe::Context;
+use self::reply::{observation_prompt, repair_prompt, reply_text};
+use self::values::{KeywordValues, field_list, keyword_values};
 use crate::backend::SearchBackend;
 use crate::error::SearchError;
 use crate::mapping::Mapping;
@@ -53,8 +66,12 @@ pub struct Attempt {
     pub dsl: Option<Value>,
     /// The corrections made to it without the model ([`crate::autofix`]).
     pub fixes: Vec<String>,
-    /// What is wrong with it (empty when it was accepted).
+    /// What is wrong with it: problems (empty when it was accepted without remarks), or, when
+    /// [`Self::observed`], the observations of its run.
     pub problems: Vec<String>,
+    /// Whether the body passed the checks and the dry run, and `problems` are observations of its
+    /// run ([`observe`]) rather than reasons it cannot be used.
+    pub observed: bool,
 }
 
 /// The template-selection step of `user_templates` generation.
@@ -96,6 +113,8 @@ pub struct DslPlanner {
     params: PlanParameters,
     max_repairs: usize,
     autofix: bool,
+    keyword_values: bool,
+    observe: bool,
 }
 
 impl DslPlanner {
@@ -108,6 +127,8 @@ impl DslPlanner {
             params: PlanParameters::default(),
             max_repairs: 1,
             autofix: true,
+            keyword_values: true,
+            observe: true,
         }
     }
 
@@ -156,6 +177,21 @@ impl DslPlanner {
         self
     }
 
+    /// Whether the prompt shows the frequent values of the keyword fields (default on; one search
+    /// per question, see [`values`]). A `keyword_values` parameter given by the caller is shown
+    /// instead, and no search is made.
+    pub fn with_keyword_values(mut self, on: bool) -> Self {
+        self.keyword_values = on;
+        self
+    }
+
+    /// Whether a valid body is run and its observations go back to the model (default on; see
+    /// [`observe`]).
+    pub fn with_observations(mut self, on: bool) -> Self {
+        self.observe = on;
+        self
+    }
+
     /// How many times problems go back to the model before the fallback is used (default 1).
     pub fn with_max_repairs(mut self, n: usize) -> Self {
         self.max_repairs = n;
@@ -181,8 +217,23 @@ impl DslPlanner {
         let mapping_json = self.backend.get_mapping(index).await?;
         let mapping = Mapping::parse(&mapping_json)?;
         let sample = self.backend.sample_document(index).await?;
+        let given_values = p.values.contains_key("keyword_values");
+        let known = if self.keyword_values && !given_values {
+            match keyword_values(self.backend.as_ref(), index, &mapping, cancel).await {
+                Ok(v) => v,
+                Err(e @ SearchError::Cancelled(_)) => return Err(e),
+                // The values are an aid: a backend that cannot give them plans without them.
+                Err(_) => KeywordValues::default(),
+            }
+        } else {
+            KeywordValues::default()
+        };
         let mut values: HashMap<String, String> = HashMap::new();
         values.insert("examples".into(), DEFAULT_EXAMPLES.to_owned());
+        if self.keyword_values {
+            values.insert("keyword_values".into(), known.prompt_text());
+        }
+        values.insert("index_fields".into(), field_list(&mapping, &mapping_json));
         values.extend(p.values.iter().map(|(k, v)| (k.clone(), v.clone())));
         values.insert("question".into(), question.to_owned());
         values.insert("index_name".into(), index.to_owned());
@@ -239,6 +290,16 @@ impl DslPlanner {
             Message::user(substitute(user, &values)),
         ];
         let embedded = self.backend.kind() == "embedded";
+        let cx = Context {
+            question,
+            mapping: &mapping,
+            values: &known,
+            sample: sample.as_ref(),
+        };
+        // Observations already sent back (each goes back once), and the valid body with the fewest
+        // observations so far (the first of equals).
+        let mut sent: Vec<String> = Vec::new();
+        let mut best: Option<(usize, Value)> = None;
         for round in 0..=self.max_repairs {
             let response = self.call(&messages, &mut plan, cancel).await?;
             let (reply, filtered) = reply_text(&response, filter.as_ref());
@@ -269,22 +330,58 @@ impl DslPlanner {
                     Err(e) => return Err(e),
                 }
             }
+            let mut observed = false;
+            if self.observe
+                && problems.is_empty()
+                && let Some(d) = &dsl
+            {
+                let ran = match observe::run(self.backend.as_ref(), index, d, cancel).await {
+                    Ok(r) => Some(r),
+                    Err(e) if e.is_rejection() => {
+                        problems.push(format!("the index rejects it: {e}"));
+                        None
+                    }
+                    Err(e @ SearchError::Cancelled(_)) => return Err(e),
+                    // A run that fails otherwise (time budget, transport) leaves the static checks.
+                    Err(_) => None,
+                };
+                if problems.is_empty() {
+                    problems = observe::observations(&cx, d, ran.as_ref());
+                    observed = !problems.is_empty();
+                }
+            }
             plan.attempts.push(Attempt {
                 reply: filtered.clone().unwrap_or_else(|| reply.clone()),
                 dsl: dsl.clone(),
                 fixes,
                 problems: problems.clone(),
+                observed,
             });
-            if problems.is_empty()
-                && let Some(d) = dsl
-            {
+            let Some(d) = dsl.filter(|_| problems.is_empty() || observed) else {
+                if round < self.max_repairs {
+                    messages.push(Message::assistant(reply, Vec::new()));
+                    messages.push(Message::user(repair_prompt(&problems)));
+                }
+                continue;
+            };
+            if problems.is_empty() {
                 plan.dsl = d;
                 return Ok(plan);
             }
-            if round < self.max_repairs {
-                messages.push(Message::assistant(reply, Vec::new()));
-                messages.push(Message::user(repair_prompt(&problems)));
+            if best.as_ref().is_none_or(|(n, _)| problems.len() < *n) {
+                best = Some((problems.len(), d));
             }
+            let new: Vec<String> = problems.into_iter().filter(|o| !sent.contains(o)).collect();
+            if new.is_empty() || round == self.max_repairs {
+                break;
+            }
+            messages.push(Message::assistant(reply, Vec::new()));
+            messages.push(Message::user(observation_prompt(&new)));
+            sent.extend(new);
+        }
+        if let Some((_, d)) = best {
+            plan.dsl = d;
+            return Ok(plan);
         }
         let last = plan
             .attempts

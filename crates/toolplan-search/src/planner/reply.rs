@@ -41,6 +41,20 @@ pub(super) fn repair_prompt(problems: &[String]) -> String {
     s
 }
 
+/// The message that sends what the run of a valid query showed back to the model.
+pub(super) fn observation_prompt(observations: &[String]) -> String {
+    let mut s = String::from("That query ran on the index, and:\n");
+    for o in observations {
+        s.push_str("- ");
+        s.push_str(o);
+        s.push('\n');
+    }
+    s.push_str(
+        "Return the query that answers the question: a single JSON object, nothing else.\nOutput:",
+    );
+    s
+}
+
 /// The first JSON object in `text` that parses: prose, code fences and stray braces before it are
 /// skipped; anything after it is ignored.
 pub fn extract_json_object(text: &str) -> Option<Value> {

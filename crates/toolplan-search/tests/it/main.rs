@@ -9,3 +9,4 @@ mod hardening_search;
 mod iris;
 mod opensearch;
 mod planner;
+mod planner_observe;

@@ -19,9 +19,10 @@ use crate::fixtures::iris_index;
 /// Replays replies; each comes back as the reply text and, as the raw provider response, in an
 /// OpenAI-compatible body — or a reply `RAW:{json}` is the raw response itself, with the text
 /// "(see raw)".
-struct Replay {
+pub struct Replay {
     replies: Mutex<VecDeque<String>>,
-    requests: Mutex<Vec<ChatRequest>>,
+    /// Every request, in order.
+    pub requests: Mutex<Vec<ChatRequest>>,
 }
 
 #[async_trait]
@@ -55,7 +56,8 @@ impl ChatModel for Replay {
     }
 }
 
-fn replay(replies: &[&str]) -> Arc<Replay> {
+/// A [`Replay`] of `replies`.
+pub fn replay(replies: &[&str]) -> Arc<Replay> {
     Arc::new(Replay {
         replies: Mutex::new(replies.iter().map(|s| s.to_string()).collect()),
         requests: Mutex::new(Vec::new()),
