@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,11 +30,10 @@ use toolplan_search::eval::{Question, judge, plain_extract};
 use toolplan_search::prompts::OPENSEARCH_USER_PROMPT;
 use toolplan_search::{DslPlanner, EmbeddedBackend, PlanParameters, SearchBackend};
 
-type Error = Box<dyn std::error::Error + Send + Sync>;
+#[path = "common/eval_set.rs"]
+mod eval_set;
 
-fn read_json(path: &Path) -> Result<Value, Error> {
-    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
-}
+use eval_set::Error;
 
 /// Runs `body` and judges the response; an error (a clause the index cannot run) is a wrong answer.
 async fn score(backend: &EmbeddedBackend, q: &Question, body: &Value) -> (bool, Option<String>) {
@@ -71,16 +70,9 @@ async fn main() -> Result<(), Error> {
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
-    let base = set.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let set = read_json(&set)?;
     let dir = tempfile::tempdir()?;
-    let backend = Arc::new(EmbeddedBackend::open(dir.path())?);
-    for (name, files) in set["indices"].as_object().ok_or("no indices")? {
-        let mapping = read_json(&base.join(files["mapping"].as_str().ok_or("mapping")?))?;
-        backend.create_index(name, &mapping).await?;
-        let data = std::fs::read_to_string(base.join(files["data"].as_str().ok_or("data")?))?;
-        backend.bulk(Some(name), &data).await?;
-    }
+    let (set, backend) = eval_set::load(&set, dir.path()).await?;
+    let backend = Arc::new(backend);
     let mut questions: Vec<Question> = serde_json::from_value(set["questions"].clone())?;
     if let Some(only) = &only {
         questions.retain(|q| only.contains(&q.id));

@@ -8,20 +8,19 @@
 //! cargo run -p toolplan-search --example dsl_observe -- [--results FILE.jsonl] [--questions FILE.json]
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolplan_search::planner::observe::{self, Context};
 use toolplan_search::planner::values::keyword_values;
-use toolplan_search::{EmbeddedBackend, Mapping, SearchBackend};
+use toolplan_search::{Mapping, SearchBackend};
 
-type Error = Box<dyn std::error::Error + Send + Sync>;
+#[path = "common/eval_set.rs"]
+mod eval_set;
 
-fn read_json(path: &Path) -> Result<Value, Error> {
-    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
-}
+use eval_set::Error;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -37,16 +36,9 @@ async fn main() -> Result<(), Error> {
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
-    let base = set.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let set = read_json(&set)?;
     let dir = tempfile::tempdir()?;
-    let backend = Arc::new(EmbeddedBackend::open(dir.path())?);
-    for (name, files) in set["indices"].as_object().ok_or("no indices")? {
-        let mapping = read_json(&base.join(files["mapping"].as_str().ok_or("mapping")?))?;
-        backend.create_index(name, &mapping).await?;
-        let data = std::fs::read_to_string(base.join(files["data"].as_str().ok_or("data")?))?;
-        backend.bulk(Some(name), &data).await?;
-    }
+    let (_, backend) = eval_set::load(&set, dir.path()).await?;
+    let backend = Arc::new(backend);
     let cancel = CancellationToken::new();
     let (mut right_flagged, mut wrong_flagged, mut right, mut wrong) = (0, 0, 0, 0);
     for line in std::fs::read_to_string(&results)?.lines() {
