@@ -7,8 +7,8 @@ use std::sync::Arc;
 use toolplan_core::{
     EXECUTE_TOOL_PLAN, Engine, Limits, RepeatedCalls, RunConfig, Tool, ToolRegistry,
 };
-use toolplan_llm::{ChatModel, ToolDefinition};
-use toolplan_planner::{Planning, ToolListing};
+use toolplan_llm::{ChatModel, StepReferences, ToolDefinition};
+use toolplan_planner::{ANSWER_FIELD, Planning, ToolListing};
 
 use crate::agent::Agent;
 use crate::answer::{ANSWER_TOOL, answer_tool};
@@ -218,13 +218,19 @@ impl AgentBuilder {
             .map(Arc::new);
         if let Some(p) = &planner {
             // First in the list: small models favour the tools they read first. Providers that
-            // constrain decoding hold every step to its tool's arguments, and give no two steps one
-            // id.
+            // constrain decoding hold every step to its tool's arguments, give no two steps one
+            // id, and let a reference name only a step written before it.
+            let mut references =
+                StepReferences::plan().with_reference_only(p.reference_only_arguments());
+            if p.has_answer_field() {
+                references = references.with_text(ANSWER_FIELD);
+            }
             definitions.insert(
                 0,
                 ToolDefinition::new(p.name(), p.description(), p.parameters())
                     .with_strict_parameters(p.typed_parameters())
-                    .with_unique_values("/steps/*/id"),
+                    .with_unique_values("/steps/*/id")
+                    .with_step_references(references),
             );
         }
         let mut system = self.instructions;

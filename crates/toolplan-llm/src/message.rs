@@ -1,6 +1,8 @@
 //! The provider-neutral chat vocabulary: messages, tool definitions, tool calls, requests, responses
 //! and token usage. Every provider translates these to and from its own wire format.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -119,6 +121,66 @@ pub struct ToolDefinition {
     /// model call it, list it in the system message instead ([`ChatRequest::with_listed_in_system`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub listed_only: bool,
+    /// How the arguments name steps and refer to them, when the tool takes a plan: providers that
+    /// constrain decoding let a reference name only a step written before it (the local model), so
+    /// a plan cannot refer to itself, to a later step or to a step it never wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_references: Option<StepReferences>,
+}
+
+/// Where a plan tool's arguments name steps and refer to them ([`ToolDefinition::step_references`]),
+/// as keys of its arguments object: `{"steps": [{"id": …, "tool": …, "arguments": {…}}, …],
+/// "output_steps": […], "answer": …}` with references written `$ref:ID…` inside strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepReferences {
+    /// The marker that starts a reference inside a string: `$ref:`, then a step id.
+    pub prefix: String,
+    /// The key of the array of steps.
+    pub steps: String,
+    /// The key of a step's id.
+    pub id: String,
+    /// The key of a step's tool name.
+    pub tool: String,
+    /// The key of a step's arguments: references in their strings name earlier steps only.
+    pub arguments: String,
+    /// The key of an array whose strings each name a step of the plan (`output_steps`).
+    pub names: Option<String>,
+    /// The key of a text whose references may name any step of the plan (an `answer`).
+    pub text: Option<String>,
+    /// Per tool, the arguments whose value can be a string only as a reference (a number, say, or
+    /// an array): in a plan's first step, such an argument cannot be a string at all.
+    #[serde(default)]
+    pub reference_only: BTreeMap<String, Vec<String>>,
+}
+
+impl StepReferences {
+    /// The shape of a plan: `$ref:` references, `steps` of `id`, `tool` and `arguments`, and the
+    /// `output_steps` they name.
+    pub fn plan() -> Self {
+        StepReferences {
+            prefix: "$ref:".into(),
+            steps: "steps".into(),
+            id: "id".into(),
+            tool: "tool".into(),
+            arguments: "arguments".into(),
+            names: Some("output_steps".into()),
+            text: None,
+            reference_only: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the text field whose references may name any step (see [`text`](Self::text)).
+    pub fn with_text(mut self, key: impl Into<String>) -> Self {
+        self.text = Some(key.into());
+        self
+    }
+
+    /// Sets the arguments that can be strings only as references (see
+    /// [`reference_only`](Self::reference_only)).
+    pub fn with_reference_only(mut self, fields: BTreeMap<String, Vec<String>>) -> Self {
+        self.reference_only = fields;
+        self
+    }
 }
 
 impl ToolDefinition {
@@ -131,6 +193,7 @@ impl ToolDefinition {
             strict_parameters: None,
             unique_values: Vec::new(),
             listed_only: false,
+            step_references: None,
         }
     }
 
@@ -150,6 +213,13 @@ impl ToolDefinition {
     /// [`unique_values`](Self::unique_values)): `"/steps/*/id"`.
     pub fn with_unique_values(mut self, path: impl Into<String>) -> Self {
         self.unique_values.push(path.into());
+        self
+    }
+
+    /// Says how the arguments name and refer to steps (see
+    /// [`step_references`](Self::step_references)).
+    pub fn with_step_references(mut self, references: StepReferences) -> Self {
+        self.step_references = Some(references);
         self
     }
 }

@@ -1,6 +1,7 @@
 //! [`ExecuteToolPlan`]: the engine offered to an LLM as the `execute_tool_plan` tool, with the
 //! description and schemas the model reads.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,7 +14,8 @@ use toolplan_core::{
 
 use crate::description::{ListedTool, ToolListing, describe};
 use crate::schema::{
-    ANSWER_FIELD, ArgumentsStyle, plan_schema_with, strip_annotations, typed_plan_schema_of,
+    ANSWER_FIELD, ArgumentsStyle, plan_schema_with, reference_only_fields, strip_annotations,
+    typed_plan_schema_of,
 };
 
 /// The `execute_tool_plan` tool: an LLM hands it a plan, it runs the plan on an [`Engine`] and answers
@@ -121,6 +123,23 @@ impl ExecuteToolPlan {
             self.answer_field,
             Some(self.engine.limits().max_steps),
         )
+    }
+
+    /// Per tool a plan may use, the arguments whose value in a step can be a string only as a
+    /// `$ref:` reference (a number, a boolean, an array, an object: see
+    /// [`typed_parameters`](Self::typed_parameters)). A decoder that knows the steps written so far
+    /// can keep a first step from opening such a string at all.
+    pub fn reference_only_arguments(&self) -> BTreeMap<String, Vec<String>> {
+        self.listed_tools()
+            .map(|t| (t.name.to_owned(), reference_only_fields(t.schema)))
+            .filter(|(_, fields)| !fields.is_empty())
+            .collect()
+    }
+
+    /// Whether plans carry an `answer` text, whose `$ref:` references may name any step
+    /// ([`with_answer_field`](Self::with_answer_field)).
+    pub fn has_answer_field(&self) -> bool {
+        self.answer_field
     }
 
     /// The engine plans run on.

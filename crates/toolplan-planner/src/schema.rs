@@ -215,6 +215,40 @@ pub(crate) fn ref_tolerant_arguments(schema: &Value) -> Value {
     Value::Object(out)
 }
 
+/// The properties of a tool's arguments schema that [`ref_tolerant_arguments`] lets be a
+/// reference string while their own schema allows no string: in a step, a string there is always a
+/// reference.
+pub(crate) fn reference_only_fields(schema: &Value) -> Vec<String> {
+    let Some(Value::Object(props)) = schema.get("properties") else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .filter(|(_, prop)| ref_tolerant_value(prop).get("anyOf").is_some() && !may_be_string(prop))
+        .map(|(field, _)| field.clone())
+        .collect()
+}
+
+/// Whether a property schema may hold a string: a string type (alone or in a list), or a string
+/// among its `enum` or `const` values. Conservative: a combinator counts as maybe.
+fn may_be_string(prop: &Value) -> bool {
+    let typed = match prop.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "string"),
+        Some(_) => false,
+        None => true,
+    };
+    let listed = prop
+        .get("enum")
+        .and_then(Value::as_array)
+        .is_some_and(|values| values.iter().any(Value::is_string))
+        || prop.get("const").is_some_and(Value::is_string);
+    let combined = ["anyOf", "oneOf", "allOf", "$ref"]
+        .iter()
+        .any(|k| prop.get(*k).is_some());
+    (typed && prop.get("enum").is_none() && prop.get("const").is_none()) || listed || combined
+}
+
 /// One property: text stays text (a reference is text already); a property of any type stays as it
 /// is; anything else may also be a reference.
 fn ref_tolerant_value(prop: &Value) -> Value {
@@ -253,6 +287,21 @@ pub(crate) fn strip_annotations(schema: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_arguments_that_hold_no_string_are_reference_only() {
+        let schema = json!({"type": "object", "properties": {
+            "n": {"type": "integer"}, "flag": {"type": "boolean"}, "list": {"type": "array"},
+            "text": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]},
+            "when": {"type": "string", "format": "date"}, "either": {"type": ["string", "integer"]},
+            "level": {"enum": [1, 2]}, "named": {"enum": [1, "two"]}, "any": {},
+            "choice": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}});
+        assert_eq!(
+            reference_only_fields(&schema),
+            ["n", "flag", "list", "level"]
+        );
+        assert!(reference_only_fields(&json!({"type": "object"})).is_empty());
+    }
 
     #[test]
     fn untyped_and_text_properties_are_left_alone() {

@@ -11,8 +11,10 @@
 //!   `{"tool_calls": [{"name": <an offered tool>, "arguments": <that tool's schema>}]}`, so every
 //!   reply parses and names only offered tools. What a grammar cannot say, that values at some
 //!   places of a call must all differ
-//!   ([`ToolDefinition::unique_values`](crate::ToolDefinition::unique_values), a plan's step ids),
-//!   the sampler enforces as the model writes ([`unique::UniqueValues`]).
+//!   ([`ToolDefinition::unique_values`](crate::ToolDefinition::unique_values), a plan's step ids)
+//!   and that a plan's references name steps written before them
+//!   ([`ToolDefinition::step_references`](crate::ToolDefinition::step_references)), the sampler
+//!   enforces as the model writes ([`rules::ValueRules`]).
 //! * Decoding is greedy (deterministic) unless the request sets a temperature; it runs in
 //!   `spawn_blocking` and checks the [`CancellationToken`] and the
 //!   [`CallPolicy`](crate::CallPolicy) timeout between tokens. The KV cache of the previous call is kept and its common prefix reused, so the system
@@ -32,8 +34,9 @@
 //! * [`prompt`] — the request as chat turns, then through the model's chat template.
 //! * [`reply`] — the JSON Schema of the allowed replies, and parsing a reply.
 //! * `grammar` — that schema as a llama.cpp grammar ([`reply_grammar`]).
-//! * [`unique`] — values that must differ within one tool call, enforced while sampling.
-//! * `sampling` — picking each token under the grammar and the unique values.
+//! * [`rules`] — values that must differ within one tool call, and references that must name an
+//!   earlier step, enforced while sampling.
+//! * `sampling` — picking each token under the grammar and the value rules.
 //! * `kv_cache` — reusing the previous call's KV cache for the prefix two prompts share.
 //! * `generate` — one call on the blocking pool: prompt evaluation, then generation.
 //! * `response` — the reply as a [`ChatResponse`].
@@ -47,8 +50,8 @@ mod options;
 pub mod prompt;
 pub mod reply;
 mod response;
+pub mod rules;
 mod sampling;
-pub mod unique;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -16,8 +16,8 @@ use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 use toolplan_llm::provider::local::{self, LocalModel, LocalOptions};
 use toolplan_llm::{
-    CallPolicy, ChatModel, ChatRequest, LlmError, Message, StopReason, ToolCall, ToolChoice,
-    ToolDefinition,
+    CallPolicy, ChatModel, ChatRequest, LlmError, Message, StepReferences, StopReason, ToolCall,
+    ToolChoice, ToolDefinition,
 };
 
 fn test_model_path() -> PathBuf {
@@ -327,27 +327,31 @@ fn step_ids(response: &toolplan_llm::ChatResponse) -> Vec<String> {
         .collect()
 }
 
+/// A request that must answer with one call of `tool` (a plan tool), at most 300 tokens.
+fn plan_request(system: &str, user: &str, tool: ToolDefinition) -> ChatRequest {
+    let mut req = request(
+        vec![Message::system(system), Message::user(user)],
+        vec![tool],
+        300,
+    );
+    req.tool_choice = ToolChoice::Required;
+    req.parallel_tool_calls = Some(false);
+    req
+}
+
 #[tokio::test]
 async fn unique_values_keep_a_plan_from_repeating_a_step_id() {
     let model = model().await;
     let ask = |tool: ToolDefinition| {
-        let mut req = request(
-            vec![
-                Message::system(
-                    "Answer with one execute_tool_plan call whose steps use the tool get_weather \
+        plan_request(
+            "Answer with one execute_tool_plan call whose steps use the tool get_weather \
                      ({\"location\": city}). Every step has the id w, for example \
                      {\"steps\": [{\"id\": \"w\", \"tool\": \"get_weather\", \"arguments\": \
                      {\"location\": \"Rome\"}}, {\"id\": \"w\", \"tool\": \"get_weather\", \
                      \"arguments\": {\"location\": \"Lima\"}}]}.",
-                ),
-                Message::user("Get the weather in Paris, in Tokyo and in Oslo."),
-            ],
-            vec![tool],
-            300,
-        );
-        req.tool_choice = ToolChoice::Required;
-        req.parallel_tool_calls = Some(false);
-        req
+            "Get the weather in Paris, in Tokyo and in Oslo.",
+            tool,
+        )
     };
     let cancel = CancellationToken::new();
     // Told so, the model repeats the id (which the plan's validation would turn down)…
@@ -371,6 +375,83 @@ async fn unique_values_keep_a_plan_from_repeating_a_step_id() {
     let distinct: std::collections::HashSet<&String> = ids.iter().collect();
     assert!(ids.len() > 1, "{ids:?}");
     assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+}
+
+/// The `$ref:` step ids in a step's arguments.
+fn referred_ids(arguments: &serde_json::Value) -> Vec<String> {
+    let text = arguments.to_string();
+    text.split("$ref:")
+        .skip(1)
+        .map(|rest| {
+            rest.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn step_references_name_only_steps_written_before_them() {
+    let model = model().await;
+    let ask = |tool: ToolDefinition| {
+        plan_request(
+            "Answer with one execute_tool_plan call whose steps use the tool get_weather \
+                     ({\"location\": city}). Each step takes its location from the step after it, \
+                     and output_steps is [\"e\"], for example {\"steps\": [{\"id\": \"w1\", \
+                     \"tool\": \"get_weather\", \"arguments\": {\"location\": \"$ref:w2.city\"}}, \
+                     {\"id\": \"w2\", \"tool\": \"get_weather\", \"arguments\": {\"location\": \
+                     \"$ref:w1.city\"}}], \"output_steps\": [\"e\"]}.",
+            "Get the weather in Paris and in Tokyo, each step taking its location from \
+                     the other step as in the example, and output_steps as in the example.",
+            tool,
+        )
+    };
+    // Whether each step refers only to steps before it, and output_steps names only steps.
+    let well_formed = |response: &toolplan_llm::ChatResponse| {
+        let plan = &response.message.tool_calls[0].arguments;
+        let ids = step_ids(response);
+        let steps_ok = plan["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .all(|(i, s)| {
+                referred_ids(&s["arguments"])
+                    .iter()
+                    .all(|r| ids[..i].contains(r))
+            });
+        let outputs_ok = plan["output_steps"]
+            .as_array()
+            .is_none_or(|o| o.iter().all(|n| ids.iter().any(|id| n == id)));
+        (steps_ok, outputs_ok)
+    };
+    let cancel = CancellationToken::new();
+    // Told so, the model refers to a later step and names a step it never wrote…
+    let mut with_outputs = plan_tool();
+    with_outputs.parameters["required"] = json!(["steps", "output_steps"]);
+    with_outputs.parameters["properties"]["output_steps"]["minItems"] = json!(1);
+    let free = model
+        .chat(&ask(with_outputs.clone()), &cancel)
+        .await
+        .unwrap();
+    assert_eq!(
+        well_formed(&free),
+        (false, false),
+        "the model no longer copies the bad references when told to, so this test shows nothing: {:?}",
+        free.message.tool_calls
+    );
+    // …but not where the tool says how its steps refer to each other.
+    let held_tool = with_outputs.with_step_references(StepReferences::plan());
+    let held = model.chat(&ask(held_tool.clone()), &cancel).await.unwrap();
+    // (A reply the sampler stopped at a repeated step ends there, output_steps and all: the
+    // plain plan schema is the one it must meet.)
+    assert_valid_calls(&held.message.tool_calls, &[plan_tool()]);
+    assert_eq!(
+        well_formed(&held),
+        (true, true),
+        "{:?}",
+        held.message.tool_calls
+    );
 }
 
 #[tokio::test]

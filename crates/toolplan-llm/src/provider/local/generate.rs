@@ -16,8 +16,8 @@ use super::kv_cache::Session;
 use super::loading::{Shared, backend};
 use super::options::{GenerationStats, LocalOptions};
 use super::reply::{ReplyMode, repeats_in};
+use super::rules::ValueRules;
 use super::sampling::Sampler;
-use super::unique::UniqueValues;
 use crate::error::LlmError;
 use crate::message::ChatRequest;
 
@@ -84,14 +84,14 @@ pub(super) fn generate(
         GrammarOptions::of(&job.request),
     )?;
     let temperature = job.request.temperature.unwrap_or(0.0);
-    // Unique values are a constraint on constrained replies only.
-    let unique = grammar
+    // The value rules hold constrained replies only.
+    let rules = grammar
         .as_ref()
-        .and_then(|_| UniqueValues::for_tools(&job.request.tools));
+        .and_then(|_| ValueRules::for_tools(&job.request.tools));
     let mut sampler = Sampler::new(
         model,
         grammar.as_deref(),
-        unique,
+        rules,
         temperature,
         job.options.seed,
     )?;

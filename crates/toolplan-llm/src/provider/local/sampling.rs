@@ -1,6 +1,6 @@
 //! Picking each token of a reply: greedy (the argmax of the logits) or seeded sampling, filtered by
-//! the reply grammar when there is one and by the values that must not repeat
-//! ([`UniqueValues`]). The unconstrained choice is checked first and kept when it is allowed (the
+//! the reply grammar when there is one and by the rules on values a grammar cannot state
+//! ([`ValueRules`]). The unconstrained choice is checked first and kept when it is allowed (the
 //! common case); only otherwise is the whole vocabulary filtered.
 
 use llama_cpp_2::context::LlamaContext;
@@ -10,26 +10,26 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
-use super::unique::UniqueValues;
+use super::rules::ValueRules;
 use crate::error::LlmError;
 
 /// A token's text.
 pub(super) type Piece<'a> = dyn Fn(LlamaToken) -> Vec<u8> + 'a;
 
-/// Picks tokens: greedy or seeded sampling, the reply grammar when there is one, and the values
-/// that must not repeat ([`UniqueValues`]).
+/// Picks tokens: greedy or seeded sampling, the reply grammar when there is one, and the rules on
+/// values ([`ValueRules`]).
 pub(super) struct Sampler {
     chain: LlamaSampler,
     greedy: bool,
     grammar: Option<LlamaSampler>,
-    unique: Option<UniqueValues>,
+    rules: Option<ValueRules>,
 }
 
 impl Sampler {
     pub(super) fn new(
         model: &LlamaModel,
         grammar: Option<&str>,
-        unique: Option<UniqueValues>,
+        rules: Option<ValueRules>,
         temperature: f32,
         seed: u32,
     ) -> Result<Self, LlmError> {
@@ -51,13 +51,15 @@ impl Sampler {
             chain,
             greedy: temperature <= 0.0,
             grammar,
-            unique,
+            rules,
         })
     }
 
     /// The next token from the logits of batch position `idx` (`piece` gives a token's text). The
-    /// unconstrained choice is kept when the grammar allows it and it repeats no unique value (the
-    /// common case, and cheap to check); otherwise the whole vocabulary is filtered first.
+    /// unconstrained choice is kept when the grammar allows it and it breaks no value rule (the
+    /// common case, and cheap to check); otherwise the whole vocabulary is filtered first. When the
+    /// rules leave no token the grammar allows, the grammar alone decides that token: the reply
+    /// goes on, and the tool's own checks refuse what the rules could not prevent.
     pub(super) fn sample(
         &mut self,
         ctx: &LlamaContext<'_>,
@@ -78,54 +80,58 @@ impl Sampler {
                 LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 1.0)], false);
             grammar.apply(&mut single);
             let allowed = single.data.first().is_some_and(|d| d.logit().is_finite());
-            // Choosing again among the tokens the grammar allows, then (only when that choice would
-            // repeat a unique value) among those that repeat none, draws from the same distribution
-            // as filtering by both at once, without reading every token's text on each fallback.
+            // Choosing again among the tokens the grammar allows, then (only when that choice
+            // would break a value rule) among those that break none, draws from the same
+            // distribution as filtering by both at once, without reading every token's text on
+            // each fallback.
             if !allowed {
-                token = resample(&mut self.chain, grammar, ctx, idx, None)?;
+                token = resample(&mut self.chain, grammar, ctx, idx, None)?.ok_or_else(|| {
+                    LlmError::Local("the reply grammar allows no next token".into())
+                })?;
             }
-            if let Some(unique) = &self.unique
-                && !unique.allows(&piece(token))
+            if let Some(rules) = &self.rules
+                && !rules.allows(&piece(token))
+                && let Some(kept) =
+                    resample(&mut self.chain, grammar, ctx, idx, Some((rules, piece)))?
             {
-                token = resample(&mut self.chain, grammar, ctx, idx, Some((unique, piece)))?;
+                token = kept;
             }
             grammar
                 .try_accept(token)
                 .map_err(|e| LlmError::Local(format!("the reply grammar rejected a token: {e}")))?;
         }
-        if let Some(unique) = &mut self.unique {
-            unique.feed(&piece(token));
+        if let Some(rules) = &mut self.rules {
+            rules.feed(&piece(token));
         }
         Ok(token)
     }
 }
 
-/// Chooses a token with `chain` among those `grammar` allows and, with `unique`, that repeat no
-/// unique value (`piece` gives a token's text).
+/// Chooses a token with `chain` among those `grammar` allows and, with `rules`, that break no value
+/// rule (`piece` gives a token's text); `None` when no token is left.
 fn resample(
     chain: &mut LlamaSampler,
     grammar: &mut LlamaSampler,
     ctx: &LlamaContext<'_>,
     idx: i32,
-    unique: Option<(&UniqueValues, &Piece<'_>)>,
-) -> Result<LlamaToken, LlmError> {
+    rules: Option<(&ValueRules, &Piece<'_>)>,
+) -> Result<Option<LlamaToken>, LlmError> {
     let mut candidates = ctx.token_data_array_ith(idx);
     grammar.apply(&mut candidates);
-    if let Some((unique, piece)) = unique {
+    if let Some((rules, piece)) = rules {
         for d in candidates.data.iter_mut() {
-            if d.logit().is_finite() && !unique.allows(&piece(d.id())) {
+            if d.logit().is_finite() && !rules.allows(&piece(d.id())) {
                 d.set_logit(f32::NEG_INFINITY);
             }
         }
     }
     if !candidates.data.iter().any(|d| d.logit().is_finite()) {
-        return Err(LlmError::Local(
-            "the reply grammar (with its unique values) allows no next token".into(),
-        ));
+        return Ok(None);
     }
     chain.apply(&mut candidates);
     candidates
         .selected_token()
+        .map(Some)
         .ok_or_else(|| LlmError::Local("the sampler chose no token".into()))
 }
 

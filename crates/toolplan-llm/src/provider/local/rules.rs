@@ -1,0 +1,625 @@
+//! Rules on a reply's values that a grammar cannot state, enforced while the local model writes:
+//! values that must differ within one call ([`ToolDefinition::unique_values`], a plan's step ids),
+//! and references that must name a step written before them
+//! ([`ToolDefinition::step_references`]: a `$ref:` in a step's arguments names an earlier step, an
+//! `output_steps` entry names a step of the plan).
+//!
+//! A grammar is fixed before the reply starts, so it cannot know which ids the reply will write.
+//! The sampler asks a [`ValueRules`] before it takes a token: the tracker follows the reply's JSON
+//! byte by byte (the path to where it is, the call's tool name, the step ids written, the string
+//! being written) and turns down a token that would
+//!
+//! * close a string equal to one already written at a unique place of the same call (the model then
+//!   writes `w2` after `w`, instead of a plan that fails validation for a duplicate id);
+//! * spell, inside a step's arguments, a reference to a step that is not among the steps before it
+//!   (the plan that refers to itself, or to a later step, is never written; in a first step the model
+//!   writes the value instead of a reference), or start a string where only a reference could go and
+//!   no step can be referred to;
+//! * name in `output_steps` a step the plan does not have.
+//!
+//! The reply's shape is the one of [`reply`](super::reply): `{"tool_calls": [{"name": …,
+//! "arguments": {…}}, …]}`, the name before the arguments, a step's id and tool before its
+//! arguments.
+
+use std::collections::HashSet;
+
+use crate::message::{StepReferences, ToolDefinition};
+
+/// One segment of a path: an object key, or an array index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Key(Vec<u8>),
+    Index(usize),
+}
+
+/// Where the tracker is inside one container.
+#[derive(Debug, Clone)]
+enum Frame {
+    /// In an object: the key of the value being written (`None` before the first key).
+    Object {
+        key: Option<Vec<u8>>,
+        expect_key: bool,
+    },
+    /// In an array: the index of the item being written.
+    Array { index: usize },
+}
+
+/// What a string of a plan's arguments is, for the reference rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Step `step`'s id.
+    Id { step: usize },
+    /// Step `step`'s tool.
+    Tool { step: usize },
+    /// A string in step `step`'s arguments; `only_ref` when the argument can be a string only as a
+    /// reference.
+    Argument { step: usize, only_ref: bool },
+    /// An entry of the list of step names (`output_steps`).
+    Name,
+    /// The text that may refer to any step.
+    Text,
+}
+
+/// The string being written.
+#[derive(Debug, Clone)]
+struct Text {
+    key: bool,
+    escaped: bool,
+    bytes: Vec<u8>,
+    /// Where it is in a plan, when the reference rules apply to it.
+    place: Option<Place>,
+}
+
+/// One unique-value rule: the tool, and the path inside its arguments (`None` matches any index or
+/// key).
+#[derive(Debug, Clone)]
+struct Rule {
+    tool: String,
+    path: Vec<Option<Vec<u8>>>,
+}
+
+/// A step of the plan being written, as far as it is written.
+#[derive(Debug, Clone, Default)]
+struct Step {
+    id: Option<Vec<u8>>,
+    tool: Option<Vec<u8>>,
+}
+
+/// Follows a reply as it is written and tells whether a piece of text breaks a rule on its values.
+/// Cheap to clone (the sampler tries a piece on a clone).
+#[derive(Debug, Clone)]
+pub struct ValueRules {
+    unique: Vec<Rule>,
+    /// Tools whose arguments are plans, and how they refer to steps.
+    plans: Vec<(String, StepReferences)>,
+    stack: Vec<Frame>,
+    text: Option<Text>,
+    /// The call being written: its index in `tool_calls`, and its tool's name.
+    call: Option<(usize, String)>,
+    /// (rule index, value) of every unique value the call being written holds.
+    seen: HashSet<(usize, Vec<u8>)>,
+    /// The steps of the call being written, by index.
+    steps: Vec<Step>,
+}
+
+impl ValueRules {
+    /// The tracker for replies that may call `tools`, or `None` when no tool has a rule.
+    pub fn for_tools(tools: &[ToolDefinition]) -> Option<Self> {
+        let unique: Vec<Rule> = tools
+            .iter()
+            .flat_map(|t| {
+                t.unique_values.iter().map(|path| Rule {
+                    tool: t.name.clone(),
+                    path: path
+                        .split('/')
+                        .filter(|s| !s.is_empty())
+                        .map(|s| (s != "*").then(|| s.as_bytes().to_vec()))
+                        .collect(),
+                })
+            })
+            .collect();
+        let plans: Vec<(String, StepReferences)> = tools
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), t.step_references.clone()?)))
+            .filter(|(_, r)| !r.prefix.is_empty())
+            .collect();
+        (!unique.is_empty() || !plans.is_empty()).then(|| ValueRules {
+            unique,
+            plans,
+            stack: Vec::new(),
+            text: None,
+            call: None,
+            seen: HashSet::new(),
+            steps: Vec::new(),
+        })
+    }
+
+    /// Whether `piece` can follow what was written without breaking a rule. A piece that opens or
+    /// closes no string and adds nothing to a string under a reference rule is always allowed.
+    pub fn allows(&self, piece: &[u8]) -> bool {
+        if piece.contains(&b'"') {
+            return self.clone().feed(piece);
+        }
+        match &self.text {
+            Some(Text {
+                place: Some(place),
+                bytes,
+                ..
+            }) => {
+                let mut written = Vec::with_capacity(bytes.len() + piece.len());
+                written.extend_from_slice(bytes);
+                written.extend_from_slice(piece);
+                self.judge(*place, &written, false)
+            }
+            _ => true,
+        }
+    }
+
+    /// Takes `piece` as written; false when it broke a rule (the tracker still follows it).
+    pub fn feed(&mut self, piece: &[u8]) -> bool {
+        let mut kept = true;
+        for &b in piece {
+            kept &= self.byte(b);
+        }
+        // A string still open is judged as it stands (a reference may still be partly written).
+        if let Some(Text {
+            place: Some(place),
+            bytes,
+            ..
+        }) = &self.text
+        {
+            kept &= self.judge(*place, bytes, false);
+        }
+        kept
+    }
+
+    /// One byte; false when it opened or closed a string against a rule.
+    fn byte(&mut self, b: u8) -> bool {
+        if let Some(text) = &mut self.text {
+            if text.escaped {
+                text.escaped = false;
+                text.bytes.push(b);
+            } else if b == b'\\' {
+                text.escaped = true;
+                text.bytes.push(b);
+            } else if b == b'"' {
+                let Some(text) = self.text.take() else {
+                    return true;
+                };
+                return self.string_done(text);
+            } else {
+                text.bytes.push(b);
+            }
+            return true;
+        }
+        match b {
+            b'{' => self.stack.push(Frame::Object {
+                key: None,
+                expect_key: true,
+            }),
+            b'[' => self.stack.push(Frame::Array { index: 0 }),
+            b'}' | b']' => {
+                self.stack.pop();
+            }
+            b',' => match self.stack.last_mut() {
+                Some(Frame::Object { expect_key, .. }) => *expect_key = true,
+                Some(Frame::Array { index }) => *index += 1,
+                None => {}
+            },
+            b':' => {
+                if let Some(Frame::Object { expect_key, .. }) = self.stack.last_mut() {
+                    *expect_key = false;
+                }
+            }
+            b'"' => {
+                let key = matches!(
+                    self.stack.last(),
+                    Some(Frame::Object {
+                        expect_key: true,
+                        ..
+                    })
+                );
+                let place = if key { None } else { self.place() };
+                self.text = Some(Text {
+                    key,
+                    escaped: false,
+                    bytes: Vec::new(),
+                    place,
+                });
+                // A string where only a reference can go, with no step to refer to, is refused
+                // as it opens: the model writes the value itself.
+                if let Some(place) = place {
+                    return self.judge(place, b"", false);
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// A string ended: a key names the next value; a value may be a call's name, a unique value, or
+    /// a string of a plan.
+    fn string_done(&mut self, text: Text) -> bool {
+        if text.key {
+            if let Some(Frame::Object { key, .. }) = self.stack.last_mut() {
+                *key = Some(text.bytes);
+            }
+            return true;
+        }
+        let path = self.path();
+        // [tool_calls, i, …]
+        let call = match path.as_slice() {
+            [Segment::Key(k), Segment::Index(i), ..] if k == b"tool_calls" => *i,
+            _ => return true,
+        };
+        match &path[2..] {
+            [Segment::Key(k)] if k == b"name" => {
+                // A new call: the values of the one before may come again.
+                self.call = Some((call, String::from_utf8_lossy(&text.bytes).into_owned()));
+                self.seen.clear();
+                self.steps.clear();
+                true
+            }
+            [Segment::Key(k), rest @ ..] if k == b"arguments" => {
+                let Some((_, tool)) = self.call.as_ref().filter(|(i, _)| *i == call) else {
+                    return true;
+                };
+                let mut kept = true;
+                for (r, rule) in self.unique.iter().enumerate() {
+                    if rule.tool == *tool && matches(&rule.path, rest) {
+                        kept &= self.seen.insert((r, text.bytes.clone()));
+                    }
+                }
+                if let Some(place) = text.place {
+                    kept &= self.judge(place, &text.bytes, true);
+                    match place {
+                        Place::Id { step: i } => {
+                            if let Some(s) = step_at(&mut self.steps, i) {
+                                s.id = Some(text.bytes);
+                            }
+                        }
+                        Place::Tool { step: i } => {
+                            if let Some(s) = step_at(&mut self.steps, i) {
+                                s.tool = Some(text.bytes);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                kept
+            }
+            _ => true,
+        }
+    }
+
+    /// The reference rules of the call being written, when its tool takes a plan.
+    fn references(&self) -> Option<&StepReferences> {
+        let (_, tool) = self.call.as_ref()?;
+        self.plans
+            .iter()
+            .find(|(name, _)| name == tool)
+            .map(|(_, r)| r)
+    }
+
+    /// Where the string that opens here is in a plan, when a reference rule applies to it.
+    fn place(&self) -> Option<Place> {
+        let refs = self.references()?;
+        let path = self.path();
+        let (call, _) = self.call.as_ref()?;
+        let rest = match path.as_slice() {
+            [
+                Segment::Key(t),
+                Segment::Index(i),
+                Segment::Key(a),
+                rest @ ..,
+            ] if t == b"tool_calls" && i == call && a == b"arguments" => rest,
+            _ => return None,
+        };
+        let key = |k: &[u8], name: &str| k == name.as_bytes();
+        match rest {
+            [Segment::Key(s), Segment::Index(step), Segment::Key(k)] if key(s, &refs.steps) => {
+                if key(k, &refs.id) {
+                    Some(Place::Id { step: *step })
+                } else if key(k, &refs.tool) {
+                    Some(Place::Tool { step: *step })
+                } else {
+                    None
+                }
+            }
+            [
+                Segment::Key(s),
+                Segment::Index(step),
+                Segment::Key(a),
+                inside @ ..,
+            ] if key(s, &refs.steps) && key(a, &refs.arguments) && !inside.is_empty() => {
+                let only_ref = match inside {
+                    [Segment::Key(field)] => self
+                        .steps
+                        .get(*step)
+                        .and_then(|s| s.tool.as_ref())
+                        .and_then(|t| refs.reference_only.get(&*String::from_utf8_lossy(t)))
+                        .is_some_and(|fields| fields.iter().any(|f| key(field, f))),
+                    _ => false,
+                };
+                Some(Place::Argument {
+                    step: *step,
+                    only_ref,
+                })
+            }
+            [Segment::Key(n), Segment::Index(_)]
+                if refs.names.as_deref().is_some_and(|k| key(n, k)) =>
+            {
+                Some(Place::Name)
+            }
+            [Segment::Key(t)] if refs.text.as_deref().is_some_and(|k| key(t, k)) => {
+                Some(Place::Text)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a string at `place` may read `written` (`complete` when it has closed).
+    fn judge(&self, place: Place, written: &[u8], complete: bool) -> bool {
+        let Some(refs) = self.references() else {
+            return true;
+        };
+        let prefix = refs.prefix.as_bytes();
+        let ids_before = |n: usize| -> Vec<&[u8]> {
+            self.steps
+                .iter()
+                .take(n)
+                .filter_map(|s| s.id.as_deref())
+                .collect()
+        };
+        match place {
+            Place::Id { .. } | Place::Tool { .. } => true,
+            Place::Name => {
+                let ids = ids_before(usize::MAX);
+                ids.iter().any(|id| {
+                    if complete {
+                        *id == written
+                    } else {
+                        id.starts_with(written)
+                    }
+                })
+            }
+            Place::Text => references_fit(written, prefix, &ids_before(usize::MAX), complete),
+            Place::Argument { step, only_ref } => {
+                let ids = ids_before(step);
+                if only_ref {
+                    if ids.is_empty() {
+                        return false;
+                    }
+                    if written.len() < prefix.len() {
+                        return !complete && prefix.starts_with(written);
+                    }
+                    if !written.starts_with(prefix) {
+                        return false;
+                    }
+                }
+                references_fit(written, prefix, &ids, complete)
+            }
+        }
+    }
+
+    /// The path from the reply's root to the value being written.
+    fn path(&self) -> Vec<Segment> {
+        self.stack
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Object { key, .. } => key.clone().map(Segment::Key),
+                Frame::Array { index } => Some(Segment::Index(*index)),
+            })
+            .collect()
+    }
+}
+
+/// Most steps of one plan the tracker remembers; a longer plan is left to the validator.
+const MAX_TRACKED_STEPS: usize = 1024;
+
+/// Step `i` of `steps`, added when it is new (up to [`MAX_TRACKED_STEPS`]).
+fn step_at(steps: &mut Vec<Step>, i: usize) -> Option<&mut Step> {
+    if steps.len() <= i && i < MAX_TRACKED_STEPS {
+        steps.resize_with(i + 1, Step::default);
+    }
+    steps.get_mut(i)
+}
+
+/// Whether every reference in `written` names one of `ids` (or, at the end of a string still being
+/// written, can still become one), and no reference is left half-begun where none could follow.
+fn references_fit(written: &[u8], prefix: &[u8], ids: &[&[u8]], complete: bool) -> bool {
+    let is_id = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
+    let mut from = 0;
+    while let Some(at) = find(&written[from..], prefix) {
+        let start = from + at + prefix.len();
+        let end = start + written[start..].iter().take_while(|b| is_id(b)).count();
+        let id = &written[start..end];
+        let fits = if end < written.len() || complete {
+            ids.contains(&id)
+        } else {
+            ids.iter().any(|known| known.starts_with(id))
+        };
+        if !fits {
+            return false;
+        }
+        from = end;
+    }
+    // The marker itself half-written at the end (`$r`, `$ref`; at the start of the string `$`
+    // alone), with no step to name.
+    !(ids.is_empty()
+        && !complete
+        && ((1..prefix.len()).any(|n| written == &prefix[..n])
+            || (2..prefix.len()).any(|n| written.ends_with(&prefix[..n]))))
+}
+
+/// Where `needle` first occurs in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Whether a rule's path (`None` for `*`) matches a path inside the arguments.
+fn matches(rule: &[Option<Vec<u8>>], path: &[Segment]) -> bool {
+    rule.len() == path.len()
+        && rule.iter().zip(path).all(|(r, p)| match (r, p) {
+            (None, _) => true,
+            (Some(k), Segment::Key(key)) => k == key,
+            (Some(k), Segment::Index(i)) => k == i.to_string().as_bytes(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn plan_tool() -> ToolDefinition {
+        ToolDefinition::new("plan", "", json!({"type": "object"})).with_unique_values("/steps/*/id")
+    }
+
+    fn tracker() -> ValueRules {
+        ValueRules::for_tools(&[plan_tool(), ToolDefinition::new("echo", "", json!({}))])
+            .expect("a rule")
+    }
+
+    /// A plan tool with the reference rules: `add`'s `n` can be a string only as a reference.
+    fn referring() -> ValueRules {
+        let only = BTreeMap::from([("add".to_owned(), vec!["n".to_owned()])]);
+        let plan = plan_tool().with_step_references(
+            StepReferences::plan()
+                .with_text("answer")
+                .with_reference_only(only),
+        );
+        ValueRules::for_tools(&[plan]).expect("a rule")
+    }
+
+    /// Feeds `text` token by token as `pieces`, and says whether every piece was allowed.
+    fn allowed(tracker: &mut ValueRules, pieces: &[&str]) -> Vec<bool> {
+        pieces
+            .iter()
+            .map(|p| {
+                let ok = tracker.allows(p.as_bytes());
+                if ok {
+                    tracker.feed(p.as_bytes());
+                }
+                ok
+            })
+            .collect()
+    }
+
+    const CALL: &str = r#"{"tool_calls":[{"name":"plan","arguments":{"steps":["#;
+
+    #[test]
+    fn a_repeated_step_id_is_turned_down_at_its_closing_quote() {
+        let mut t = tracker();
+        let written = r#"{"thought":"x","tool_calls":[{"name":"plan","arguments":{"steps":[{"id":"w","tool":"a","arguments":{"id":"w"}},{"id":"w"#;
+        assert!(t.feed(written.as_bytes()));
+        // Closing the second `w` is refused, in any token that holds the quote.
+        assert!(!t.allows(b"\""));
+        assert!(!t.allows(b"\",\""));
+        assert!(t.allows(b"2"));
+        assert_eq!(allowed(&mut t, &["2", "\",", "\"tool"]), [true; 3]);
+    }
+
+    #[test]
+    fn values_elsewhere_repeat_freely() {
+        let mut t = tracker();
+        // The same id in another call, an argument named `id`, and a call of a tool without rules.
+        let text = r#"{"tool_calls":[{"name":"plan","arguments":{"steps":[{"id":"a","arguments":{"id":"a"}}],"output_steps":["a","a"]}},{"name":"plan","arguments":{"steps":[{"id":"a"}]}},{"name":"echo","arguments":{"steps":[{"id":"b"},{"id":"b"}]}}]}"#;
+        assert!(t.feed(text.as_bytes()));
+    }
+
+    #[test]
+    fn escapes_and_keys_do_not_confuse_the_tracker() {
+        let mut t = tracker();
+        let text = r#"{"tool_calls":[{"name":"plan","arguments":{"thought":"say \"id\": \"a\"","steps":[{"id":"a"},{"id":"b"},{"id":"a"}]}}]}"#;
+        assert!(!t.feed(text.as_bytes()));
+        assert!(tracker().feed(text.replace(r#"{"id":"a"}]"#, r#"{"id":"c"}]"#).as_bytes()));
+    }
+
+    #[test]
+    fn no_rules_no_tracker() {
+        assert!(ValueRules::for_tools(&[ToolDefinition::new("echo", "", json!({}))]).is_none());
+    }
+
+    #[test]
+    fn a_reference_names_only_a_step_written_before_it() {
+        let mut t = referring();
+        let first = r#"{"id":"u","tool":"get","arguments":{"q":"ann"}},{"id":"w","tool":"get","arguments":{"q":"#;
+        assert!(t.feed(format!("{CALL}{first}").as_bytes()));
+        // `u` comes before; `w` is this step, `x` no step at all.
+        assert!(t.allows(br#""$ref:u.city""#));
+        assert!(t.allows(br#""in $ref:u now""#));
+        assert!(!t.allows(br#""$ref:w.city""#));
+        assert!(!t.allows(br#""$ref:x"#));
+        assert!(t.allows(br#""$ref:"#));
+        // Piece by piece: the id is judged as it grows, and the marker alone is fine.
+        assert_eq!(
+            allowed(&mut t, &["\"$", "ref", ":", "u", ".city", "\"}}"]),
+            [true; 6]
+        );
+        let mut again = referring();
+        again.feed(format!("{CALL}{first}").as_bytes());
+        assert_eq!(allowed(&mut again, &["\"$ref:", "w"]), [true, false]);
+        assert_eq!(allowed(&mut again, &["uu"]), [false]);
+    }
+
+    #[test]
+    fn a_first_step_writes_values_not_references() {
+        let mut t = referring();
+        assert!(
+            t.feed(format!(r#"{CALL}{{"id":"hcf","tool":"add","arguments":{{"q":"#).as_bytes())
+        );
+        // A text argument: the marker cannot be finished, anything else can be written.
+        assert!(t.allows(br#""$5""#));
+        assert!(t.allows(br#""36""#));
+        assert!(t.allows(br#""costs $"#));
+        assert!(!t.allows(br#""$"#));
+        assert!(!t.allows(br#""costs $r"#));
+        assert!(!t.allows(br#""$ref"#));
+        assert!(!t.allows(br#""$ref:hcf.n1""#));
+        // An argument that can be a string only as a reference cannot open a string at all.
+        let mut n = referring();
+        assert!(
+            n.feed(format!(r#"{CALL}{{"id":"hcf","tool":"add","arguments":{{"n":"#).as_bytes())
+        );
+        assert!(!n.allows(b"\""));
+        assert!(n.allows(b"36"));
+        // In a later step it opens, and must be a reference.
+        let mut later = referring();
+        let two = r#"{"id":"a","tool":"add","arguments":{"n":1}},{"id":"b","tool":"add","arguments":{"n":"#;
+        assert!(later.feed(format!("{CALL}{two}").as_bytes()));
+        assert!(later.allows(b"\""));
+        assert!(later.allows(br#""$ref:a""#));
+        assert!(!later.allows(br#""7""#));
+    }
+
+    #[test]
+    fn output_steps_and_the_answer_name_steps_of_the_plan() {
+        let mut t = referring();
+        let steps = r#"{"id":"s1","tool":"get","arguments":{}},{"id":"s2","tool":"get","arguments":{}}],"output_steps":["#;
+        assert!(t.feed(format!("{CALL}{steps}").as_bytes()));
+        assert!(t.allows(br#""s2""#));
+        assert!(t.allows(br#""s"#));
+        assert!(!t.allows(br#""e""#));
+        assert!(!t.allows(br#""s""#));
+        assert!(t.feed(br#""s1","s2"],"answer":"#));
+        assert!(t.allows(br#""Both: $ref:s1 and $ref:s2.x""#));
+        assert!(!t.allows(br#""$ref:s3""#));
+    }
+
+    #[test]
+    fn other_tools_and_other_calls_are_not_held() {
+        let mut t = referring();
+        // A tool without reference rules, then a plan whose step ids start afresh.
+        let text = r#"{"tool_calls":[{"name":"echo","arguments":{"steps":[{"id":"a","arguments":{"x":"$ref:zz"}}]}},{"name":"plan","arguments":{"steps":[{"id":"b","tool":"get","arguments":{"x":"#;
+        assert!(t.feed(text.as_bytes()));
+        assert!(!t.allows(br#""$ref:a""#));
+        assert!(t.allows(br#""hi""#));
+    }
+}
