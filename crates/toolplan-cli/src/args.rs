@@ -412,6 +412,18 @@ pub struct DslArgs {
     /// term on analysed text, range with eq, sort inside the query) before checking.
     #[arg(long)]
     pub no_autofix: bool,
+    /// Do not show the model the frequent values of the index's keyword fields (found with one
+    /// terms aggregation), so it spells values as it likes.
+    #[arg(long)]
+    pub no_values: bool,
+    /// Do not run a valid query once to check it against the question (no hits, a named value
+    /// ignored, a copied sample value, a missing aggregation) before it is returned.
+    #[arg(long)]
+    pub no_observe: bool,
+    /// Run the query once to check it, but send what was observed back to the model without first
+    /// correcting what the planner can correct itself (a filter on a named value, an aggregation).
+    #[arg(long)]
+    pub no_amend: bool,
     /// A stored search template the model may pick (repeatable); turns on user_templates
     /// generation: a first call picks one, its stored body guides the query.
     #[arg(long = "template", value_name = "ID=DESCRIPTION", value_parser = parse_template)]

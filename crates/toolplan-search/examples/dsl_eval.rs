@@ -10,11 +10,12 @@
 //! ```text
 //! cargo run --release -p toolplan-search --features local --example dsl_eval -- \
 //!     [--model local|local:PATH|openai:NAME …] [--only q1,q7] [--max-repairs 1] [--out FILE.jsonl] \
-//!     [--no-values] [--no-observe] [--timeout SECS]
+//!     [--no-values] [--no-observe] [--no-amend] [--timeout SECS]
 //! ```
 //!
 //! `--no-values` plans with OpenSearch's own user prompt (no keyword values, none searched);
-//! `--no-observe` without the execution-guided checks: each switches one part of the method off.
+//! `--no-observe` without the execution-guided checks; `--no-amend` with them, but without the
+//! corrections the planner makes from them itself: each switches one part of the method off.
 //! `--timeout` is the longest one model call may take (default 120 s; more on a busy machine).
 
 use std::collections::HashMap;
@@ -49,7 +50,7 @@ async fn main() -> Result<(), Error> {
     let mut only: Option<Vec<String>> = None;
     let mut max_repairs = 1usize;
     let mut out: Option<PathBuf> = None;
-    let (mut with_values, mut with_observations) = (true, true);
+    let (mut with_values, mut with_observations, mut with_amendments) = (true, true, true);
     let mut options = ConnectOptions::default();
     let mut set =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/dsl_eval/questions.json");
@@ -64,6 +65,7 @@ async fn main() -> Result<(), Error> {
             "--questions" => set = PathBuf::from(value()?),
             "--no-values" => with_values = false,
             "--no-observe" => with_observations = false,
+            "--no-amend" => with_amendments = false,
             "--timeout" => {
                 options.policy.timeout = std::time::Duration::from_secs(value()?.parse()?);
             }
@@ -89,7 +91,8 @@ async fn main() -> Result<(), Error> {
     let mut planner = DslPlanner::new(chat, Arc::clone(&backend) as Arc<dyn SearchBackend>)
         .with_max_repairs(max_repairs)
         .with_keyword_values(with_values)
-        .with_observations(with_observations);
+        .with_observations(with_observations)
+        .with_amendments(with_amendments);
     if !with_values {
         planner = planner.with_user_prompt(OPENSEARCH_USER_PROMPT);
     }

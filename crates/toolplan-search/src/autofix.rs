@@ -6,7 +6,8 @@
 //! * a field the mapping does not have, but has under another case or with `_` differences → that;
 //! * `term` / `terms` / `prefix` / `wildcard`, sorting and aggregations on an analysed text field
 //!   that has an exact sub-field → the sub-field;
-//! * `range` with only `eq` (no such parameter) → `term`;
+//! * `range` with only `eq` (no such parameter) → `term`; with only `neq` / `ne` / `not` → that
+//!   `term` under a `bool`'s `must_not`;
 //! * `sort`, `aggs`, `size`, `from`, `_source`, `track_total_hits` written inside `query` (or a
 //!   `bool`) → moved to the top level of the body.
 
@@ -193,6 +194,22 @@ fn fix_query(mapping: &Mapping, q: &mut Value, path: &str, notes: &mut Vec<Strin
                 "{at}.range: eq is no range parameter; a term query"
             ));
         }
+        // `range: {f: {neq: v}}` → `bool: {must_not: [{term: {f: v}}]}`.
+        if let Some(Value::Object(range)) = obj.get("range")
+            && range.len() == 1
+            && let Some((field, Value::Object(bounds))) = range.iter().next()
+            && bounds.len() == 1
+            && let Some((op, v)) = bounds.iter().next()
+            && matches!(op.as_str(), "neq" | "ne" | "not")
+        {
+            let not = serde_json::json!({"must_not": [{"term": { field.clone(): v.clone() }}]});
+            let op = op.clone();
+            obj.remove("range");
+            obj.insert("bool".into(), not);
+            notes.push(format!(
+                "{at}.range: {op} is no range parameter; a term query under must_not"
+            ));
+        }
         for (clause, body) in obj.iter_mut() {
             let here = format!("{at}.{clause}");
             match (clause.as_str(), body) {
@@ -280,6 +297,21 @@ mod tests {
                 "query.bool.sort: moved to the top level of the body",
                 "query.bool.filter[0].range: eq is no range parameter; a term query"
             ]
+        );
+    }
+
+    #[test]
+    fn range_neq_is_a_negated_term() {
+        let (body, notes) = fixed(json!({"query": {"bool": {
+            "filter": [{"range": {"status": {"neq": "closed"}}}]}}}));
+        assert_eq!(
+            body,
+            json!({"query": {"bool": {"filter": [
+                {"bool": {"must_not": [{"term": {"status": "closed"}}]}}]}}})
+        );
+        assert_eq!(
+            notes,
+            ["query.bool.filter[0].range: neq is no range parameter; a term query under must_not"]
         );
     }
 

@@ -34,6 +34,9 @@ pub async fn execute(args: DslArgs, settings: Settings) -> anyhow::Result<Outcom
     let planner = DslPlanner::new(model, std::sync::Arc::clone(&backend))
         .with_max_repairs(args.max_repairs)
         .with_autofix(!args.no_autofix)
+        .with_keyword_values(!args.no_values)
+        .with_observations(!args.no_observe)
+        .with_amendments(!args.no_amend)
         .with_parameters(&params)?;
     let plan = planner
         .plan(

@@ -6,8 +6,10 @@
 //! analysed text, clauses the backend cannot run, non-integer `size` / `k`) and validated by the
 //! backend itself (a dry run: what it cannot parse or run). A valid body is then run once and what
 //! came back is compared with the question ([`observe`]: no hits, a value the question names but the
-//! query ignores, a sample value copied, an aggregation missing …). Problems and observations go back
-//! to the model for a bounded number of repairs (each observation once); only then does the fallback
+//! query ignores, a sample value copied, an aggregation missing …). What the planner can correct
+//! from its observations it corrects itself ([`amend`]: the named value becomes a filter, the copied
+//! value goes, the aggregation the question asks for is added), keeping the amended body when it
+//! has fewer observations. Problems and observations left go back to the model for a bounded number of repairs (each observation once); only then does the fallback
 //! query stand in — with the reason recorded. A repair that is worse than a valid body before it is
 //! not taken: of the valid bodies, the one with the fewest observations wins (the first of equals).
 //!
@@ -18,12 +20,16 @@
 //!
 //! * [`values`] — the frequent values of the keyword fields, bounded, for the prompt and the checks.
 //! * [`observe`] — the execution-guided checks and their word lists.
+//! * [`amend`] — the corrections the planner makes from those observations.
 //! * `templates` — `user_templates` generation: the model picks one of the stored search
 //!   templates, whose body the generation prompt then shows.
 //! * `reply` — reading a model reply: the text the response filter selects, the first JSON object
 //!   in it, whole floats made integers, what is wrong with it, and the prompts that send problems and
 //!   observations back.
 
+pub mod amend;
+#[cfg(test)]
+mod fixtures;
 pub mod observe;
 mod reply;
 mod templates;
@@ -115,6 +121,7 @@ pub struct DslPlanner {
     autofix: bool,
     keyword_values: bool,
     observe: bool,
+    amend: bool,
 }
 
 impl DslPlanner {
@@ -129,6 +136,7 @@ impl DslPlanner {
             autofix: true,
             keyword_values: true,
             observe: true,
+            amend: true,
         }
     }
 
@@ -189,6 +197,13 @@ impl DslPlanner {
     /// [`observe`]).
     pub fn with_observations(mut self, on: bool) -> Self {
         self.observe = on;
+        self
+    }
+
+    /// Whether the planner corrects a body from its observations itself before it asks the model
+    /// (default on; see [`amend`]). Needs [`with_observations`](Self::with_observations).
+    pub fn with_amendments(mut self, on: bool) -> Self {
+        self.amend = on;
         self
     }
 
@@ -307,7 +322,7 @@ impl DslPlanner {
                 .as_deref()
                 .and_then(extract_json_object)
                 .map(normalize_integers);
-            let fixes = match (&mut dsl, self.autofix) {
+            let mut fixes = match (&mut dsl, self.autofix) {
                 (Some(d), true) => crate::autofix::autofix(&mapping, d),
                 _ => Vec::new(),
             };
@@ -348,6 +363,21 @@ impl DslPlanner {
                 if problems.is_empty() {
                     problems = observe::observations(&cx, d, ran.as_ref());
                     observed = !problems.is_empty();
+                }
+                // What the planner can correct itself, it does: the amended body is checked and
+                // run like any other, and kept when it has fewer observations.
+                if observed
+                    && self.amend
+                    && let Some((amended, notes)) = amend::amend(&cx, d, ran.as_ref())
+                    && let Some(left) = self
+                        .observe_amended(index, &mapping, &cx, embedded, &amended, cancel)
+                        .await?
+                    && left.len() < problems.len()
+                {
+                    fixes.extend(notes);
+                    problems = left;
+                    observed = !problems.is_empty();
+                    dsl = Some(amended);
                 }
             }
             plan.attempts.push(Attempt {
@@ -395,6 +425,31 @@ impl DslPlanner {
         ));
         plan.dsl = p.fallback_query.clone().unwrap_or_else(default_fallback);
         Ok(plan)
+    }
+
+    /// The observations of an amended body ([`amend`]), or `None` when it does not pass the
+    /// checks, the dry run or its run.
+    async fn observe_amended(
+        &self,
+        index: &str,
+        mapping: &Mapping,
+        cx: &Context<'_>,
+        embedded: bool,
+        body: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Vec<String>>, SearchError> {
+        if !problems(mapping, body, embedded).is_empty() {
+            return Ok(None);
+        }
+        let ran = match self.backend.validate(index, body).await {
+            Ok(()) => observe::run(self.backend.as_ref(), index, body, cancel).await,
+            Err(e) => Err(e),
+        };
+        match ran {
+            Ok(r) => Ok(Some(observe::observations(cx, body, Some(&r)))),
+            Err(e @ SearchError::Cancelled(_)) => Err(e),
+            Err(_) => Ok(None),
+        }
     }
 
     /// One model call, counted in `plan`.

@@ -15,6 +15,8 @@
 //!   does not name (the model copies the current time into both);
 //! * **sample value copied** — a range bound, or a `term` / `match` value, that equals the sample
 //!   document's value of that field while the question does not mention it;
+//! * **another value** — a `term` / `terms` / `match` value of a keyword field that the question
+//!   does not name, while it names another of that field's frequent values;
 //! * **missing aggregation** — the question asks for an average, a total, an extreme or a result per
 //!   group ([`AGGREGATE_WORDS`]) and the body has no aggregation (or sort) that gives it;
 //! * **count only** — `size: 0` and no aggregations, so only a count comes back, while the question
@@ -179,6 +181,7 @@ pub fn observations(cx: &Context<'_>, body: &Value, response: Option<&Value>) ->
     named_values(cx, &question, body, &mut out);
     ranges(cx, &question, body, &mut out);
     sample_terms(cx, &question, body, &mut out);
+    other_values(cx, &question, body, &mut out);
     let before = out.len();
     aggregations(&question, body, &mut out);
     if out.len() == before {
@@ -258,7 +261,13 @@ fn body_words(body: &Value) -> String {
     out
 }
 
-fn named_values(cx: &Context<'_>, question: &str, body: &Value, out: &mut Vec<String>) {
+/// The frequent keyword values the question names (see [`names`]) that the body never mentions,
+/// by field, in the order of the fields.
+pub(super) fn missing_values<'v>(
+    cx: &Context<'v>,
+    question: &str,
+    body: &Value,
+) -> Vec<(&'v str, Vec<&'v str>)> {
     let in_body = body_words(body);
     let mut missing: Vec<(&str, Vec<&str>)> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
@@ -277,6 +286,11 @@ fn named_values(cx: &Context<'_>, question: &str, body: &Value, out: &mut Vec<St
             None => missing.push((field, vec![value])),
         }
     }
+    missing
+}
+
+fn named_values(cx: &Context<'_>, question: &str, body: &Value, out: &mut Vec<String>) {
+    let missing = missing_values(cx, question, body);
     for (field, vs) in missing {
         let quoted: Vec<String> = vs.iter().map(|v| format!("'{v}'")).collect();
         let (what, it) = if vs.len() == 1 {
@@ -369,7 +383,7 @@ fn numbers_in(text: &str) -> Vec<f64> {
 }
 
 /// Whether the question mentions `v` (a number written in it, or the text as whole words).
-fn mentions(question_text: &str, question: &str, v: &Value) -> bool {
+pub(super) fn mentions(question_text: &str, question: &str, v: &Value) -> bool {
     match v {
         Value::Number(n) => n.as_f64().is_some_and(|x| {
             numbers_in(question_text)
@@ -385,7 +399,16 @@ fn mentions(question_text: &str, question: &str, v: &Value) -> bool {
     }
 }
 
-fn same(a: &Value, b: &Value) -> bool {
+/// Whether two values are the same value: numbers by value (a number written as a string too),
+/// strings trimmed and case-insensitive.
+pub(super) fn same(a: &Value, b: &Value) -> bool {
+    let number = |v: &Value| {
+        v.as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse::<f64>().ok()))
+    };
+    if a.is_number() || b.is_number() {
+        return matches!((number(a), number(b)), (Some(x), Some(y)) if (x - y).abs() < 1e-9);
+    }
     match (a.as_f64(), b.as_f64()) {
         (Some(x), Some(y)) => (x - y).abs() < 1e-9,
         _ => match (a.as_str(), b.as_str()) {
@@ -396,7 +419,7 @@ fn same(a: &Value, b: &Value) -> bool {
 }
 
 /// The sample document's value of `field` (a sub-field reads its parent's value).
-fn sample_value<'v>(cx: &Context<'v>, field: &str) -> Option<&'v Value> {
+pub(super) fn sample_value<'v>(cx: &Context<'v>, field: &str) -> Option<&'v Value> {
     let source = cx
         .mapping
         .field(field)
@@ -458,8 +481,42 @@ fn sample_terms(cx: &Context<'_>, question: &str, body: &Value, out: &mut Vec<St
     });
 }
 
+/// Whether `value` of keyword field `field` is one the query should not look for: the question
+/// names another of the field's frequent values and not this one (`species: versicolor` for "how
+/// many are not setosa").
+pub(super) fn other_value(cx: &Context<'_>, question: &str, field: &str, value: &Value) -> bool {
+    let Some(text) = value.as_str() else {
+        return false;
+    };
+    let known: Vec<&str> = cx
+        .values
+        .pairs()
+        .filter(|(f, _)| *f == field)
+        .map(|(_, v)| v)
+        .collect();
+    known.iter().any(|v| v.eq_ignore_ascii_case(text))
+        && !mentions(cx.question, question, value)
+        && known
+            .iter()
+            .any(|v| !v.eq_ignore_ascii_case(text) && names(question, v))
+}
+
+fn other_values(cx: &Context<'_>, question: &str, body: &Value, out: &mut Vec<String>) {
+    for_each_field_value(
+        body,
+        &["term", "terms", "match", "match_phrase"],
+        |field, v| {
+            if other_value(cx, question, field, v) {
+                out.push(format!(
+                "the query looks for {v} in {field}, which the question does not name (it names another value of {field})"
+            ));
+            }
+        },
+    );
+}
+
 /// The aggregation types in a body, sub-aggregations included.
-fn agg_types(body: &Value) -> Vec<String> {
+pub(super) fn agg_types(body: &Value) -> Vec<String> {
     ["aggs", "aggregations"]
         .iter()
         .filter_map(|k| body.get(*k).map(|a| (*k, a)))
@@ -468,14 +525,19 @@ fn agg_types(body: &Value) -> Vec<String> {
         .collect()
 }
 
-fn aggregations(question: &str, body: &Value, out: &mut Vec<String>) {
-    let types = agg_types(body);
-    let has = |set: &[&str]| types.iter().any(|t| set.contains(&t.as_str()));
-    let sorted = body.get("sort").is_some_and(|s| match s {
+/// Whether the body sorts its hits.
+pub(super) fn has_sort(body: &Value) -> bool {
+    body.get("sort").is_some_and(|s| match s {
         Value::Array(a) => !a.is_empty(),
         Value::Null => false,
         _ => true,
-    });
+    })
+}
+
+fn aggregations(question: &str, body: &Value, out: &mut Vec<String>) {
+    let types = agg_types(body);
+    let has = |set: &[&str]| types.iter().any(|t| set.contains(&t.as_str()));
+    let sorted = has_sort(body);
     let counting = TOTAL_COUNT_WORDS.iter().any(|w| names(question, w));
     for (needs, list) in AGGREGATE_WORDS {
         let Some(word) = list.iter().find(|w| question.contains(&format!(" {w} "))) else {

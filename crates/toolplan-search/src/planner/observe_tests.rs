@@ -3,44 +3,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::planner::values::FieldValues;
-
-fn mapping() -> Mapping {
-    Mapping::parse(&json!({"properties": {
-        "subject": {"type": "text"},
-        "category": {"type": "keyword"},
-        "status": {"type": "keyword"},
-        "price": {"type": "float"},
-        "created_at": {"type": "date"},
-        "name": {"type": "text", "fields": {"keyword": {"type": "keyword"}}}
-    }}))
-    .expect("mapping")
-}
-
-fn values() -> KeywordValues {
-    KeywordValues {
-        fields: vec![
-            FieldValues {
-                field: "category".into(),
-                values: vec!["shipping".into(), "billing".into(), "Garden".into()],
-            },
-            FieldValues {
-                field: "status".into(),
-                values: vec![
-                    "open".into(),
-                    "closed".into(),
-                    "in-progress".into(),
-                    "ok".into(),
-                ],
-            },
-        ],
-    }
-}
-
-fn sample() -> Value {
-    json!({"subject": "parcel lost", "category": "shipping", "price": 4.99,
-           "created_at": "2025-01-01T00:00:00Z", "name": "Ann Lee"})
-}
+use crate::planner::fixtures::{mapping, sample, values};
 
 /// The observations of `body` for `question`, with `response` as its run's answer.
 fn seen(question: &str, body: Value, response: Option<Value>) -> Vec<String> {

@@ -223,7 +223,7 @@ async fn dsl_the_index_cannot_run_goes_back_for_repair() {
     // The mapping check passes an unknown operator; the backend's dry run does not.
     let model = replay(&[
         "{\"size\": 0, \"query\": {\"match\": {\"species\": {\"query\": \"setosa\", \"operator\": \"xor\"}}}}",
-        "{\"size\": 0, \"query\": {\"term\": {\"petal_length_in_cm\": 1.4}}}",
+        "{\"size\": 0, \"query\": {\"term\": {\"species.keyword\": \"setosa\"}}}",
     ]);
     let plan = plan_iris(&model, &backend, json!({}), json!({})).await;
     assert_eq!(plan.fallback, None);
@@ -234,7 +234,7 @@ async fn dsl_the_index_cannot_run_goes_back_for_repair() {
             && problem.contains("unknown operator 'xor'"),
         "{problem}"
     );
-    assert_eq!(plan.dsl["query"]["term"]["petal_length_in_cm"], 1.4);
+    assert_eq!(plan.dsl["query"]["term"]["species.keyword"], "setosa");
     let requests = model.requests.lock().unwrap();
     assert!(
         requests[1].messages[3]

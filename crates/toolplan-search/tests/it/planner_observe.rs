@@ -79,10 +79,32 @@ const IGNORES_SHIPPING: &str =
 const FILTERS_SHIPPING: &str = r#"{"size": 0, "query": {"bool": {"filter": [{"term": {"category": "shipping"}}], "must_not": [{"term": {"status": "closed"}}]}}}"#;
 
 #[tokio::test]
-async fn a_named_value_the_query_ignores_goes_back_once_and_the_second_reply_is_taken() {
+async fn a_named_value_the_query_ignores_is_filtered_by_the_planner_itself() {
     let (_dir, backend) = tickets().await;
     let model = replay(&[IGNORES_SHIPPING, FILTERS_SHIPPING]);
     let planner = DslPlanner::new(model.clone(), Arc::clone(&backend));
+    let plan = ask(&planner, NOT_CLOSED, "tickets").await;
+    assert_eq!(plan.fallback, None);
+    assert_eq!(plan.llm_calls, 1);
+    assert_eq!(plan.attempts.len(), 1);
+    assert!(!plan.attempts[0].observed && plan.attempts[0].problems.is_empty());
+    assert_eq!(
+        plan.attempts[0].fixes,
+        [r#"filter: {"term":{"category":"shipping"}}, a value the question names"#]
+    );
+    assert_eq!(
+        plan.dsl["query"]["bool"]["filter"][0]["term"]["category"],
+        "shipping"
+    );
+    let r = backend.search("tickets", &plan.dsl).await.unwrap();
+    assert_eq!(r["hits"]["total"]["value"], 2);
+}
+
+#[tokio::test]
+async fn a_named_value_the_query_ignores_goes_back_once_and_the_second_reply_is_taken() {
+    let (_dir, backend) = tickets().await;
+    let model = replay(&[IGNORES_SHIPPING, FILTERS_SHIPPING]);
+    let planner = DslPlanner::new(model.clone(), Arc::clone(&backend)).with_amendments(false);
     let plan = ask(&planner, NOT_CLOSED, "tickets").await;
     assert_eq!(plan.fallback, None);
     assert_eq!(plan.llm_calls, 2);
@@ -142,7 +164,7 @@ async fn a_worse_repair_keeps_the_first_valid_body() {
         IGNORES_SHIPPING,
         r#"{"size": 0, "query": {"term": {"kind": "shipping"}}}"#,
     ]);
-    let planner = DslPlanner::new(model.clone(), Arc::clone(&backend));
+    let planner = DslPlanner::new(model.clone(), Arc::clone(&backend)).with_amendments(false);
     let plan = ask(&planner, NOT_CLOSED, "tickets").await;
     assert_eq!(plan.fallback, None);
     assert_eq!(plan.attempts.len(), 2);
@@ -154,7 +176,9 @@ async fn a_worse_repair_keeps_the_first_valid_body() {
 
     // The same observation is not sent twice, whatever the budget: the repeat ends the rounds.
     let model = replay(&[IGNORES_SHIPPING, IGNORES_SHIPPING, FILTERS_SHIPPING]);
-    let planner = DslPlanner::new(model.clone(), Arc::clone(&backend)).with_max_repairs(3);
+    let planner = DslPlanner::new(model.clone(), Arc::clone(&backend))
+        .with_max_repairs(3)
+        .with_amendments(false);
     let plan = ask(&planner, NOT_CLOSED, "tickets").await;
     assert_eq!(plan.llm_calls, 2);
     assert_eq!(
