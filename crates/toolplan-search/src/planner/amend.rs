@@ -28,8 +28,9 @@
 use serde_json::{Map, Value, json};
 
 use super::observe::{
-    AGGREGATE_WORDS, Context, Needs, TOTAL_COUNT_WORDS, agg_types, has_sort, mentions,
-    missing_values, names, other_value, same, sample_value, total_hits, words,
+    AGGREGATE_WORDS, AVERAGE_AGGS, Context, Needs, TOTAL_AGGS, TOTAL_COUNT_WORDS, agg_types,
+    has_sort, is_bound, mentions, missing_values, names, other_value, same, sample_value,
+    total_hits, words,
 };
 use crate::check::query_objects;
 use crate::mapping::{FieldKind, FieldSpec};
@@ -202,10 +203,6 @@ fn keep_clause(
         }
         _ => true,
     }
-}
-
-fn is_bound(k: &str) -> bool {
-    matches!(k, "gt" | "gte" | "lt" | "lte" | "from" | "to")
 }
 
 fn is_empty_bool(query: &Value) -> bool {
@@ -387,15 +384,8 @@ fn add_aggregation(cx: &Context<'_>, question: &str, body: &mut Value, notes: &m
         return;
     };
     let missing = match needs {
-        Needs::Average => !types
-            .iter()
-            .any(|t| ["avg", "stats", "extended_stats"].contains(&t.as_str())),
-        Needs::Total => {
-            !counting
-                && !types
-                    .iter()
-                    .any(|t| ["sum", "stats", "extended_stats"].contains(&t.as_str()))
-        }
+        Needs::Average => !types.iter().any(|t| AVERAGE_AGGS.contains(&t.as_str())),
+        Needs::Total => !counting && !types.iter().any(|t| TOTAL_AGGS.contains(&t.as_str())),
         Needs::Largest | Needs::Smallest => types.is_empty() && !sorted,
         Needs::PerGroup => types.is_empty(),
     };

@@ -3,19 +3,12 @@
 use serde_json::json;
 
 use super::*;
-use crate::planner::fixtures::{mapping, sample, values};
+use crate::planner::fixtures::with_context;
 
 /// The amended body of `body` for `question` (its run answering `hits` hits), or `None`.
 fn amended(question: &str, body: Value, hits: Option<u64>) -> Option<Value> {
-    let (m, v, s) = (mapping(), values(), sample());
-    let cx = Context {
-        question,
-        mapping: &m,
-        values: &v,
-        sample: Some(&s),
-    };
     let response = hits.map(|n| json!({"hits": {"total": {"value": n}, "hits": []}}));
-    amend(&cx, &body, response.as_ref()).map(|(b, notes)| {
+    with_context(question, |cx| amend(cx, &body, response.as_ref())).map(|(b, notes)| {
         assert!(!notes.is_empty());
         b
     })

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::observe::Context;
 use super::values::{FieldValues, KeywordValues};
 use crate::mapping::Mapping;
 
@@ -42,4 +43,15 @@ pub(super) fn sample() -> Value {
     json!({"subject": "parcel lost", "category": "shipping", "status": "open", "price": 4.99,
            "created_at": "2025-01-01T00:00:00Z", "name": "Ann Lee", "sepal_length_in_cm": 5.1,
            "species": "setosa"})
+}
+
+/// Runs `f` with the checks' context for `question` over the mapping, values and sample above.
+pub(super) fn with_context<T>(question: &str, f: impl FnOnce(&Context<'_>) -> T) -> T {
+    let (m, v, s) = (mapping(), values(), sample());
+    f(&Context {
+        question,
+        mapping: &m,
+        values: &v,
+        sample: Some(&s),
+    })
 }

@@ -114,8 +114,8 @@ pub const AGGREGATE_WORDS: &[(Needs, &[&str])] = &[
 ];
 
 /// Aggregation types that give an average, a total, or buckets.
-const AVERAGE_AGGS: &[&str] = &["avg", "stats", "extended_stats"];
-const TOTAL_AGGS: &[&str] = &["sum", "stats", "extended_stats", "value_count"];
+pub(super) const AVERAGE_AGGS: &[&str] = &["avg", "stats", "extended_stats"];
+pub(super) const TOTAL_AGGS: &[&str] = &["sum", "stats", "extended_stats", "value_count"];
 const BUCKET_AGGS: &[&str] = &[
     "terms",
     "multi_terms",
@@ -306,12 +306,7 @@ fn named_values(cx: &Context<'_>, question: &str, body: &Value, out: &mut Vec<St
     // Exact clauses on keyword fields whose value is stored in another case.
     for_each_field_value(body, &["term", "terms", "match"], |field, v| {
         let Some(text) = v.as_str() else { return };
-        let stored: Vec<&str> = cx
-            .values
-            .pairs()
-            .filter(|(f, _)| *f == field)
-            .map(|(_, s)| s)
-            .collect();
+        let stored = known_values(cx, field);
         let is_keyword = cx
             .mapping
             .field(field)
@@ -327,6 +322,15 @@ fn named_values(cx: &Context<'_>, question: &str, body: &Value, out: &mut Vec<St
             ));
         }
     });
+}
+
+/// The frequent values of keyword field `field`.
+fn known_values<'v>(cx: &Context<'v>, field: &str) -> Vec<&'v str> {
+    cx.values
+        .pairs()
+        .filter(|(f, _)| *f == field)
+        .map(|(_, v)| v)
+        .collect()
 }
 
 /// Calls `f(field, value)` for each value of the given field-keyed clauses in the query: `term`
@@ -361,7 +365,8 @@ fn for_each_field_value(body: &Value, clauses: &[&str], mut f: impl FnMut(&str, 
     }
 }
 
-fn is_bound(k: &str) -> bool {
+/// Whether a `range` key is a bound (`gt`, `gte`, `lt`, `lte`, `from`, `to`).
+pub(super) fn is_bound(k: &str) -> bool {
     matches!(k, "gt" | "gte" | "lt" | "lte" | "from" | "to")
 }
 
@@ -488,12 +493,7 @@ pub(super) fn other_value(cx: &Context<'_>, question: &str, field: &str, value: 
     let Some(text) = value.as_str() else {
         return false;
     };
-    let known: Vec<&str> = cx
-        .values
-        .pairs()
-        .filter(|(f, _)| *f == field)
-        .map(|(_, v)| v)
-        .collect();
+    let known = known_values(cx, field);
     known.iter().any(|v| v.eq_ignore_ascii_case(text))
         && !mentions(cx.question, question, value)
         && known

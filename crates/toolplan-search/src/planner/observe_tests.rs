@@ -3,18 +3,11 @@
 use serde_json::json;
 
 use super::*;
-use crate::planner::fixtures::{mapping, sample, values};
+use crate::planner::fixtures::with_context;
 
 /// The observations of `body` for `question`, with `response` as its run's answer.
 fn seen(question: &str, body: Value, response: Option<Value>) -> Vec<String> {
-    let (m, v, s) = (mapping(), values(), sample());
-    let cx = Context {
-        question,
-        mapping: &m,
-        values: &v,
-        sample: Some(&s),
-    };
-    observations(&cx, &body, response.as_ref())
+    with_context(question, |cx| observations(cx, &body, response.as_ref()))
 }
 
 fn hits(n: u64) -> Option<Value> {
