@@ -14,7 +14,10 @@ use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, InvalidPlan, Problem};
 use toolplan_llm::{
     ChatModel, ChatRequest, LlmError, Message, StopReason, ToolCall, ToolChoice, ToolDefinition,
 };
-use toolplan_planner::{CUT_OFF_NOTE, ExecuteToolPlan, plan_not_run};
+use toolplan_planner::{
+    CUT_OFF_NOTE, ExecuteToolPlan, bare_references, incomplete_calls, incomplete_plan,
+    plan_arguments, plan_not_run, unused_numbers,
+};
 
 use crate::answer::forget_unused_answer;
 use crate::error::AgentError;
@@ -27,6 +30,10 @@ pub const REPEAT_TURNS_BEFORE_ANSWER: usize = 1;
 
 /// What a dry run's rejected plan is answered with, beside it, for the calls that were fine.
 const DRY_RUN_NOT_RUN: &str = "Not run (dry run).";
+
+/// What a call is answered with when the turn it belongs to went back to be completed.
+const NOT_RUN_WITH_OTHERS: &str = "Not run: this turn's calls went back to be completed; make the \
+call again if it is still needed.";
 
 /// What the next model reply may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,12 +162,24 @@ impl Agent {
             if self.answer_in_plan {
                 for call in &mut message.tool_calls {
                     if call.name == EXECUTE_TOOL_PLAN {
-                        forget_unused_answer(&mut call.arguments);
+                        forget_unused_answer(&mut call.arguments, input);
                     }
                 }
             }
             let calls = message.tool_calls.clone();
             messages.push(message);
+            // The first plan is checked against the question before it runs: one that leaves part
+            // of it out goes back once to be completed.
+            if record.turns == 1
+                && record.repairs < self.max_repairs
+                && let Some(returned) = self.check_against_question(input, &calls)
+            {
+                record.tool_calls += calls.len();
+                record.repairs += 1;
+                repairing = true;
+                messages.extend(returned);
+                continue;
+            }
             if calls.is_empty() {
                 record.elapsed = start.elapsed();
                 let answer = messages
@@ -187,14 +206,16 @@ impl Agent {
             } else {
                 0
             };
-            let turn = self.run_calls(&fresh, cancel, &mut record).await;
+            let may_fix = record.repairs < self.max_repairs;
+            let turn = self.run_calls(&fresh, may_fix, cancel, &mut record).await;
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
             if repairing && turn.run_plans > 0 && turn.rejected_plans == 0 {
                 record.repaired += 1;
             }
-            repairing = turn.rejected_plans > 0 && record.repairs < self.max_repairs;
+            repairing = (turn.rejected_plans > 0 || turn.faulty_plans > 0)
+                && record.repairs < self.max_repairs;
             if repairing {
                 record.repairs += 1;
             }
@@ -252,19 +273,25 @@ impl Agent {
             .await
             .map_err(|e| AgentError::model(e, &record))?;
         let mut problems = self.plan_problems(&message.tool_calls);
-        if self.max_repairs > 0 && problems.iter().any(|p| p.is_err()) {
+        let returned = if problems.iter().any(|p| p.is_err()) {
             // The rejected plans go back as they would in a run, once, and the reply must call a
             // tool; the other calls are reported as not run.
+            Some(
+                message
+                    .tool_calls
+                    .iter()
+                    .zip(&problems)
+                    .map(|(call, problem)| match problem {
+                        Err(invalid) => Message::tool_result(call, plan_not_run(invalid), true),
+                        Ok(()) => Message::tool_result(call, DRY_RUN_NOT_RUN, false),
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            self.check_against_question(input, &message.tool_calls)
+        };
+        if let (true, Some(results)) = (self.max_repairs > 0, returned) {
             record.repairs += 1;
-            let results = message
-                .tool_calls
-                .iter()
-                .zip(&problems)
-                .map(|(call, problem)| match problem {
-                    Err(invalid) => Message::tool_result(call, plan_not_run(invalid), true),
-                    Ok(()) => Message::tool_result(call, DRY_RUN_NOT_RUN, false),
-                })
-                .collect::<Vec<_>>();
             messages.push(message.clone());
             messages.extend(results);
             let (repaired, _) = self
@@ -325,6 +352,60 @@ impl Agent {
                 }
             })
             .collect()
+    }
+
+    /// The first turn's calls checked against the question ([`toolplan_planner::unused_numbers`],
+    /// and for plans [`toolplan_planner::bare_references`]) when planning is on: `None` when they
+    /// pass, otherwise one result per call, the first plan's (or, without plans, the first call's)
+    /// saying what the turn leaves out (nothing is run). Without planning the model's calls are
+    /// taken as they are.
+    fn check_against_question(&self, input: &str, calls: &[ToolCall]) -> Option<Vec<Message>> {
+        if self.planner.is_none() || calls.is_empty() {
+            return None;
+        }
+        let has_plan = calls.iter().any(|c| c.name == EXECUTE_TOOL_PLAN);
+        let arguments = calls.iter().flat_map(|c| {
+            let plan = c.name == EXECUTE_TOOL_PLAN;
+            let steps = plan
+                .then(|| plan_arguments(&c.arguments))
+                .into_iter()
+                .flatten();
+            (!plan).then_some(&c.arguments).into_iter().chain(steps)
+        });
+        let unused = unused_numbers(input, arguments);
+        let bare: Vec<Vec<(String, String)>> = calls
+            .iter()
+            .map(|c| {
+                if c.name == EXECUTE_TOOL_PLAN {
+                    bare_references(&c.arguments)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        if unused.is_empty() && bare.iter().all(Vec::is_empty) {
+            return None;
+        }
+        let mut told = false;
+        Some(
+            calls
+                .iter()
+                .zip(&bare)
+                .map(|(call, bare)| {
+                    if !has_plan && !told {
+                        told = true;
+                        return Message::tool_result(call, incomplete_calls(&unused), true);
+                    }
+                    if call.name != EXECUTE_TOOL_PLAN {
+                        return Message::tool_result(call, NOT_RUN_WITH_OTHERS, true);
+                    }
+                    // The numbers are named once, with the first plan.
+                    let unused = if told { &[][..] } else { &unused[..] };
+                    told = true;
+                    Message::tool_result(call, incomplete_plan(unused, bare), true)
+                })
+                .collect(),
+        )
     }
 
     /// A conversation's first messages: the system prompt (if any) and the user's input.

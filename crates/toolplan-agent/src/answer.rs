@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolplan_core::reference::{Piece, REF_PREFIX, Reference, split_pieces};
 use toolplan_core::{FnTool, Tool, ToolError, ToolResult, value_as_text};
+use toolplan_planner::copies_example_answer;
 
 /// The name of the built-in answer tool, and of the plan field that becomes its step.
 pub const ANSWER_TOOL: &str = toolplan_planner::ANSWER_FIELD;
@@ -139,16 +140,23 @@ fn has_step(steps: &[Value], id: &str) -> bool {
 }
 
 /// Sets a plan's `answer` field to null when [`prepare_answers`] would drop it (a guess, or one that
-/// refers to a step the plan lacks), and says whether it did. The agent does this to the plan it
-/// keeps in the conversation: a model that reads its own guess beside the results repeats the guess
-/// (the 1.5B model called Paris "sunny" again next to a result that said "cloudy").
-pub(crate) fn forget_unused_answer(plan: &mut Value) -> bool {
+/// refers to a step the plan lacks) or when it copies the worked example's answer instead of
+/// answering `question` ([`copies_example_answer`]), and says whether it did. The agent does this to
+/// the plan it keeps in the conversation: a model that reads its own guess beside the results
+/// repeats the guess (the 1.5B model called Paris "sunny" again next to a result that said
+/// "cloudy").
+pub(crate) fn forget_unused_answer(plan: &mut Value, question: &str) -> bool {
     let Some(object) = plan.as_object_mut() else {
         return false;
     };
     let usable = match (object.get(ANSWER_TOOL), object.get("steps")) {
         (None | Some(Value::Null), _) => return false,
-        (Some(text), Some(Value::Array(steps))) => usable_answer(text, steps),
+        (Some(text), Some(Value::Array(steps))) => {
+            usable_answer(text, steps)
+                && !text
+                    .as_str()
+                    .is_some_and(|t| copies_example_answer(t, question))
+        }
         // Not a plan the engine accepts: validation names the problem.
         (Some(_), _) => return false,
     };
@@ -194,10 +202,17 @@ mod tests {
             (json!("It is $ref:w.temp °C."), false),
             (json!("It is 3 °C."), true),
             (json!("It is $ref:e euros."), true),
+            // The worked example's answer, copied with the plan's own step.
+            (json!("The product of order A7 costs $ref:w euros."), true),
             (Value::Null, false),
         ] {
             let mut plan = json!({"steps": steps, "answer": answer});
-            assert_eq!(forget_unused_answer(&mut plan), forgotten, "{answer}");
+            let question = "How cold is it in Oslo?";
+            assert_eq!(
+                forget_unused_answer(&mut plan, question),
+                forgotten,
+                "{answer}"
+            );
             let kept = if forgotten {
                 Value::Null
             } else {
@@ -213,7 +228,7 @@ mod tests {
             json!([1]),
         ] {
             let mut changed = plan.clone();
-            assert!(!forget_unused_answer(&mut changed));
+            assert!(!forget_unused_answer(&mut changed, ""));
             assert_eq!(changed, plan);
         }
     }

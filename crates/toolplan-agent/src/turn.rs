@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use toolplan_core::limits::truncate_string;
 use toolplan_core::{DirectCall, EXECUTE_TOOL_PLAN, RunControl, StepStatus, value_as_text};
 use toolplan_llm::{Message, ToolCall};
-use toolplan_planner::{REPLAN_HINT, plan_not_run};
+use toolplan_planner::{FIX_PLAN_HINT, REPLAN_HINT, plan_not_run};
 
 use crate::agent::Agent;
 use crate::answer::{ANSWER_TOOL, prepare_answers};
@@ -25,14 +25,19 @@ pub(crate) struct TurnResults {
     pub rejected_plans: usize,
     /// Plans of the turn that passed validation and ran.
     pub run_plans: usize,
+    /// Plans that ran and whose failed steps all failed on a reference that found no value (the
+    /// plan's fault), when `may_fix` was given: their summaries ask for a corrected plan.
+    pub faulty_plans: usize,
 }
 
 impl Agent {
     /// Runs one turn's tool calls: plans through the planner, the other calls together as one plan of
-    /// independent steps.
+    /// independent steps. With `may_fix`, a plan that failed through its own references is counted
+    /// in [`TurnResults::faulty_plans`] and its summary asks for a corrected plan.
     pub(crate) async fn run_calls(
         &self,
         calls: &[ToolCall],
+        may_fix: bool,
         cancel: &CancellationToken,
         record: &mut Record,
     ) -> TurnResults {
@@ -86,6 +91,7 @@ impl Agent {
 
         let mut answer = None;
         let mut rejected_plans = 0;
+        let mut faulty_plans = 0;
         let only_call = calls.len() == 1;
         for ((i, _), outcome) in plans.iter().zip(plan_runs) {
             record.plans += 1;
@@ -102,7 +108,14 @@ impl Agent {
                     record.plan_steps += run.steps.len();
                     record.tool_errors += run.problems().count();
                     let mut summary = run.summary_within(self.max_result_bytes);
-                    if !run.all_ok() {
+                    let failed = || run.steps.iter().filter(|s| s.status == StepStatus::Failed);
+                    let faulty = may_fix
+                        && failed().next().is_some()
+                        && failed().all(|s| s.unresolved_reference);
+                    if faulty {
+                        faulty_plans += 1;
+                        summary.push_str(FIX_PLAN_HINT);
+                    } else if !run.all_ok() {
                         summary.push_str(REPLAN_HINT);
                     }
                     Message::tool_result(&calls[*i], summary, !run.all_ok())
@@ -138,6 +151,7 @@ impl Agent {
             answer,
             rejected_plans,
             run_plans: plans.len() - rejected_plans,
+            faulty_plans,
         }
     }
 

@@ -57,6 +57,9 @@ pub struct StepRecord {
     pub output: Option<Value>,
     /// Why it failed or was skipped.
     pub error: Option<String>,
+    /// Whether it failed after a reference in its arguments found no value (a field its producer's
+    /// output lacks, a null result): a failure the plan caused, which a corrected plan can avoid.
+    pub unresolved_reference: bool,
     /// When it started, from the start of the run (`None` for skipped steps).
     pub started: Option<Duration>,
     /// When it finished (or was skipped), from the start of the run.

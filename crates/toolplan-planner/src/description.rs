@@ -132,13 +132,77 @@ pub(crate) fn worked_example(thought_end: Option<&str>, ending: &str) -> String 
     )
 }
 
+/// The answer of the worked example when plans may end with their answer ([`answer_example`]).
+pub const EXAMPLE_ANSWER: &str = "The product of order A7 costs $ref:e euros.";
+
 /// The worked example of the compact description when plans may end with their answer: the chain of
 /// the default example, then the answer written with the result inserted, and what the field is for.
 pub fn answer_example() -> String {
     let mut example = worked_example(
         Some("the answer puts it into words"),
-        r#""answer": "The product of order A7 costs $ref:e euros.""#,
+        &format!(r#""answer": "{EXAMPLE_ANSWER}""#),
     );
     example.push_str(ANSWER_FIELD_USE);
     example
+}
+
+/// Words in a row of [`EXAMPLE_ANSWER`] that make an answer a copy of it.
+const COPIED_WORDS: usize = 4;
+
+/// Whether `answer` copies the worked example's answer ([`EXAMPLE_ANSWER`]): it has two runs of
+/// four of its words in a row (references left out, case ignored) that `question` does not. Small
+/// models copy the example's sentence when they have no answer to write ("The product of order A7
+/// costs $ref:r", asked whether it rains); such an answer is not the reply to the question.
+pub fn copies_example_answer(answer: &str, question: &str) -> bool {
+    let example = words(EXAMPLE_ANSWER);
+    let answer = words(answer).join(" ");
+    let question = words(question).join(" ");
+    let copied = example
+        .windows(COPIED_WORDS)
+        .filter(|run| {
+            let run = run.join(" ");
+            contains_words(&answer, &run) && !contains_words(&question, &run)
+        })
+        .count();
+    copied >= 2
+}
+
+/// The words of `text`, lowercase, without `$ref:` references and punctuation.
+fn words(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .filter(|w| !w.starts_with("$ref:"))
+        .map(|w| {
+            w.chars()
+                .filter(|c| c.is_alphanumeric())
+                .flat_map(char::to_lowercase)
+                .collect::<String>()
+        })
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Whether the words `text` hold the words `run` in a row.
+fn contains_words(text: &str, run: &str) -> bool {
+    format!(" {text} ").contains(&format!(" {run} "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copies_example_answer as copies;
+
+    #[test]
+    fn copies_of_the_example_answer() {
+        let question = "Is it raining where Bob lives? Answer yes or no.";
+        assert!(copies(
+            "The product of order A7 costs $ref:r the user>",
+            question
+        ));
+        assert!(copies("the PRODUCT of order a7, costs", question));
+        assert!(!copies("It is $ref:w.condition where Bob lives.", question));
+        // Words the question has are the user's, not the example's.
+        assert!(!copies(
+            "The product of order A7 costs $ref:p.price.",
+            "How much does the product of order A7 cost?"
+        ));
+    }
 }

@@ -19,6 +19,8 @@
 //!   constrained decoding, with the `answer` field when asked.
 //! * `planning` — [`Planning`], how an agent offers planning, the instructions each mode adds, and
 //!   what the model reads when a plan fails or is rejected.
+//! * `self_check` — checks of a first plan against its question before it runs (numbers the
+//!   question gives that no step uses, references written without their marker).
 //!
 //! ## Example
 //!
@@ -37,16 +39,21 @@ mod description;
 mod execute_tool_plan;
 mod planning;
 mod schema;
+mod self_check;
 mod signature;
 
-pub use description::{ToolListing, answer_example};
+pub use description::{EXAMPLE_ANSWER, ToolListing, answer_example, copies_example_answer};
 pub use execute_tool_plan::ExecuteToolPlan;
 pub use planning::{
-    ANSWER_IN_PLAN_INSTRUCTIONS, CUT_OFF_NOTE, PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS,
-    Planning, REPLAN_HINT, plan_not_run,
+    ANSWER_IN_PLAN_INSTRUCTIONS, CUT_OFF_NOTE, FIX_PLAN_HINT, PLAN_ONLY_INSTRUCTIONS,
+    PLANNING_INSTRUCTIONS, Planning, REPLAN_HINT, plan_not_run,
 };
 pub use schema::{
     ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, MAX_STATED_STEPS, THOUGHT_MAX_CHARS,
     plan_schema, plan_schema_for_tools, typed_plan_schema,
+};
+pub use self_check::{
+    MAX_CHECKED_NUMBERS, bare_references, incomplete_calls, incomplete_plan, plan_arguments,
+    unused_numbers,
 };
 pub use signature::{documented_signature, tool_signature};

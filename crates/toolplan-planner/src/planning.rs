@@ -36,6 +36,13 @@ pub const REPLAN_HINT: &str = "\nIf a failed step was planned wrong (a missing s
 reference or argument), call execute_tool_plan again with a corrected plan; otherwise answer from the \
 results you have.";
 
+/// Follows the summary of a plan whose failed steps all failed because a reference found no value
+/// (a field the producing step's output lacks: a lookup left out, a wrong field), when the agent
+/// then asks for a corrected plan: the plan was wrong, not the tools.
+pub const FIX_PLAN_HINT: &str = "\nThe failed steps used a result that does not have what they \
+refer to, so the plan is wrong: a step is missing or a reference names the wrong field. Call \
+execute_tool_plan again with a corrected plan, with a step for every lookup the answer needs.";
+
 /// Follows each result of a turn whose reply was cut off at the output-token limit: only the calls
 /// and plan steps written whole ran.
 pub const CUT_OFF_NOTE: &str = "\nNote: your reply was cut off at the output-token limit, so only \

@@ -127,6 +127,24 @@ async fn a_guessed_answer_is_dropped_and_left_out_of_the_conversation() {
 }
 
 #[tokio::test]
+async fn an_answer_copied_from_the_worked_example_is_not_the_answer() {
+    // The 1.5B model, asked a yes-or-no question, wrote the example's sentence around its own step.
+    let (model, result) = plan_then_reply(
+        json!({"steps": [
+            {"id": "u", "tool": "get_user", "arguments": {"name": "Bob"}},
+            {"id": "r", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}}],
+            "answer": "The product of order A7 costs $ref:r the user>"}),
+        "Yes",
+        "Is it raining where Bob lives? Answer yes or no.",
+    )
+    .await;
+    assert!(result.contains("\"rainy\""), "{result}");
+    assert!(!result.contains("order A7"), "{result}");
+    let requests = model.requests();
+    assert!(!format!("{:?}", requests[1].messages).contains("order A7 costs $ref:r"));
+}
+
+#[tokio::test]
 async fn an_answer_step_written_by_hand_still_ends_the_interaction() {
     let model = Arc::new(ScriptedModel::new([ScriptedModel::calls(&[(
         "execute_tool_plan",

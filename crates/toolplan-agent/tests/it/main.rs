@@ -8,4 +8,5 @@ mod plan_failures;
 mod planning_modes;
 mod repeats;
 mod round_trips;
+mod self_checks;
 mod support;

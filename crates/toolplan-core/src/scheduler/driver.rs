@@ -266,7 +266,11 @@ impl<'p> Driver<'p> {
             _ => None,
         };
         if note.is_some() {
-            self.slots[i].trouble = Some(Box::new(Trouble { error: None, note }));
+            self.slots[i].trouble = Some(Box::new(Trouble {
+                error: None,
+                note,
+                unresolved: true,
+            }));
         }
         self.release_inputs(i);
         let arguments = match rendered {
@@ -519,6 +523,8 @@ impl<'p> Driver<'p> {
                 tool: step.tool.clone(),
                 status: slot.status,
                 output: if slot.is_output { slot.output } else { None },
+                unresolved_reference: slot.status == StepStatus::Failed
+                    && slot.trouble.as_ref().is_some_and(|t| t.unresolved),
                 error: slot.trouble.and_then(|t| t.error),
                 started: slot.started,
                 finished: slot.finished,

@@ -41,6 +41,9 @@ pub(super) struct Trouble {
     /// Why references of the step's arguments found no value (inserted as `null`), added to its
     /// error if it fails.
     pub(super) note: Option<String>,
+    /// Whether a reference of the step's arguments found no value (the note may be gone: it moves
+    /// into the error).
+    pub(super) unresolved: bool,
 }
 
 impl Slot {
@@ -53,7 +56,10 @@ impl Slot {
             (Some(t), error) => t.error = error,
             (None, None) => {}
             (None, error) => {
-                self.trouble = Some(Box::new(Trouble { error, note: None }));
+                self.trouble = Some(Box::new(Trouble {
+                    error,
+                    ..Trouble::default()
+                }));
             }
         }
     }

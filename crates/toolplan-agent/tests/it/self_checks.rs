@@ -1,0 +1,228 @@
+//! A first plan checked against its question before it runs (numbers the question gives that no
+//! step uses, results named without their `$ref:` marker), and a plan that failed through its own
+//! references: each goes back once, and the reply must call a tool.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolplan_agent::scripted::ScriptedModel;
+use toolplan_agent::{Agent, Planning};
+use toolplan_demo as demo;
+use toolplan_llm::ToolChoice;
+use toolplan_planner::FIX_PLAN_HINT;
+
+use crate::support::tool_messages;
+
+fn planning_agent(model: Arc<ScriptedModel>, repairs: usize) -> Agent {
+    Agent::builder("test")
+        .model(model)
+        .tools(demo::tools())
+        .planning(Planning::Only)
+        .repairs(repairs)
+        .max_turns(6)
+        .build()
+        .unwrap()
+}
+
+fn choices(model: &ScriptedModel) -> Vec<ToolChoice> {
+    model
+        .requests()
+        .iter()
+        .map(|r| r.tool_choice.clone())
+        .collect()
+}
+
+fn weather(id: &str, city: &str) -> Value {
+    json!({"id": id, "tool": "get_weather", "arguments": {"location": city}})
+}
+
+const QUESTION: &str = "Add the temperatures of London and Paris, then multiply the sum by 2.";
+
+#[tokio::test]
+async fn a_plan_that_leaves_out_a_number_of_the_question_goes_back_once() {
+    let short = json!({"steps": [weather("l", "London"), weather("p", "Paris"),
+        {"id": "s", "tool": "calculator", "arguments": {"expression": "$ref:l.temp + $ref:p.temp"}}]});
+    let whole = json!({"steps": [weather("l", "London"), weather("p", "Paris"),
+        {"id": "s", "tool": "calculator", "arguments": {"expression": "($ref:l.temp + $ref:p.temp) * 2"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", short)]),
+        ScriptedModel::calls(&[("execute_tool_plan", whole)]),
+        ScriptedModel::answer("54"),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact(QUESTION)
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "54");
+    let results = tool_messages(&out.messages);
+    // The first plan did not run: the model read what it left out.
+    assert!(results[0].is_error);
+    assert!(
+        results[0]
+            .content
+            .starts_with("Error: the plan was not run. The question gives 2, but no step uses it"),
+        "{}",
+        results[0].content
+    );
+    assert!(
+        results[1].content.contains("- s: 54"),
+        "{}",
+        results[1].content
+    );
+    assert_eq!((out.record.repairs, out.record.repaired), (1, 1));
+    assert_eq!(out.record.plans, 1);
+    assert_eq!(
+        choices(&model),
+        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
+    );
+}
+
+#[tokio::test]
+async fn a_plan_sent_back_unchanged_runs_and_no_repairs_means_no_check() {
+    let short = json!({"steps": [weather("l", "London"), weather("p", "Paris"),
+        {"id": "s", "tool": "calculator", "arguments": {"expression": "$ref:l.temp + $ref:p.temp"}}]});
+    // Sent back, the model keeps its plan: it runs (the check is made once).
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", short.clone())]),
+        ScriptedModel::calls(&[("execute_tool_plan", short.clone())]),
+        ScriptedModel::answer("27"),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact(QUESTION)
+        .await
+        .unwrap();
+    assert_eq!(out.record.llm_calls, 3);
+    assert_eq!(out.record.plans, 1);
+    // Without repairs, the first plan runs as written.
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", short)]),
+        ScriptedModel::answer("27"),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 0)
+        .interact(QUESTION)
+        .await
+        .unwrap();
+    assert_eq!((out.record.llm_calls, out.record.repairs), (2, 0));
+    assert!(tool_messages(&out.messages)[0].content.contains("- s: 27"));
+}
+
+#[tokio::test]
+async fn a_result_named_without_its_marker_goes_back() {
+    let bare = json!({"steps": [weather("w", "Paris"), weather("b", "Berlin"),
+        {"id": "c", "tool": "calculator", "arguments": {"expression": "(w.temp + b.temp) / 2"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", bare)]),
+        ScriptedModel::answer("I cannot."),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact("Average temperature of Paris and Berlin?")
+        .await
+        .unwrap();
+    let result = &tool_messages(&out.messages)[0].content;
+    assert!(
+        result.contains("Step c writes w.temp as text: a result is inserted only with the marker, \"$ref:w.temp\".")
+            && result.contains("Step c writes b.temp as text"),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn a_plan_that_failed_through_its_references_must_be_corrected() {
+    // The lookups of the weather were left out: the users have no temperature.
+    let wrong = json!({"steps": [
+        {"id": "o", "tool": "get_user", "arguments": {"name": "Carol"}},
+        {"id": "h", "tool": "get_user", "arguments": {"name": "Heidi"}},
+        {"id": "c", "tool": "calculator", "arguments": {"expression": "$ref:o.temperature + $ref:h.temperature"}}]});
+    let fixed = json!({"steps": [
+        {"id": "o", "tool": "get_user", "arguments": {"name": "Carol"}},
+        {"id": "h", "tool": "get_user", "arguments": {"name": "Heidi"}},
+        {"id": "a", "tool": "get_weather", "arguments": {"location": "$ref:o.city"}},
+        {"id": "b", "tool": "get_weather", "arguments": {"location": "$ref:h.city"}},
+        {"id": "c", "tool": "calculator", "arguments": {"expression": "$ref:a.temp + $ref:b.temp"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", wrong.clone())]),
+        ScriptedModel::calls(&[("execute_tool_plan", fixed)]),
+        ScriptedModel::answer("36"),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact("Sum of the temperatures where Carol and Heidi live?")
+        .await
+        .unwrap();
+    let results = tool_messages(&out.messages);
+    assert!(
+        results[0].content.ends_with(FIX_PLAN_HINT),
+        "{}",
+        results[0].content
+    );
+    assert!(
+        results[1].content.contains("- c: 36"),
+        "{}",
+        results[1].content
+    );
+    assert_eq!(
+        choices(&model),
+        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
+    );
+    assert_eq!(out.record.repairs, 1);
+
+    // A step that fails on its own (the tool's error) is not the plan's fault: the model decides.
+    let failing = json!({"steps": [{"id": "f", "tool": "fail", "arguments": {"message": "down"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", failing)]),
+        ScriptedModel::answer("It failed."),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact("Try it.")
+        .await
+        .unwrap();
+    assert!(
+        !tool_messages(&out.messages)[0]
+            .content
+            .contains(FIX_PLAN_HINT)
+    );
+    assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::Auto]);
+    assert_eq!(out.record.repairs, 0);
+}
+
+#[tokio::test]
+async fn direct_calls_are_checked_where_the_planner_is_offered_and_only_there() {
+    let one = || ScriptedModel::calls(&[("calculator", json!({"expression": "2 + 3"}))]);
+    let both = ScriptedModel::calls(&[
+        ("calculator", json!({"expression": "2 + 3"})),
+        ("calculator", json!({"expression": "4 * 5"})),
+    ]);
+    let question = "What are 2 + 3 and 4 * 5?";
+    let model = Arc::new(ScriptedModel::new([
+        one(),
+        both,
+        ScriptedModel::answer("5 and 20"),
+    ]));
+    let out = crate::support::agent(Arc::clone(&model), true)
+        .interact(question)
+        .await
+        .unwrap();
+    let results = tool_messages(&out.messages);
+    assert!(
+        results[0].content.starts_with(
+            "Error: the calls were not run. The question gives 4 and 5, but no call uses them"
+        ),
+        "{}",
+        results[0].content
+    );
+    assert_eq!(
+        (results[1].content.as_str(), results[2].content.as_str()),
+        ("5", "20")
+    );
+    assert_eq!(
+        choices(&model),
+        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
+    );
+    // Without planning, the model's calls are its own: they run.
+    let model = Arc::new(ScriptedModel::new([one(), ScriptedModel::answer("5")]));
+    let out = crate::support::agent(Arc::clone(&model), false)
+        .interact(question)
+        .await
+        .unwrap();
+    assert_eq!(tool_messages(&out.messages)[0].content, "5");
+    assert_eq!(out.record.repairs, 0);
+}

@@ -1,0 +1,407 @@
+//! Checks of a model's first plan against the question it answers, made before the plan runs, for
+//! what validation cannot see: the plan is well formed but leaves out part of the question.
+//!
+//! * [`unused_numbers`]: numbers the question gives that no call uses. A small model asked for two
+//!   calls ("Taylor Swift and Maroon 5, 20 and 15 minutes") often writes the first and stops, and a
+//!   computation the question spells out ("F = C * 9 / 5 + 32") is often left to the answer. The
+//!   numbers are the part of a question that can be checked without understanding it: a value the
+//!   question gives is nearly always an argument of some call.
+//! * [`bare_references`]: an argument that names an earlier step's field without the `$ref:` marker
+//!   (`"(w.temp + b.temp) / 2"`), which the engine would pass on as text.
+//!
+//! An agent sends a plan that fails a check back once, with [`incomplete_plan`] as the reason, and
+//! runs whatever comes back. Where the planner is offered beside the tools, the first turn's direct
+//! calls are checked for numbers the same way ([`incomplete_calls`]).
+
+use serde_json::Value;
+use toolplan_core::reference::REF_PREFIX;
+
+/// Most numbers of a question [`unused_numbers`] looks at; the rest are not checked.
+pub const MAX_CHECKED_NUMBERS: usize = 64;
+
+/// The numbers `question` gives that none of `arguments` uses, as the question writes them, in the
+/// order it gives them (each once). `arguments` are the calls' arguments: for a plan, each step's
+/// arguments (see [`plan_arguments`]).
+///
+/// A number is used when some argument holds it as a JSON number or writes it inside text, compared
+/// by value ("1,000" is 1000, "03" is 3); a percentage is also used as a fraction ("2%" as 0.02).
+/// Numbers that are part of a word ("A7", "H2O", "COVID-19") count only as that word's digits, the
+/// same way in the question and the arguments, so they are compared like any other.
+pub fn unused_numbers<'v>(
+    question: &str,
+    arguments: impl IntoIterator<Item = &'v Value>,
+) -> Vec<String> {
+    let mut used = Vec::new();
+    for value in arguments {
+        collect_numbers(value, &mut used, 0);
+    }
+    let mut unused: Vec<String> = Vec::new();
+    for found in numbers_in(question).into_iter().take(MAX_CHECKED_NUMBERS) {
+        let fits =
+            |v: &f64| same(*v, found.value) || (found.percent && same(*v, found.value / 100.0));
+        if !used.iter().any(fits) && !unused.contains(&found.text) {
+            unused.push(found.text);
+        }
+    }
+    unused
+}
+
+/// The arguments of each step of a plan (`{"steps": [{"arguments": …}]}`), for [`unused_numbers`].
+/// Arguments written as a JSON string of an object are read as that string.
+pub fn plan_arguments(plan: &Value) -> impl Iterator<Item = &Value> {
+    plan.get("steps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|step| step.get("arguments"))
+}
+
+/// Arguments of a plan's steps that name an earlier step's field without the `$ref:` marker, as
+/// `(step id, what was written)`: `"w.temp"` in `"(w.temp + b.temp) / 2"` after a step `w`. Only
+/// `id.field` with a field of two characters or more counts (so "a.m." is not a reference to step
+/// `a`), and only for ids of steps written before.
+pub fn bare_references(plan: &Value) -> Vec<(String, String)> {
+    let Some(steps) = plan.get("steps").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mut earlier: Vec<&str> = Vec::new();
+    let mut found = Vec::new();
+    for step in steps {
+        if let Some(arguments) = step.get("arguments") {
+            let mut texts = Vec::new();
+            collect_texts(arguments, &mut texts, 0);
+            for text in texts {
+                for written in bare_in(text, &earlier) {
+                    let id = step.get("id").and_then(Value::as_str).unwrap_or_default();
+                    if !found.iter().any(|(s, w)| s == id && *w == written) {
+                        found.push((id.to_owned(), written));
+                    }
+                }
+            }
+        }
+        if let Some(id) = step.get("id").and_then(Value::as_str) {
+            earlier.push(id);
+        }
+    }
+    found
+}
+
+/// What the model reads when its first plan was sent back by a check: what the plan leaves out, and
+/// that it may send the plan again completed (or unchanged, when nothing was missing).
+pub fn incomplete_plan(unused: &[String], bare: &[(String, String)]) -> String {
+    let mut text = String::from("Error: the plan was not run.");
+    if !unused.is_empty() {
+        let them = if unused.len() == 1 { "it" } else { "them" };
+        text.push_str(&format!(
+            " The question gives {list}, but no step uses {them}: the plan leaves out part of \
+             the question. Send the whole plan again: the steps it has, and added steps that use \
+             {list} (a step for every call the question asks for, and for every computation it \
+             asks for).",
+            list = listed(unused)
+        ));
+    }
+    for (step, written) in bare {
+        text.push_str(&format!(
+            " Step {step} writes {written} as text: a result is inserted only with the marker, \
+             \"{REF_PREFIX}{written}\"."
+        ));
+    }
+    text.push_str(" Call execute_tool_plan again.");
+    text
+}
+
+/// What the model reads when its first tool calls (no plan among them) were sent back because
+/// they leave numbers of the question unused ([`unused_numbers`]).
+pub fn incomplete_calls(unused: &[String]) -> String {
+    let them = if unused.len() == 1 { "it" } else { "them" };
+    format!(
+        "Error: the calls were not run. The question gives {list}, but no call uses {them}: the \
+         calls leave out part of the question. Make all the calls again: the calls made, and \
+         added calls that use {list} (a call for everything the question asks for).",
+        list = listed(unused)
+    )
+}
+
+/// "a", "a and b", "a, b and c".
+fn listed(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// A number as a question writes it.
+struct Found {
+    /// Its text ("1,000", "2.5%").
+    text: String,
+    /// Its value (1000, 2.5).
+    value: f64,
+    /// Whether a percent sign follows it.
+    percent: bool,
+}
+
+/// The numbers written in `text`: runs of digits, with a decimal point or thousands commas between
+/// digits; a minus sign is not part of it (a hyphen in "COVID-19" is not one).
+fn numbers_in(text: &str) -> Vec<Found> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len()
+            && (chars[i].is_ascii_digit()
+                || (matches!(chars[i], '.' | ',')
+                    && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+                    && i > start))
+        {
+            i += 1;
+        }
+        let mut written: String = chars[start..i].iter().collect();
+        // "1,000" is a thousand; in "7,8" (a list, or a decimal comma) the comma ends the number,
+        // and the next one starts after it.
+        if !thousands(&written)
+            && let Some(comma) = written.find(',')
+        {
+            written.truncate(comma);
+            i = start + written.chars().count();
+        }
+        let plain = written.replace(',', "");
+        let percent = chars.get(i) == Some(&'%');
+        if let Ok(value) = plain.parse::<f64>() {
+            let text = if percent {
+                format!("{written}%")
+            } else {
+                written
+            };
+            found.push(Found {
+                text,
+                value,
+                percent,
+            });
+        }
+    }
+    found
+}
+
+/// Whether `written` groups thousands with commas ("1,000", "12,345.5").
+fn thousands(written: &str) -> bool {
+    let whole = written.split('.').next().unwrap_or_default();
+    let mut groups = whole.split(',');
+    let first = groups.next().unwrap_or_default();
+    let rest: Vec<&str> = groups.collect();
+    !rest.is_empty() && first.len() <= 3 && rest.iter().all(|g| g.len() == 3)
+}
+
+/// Deepest nesting of arguments the checks look into.
+const MAX_DEPTH: usize = 32;
+
+/// The numbers an argument value holds: JSON numbers, and numbers written inside its text.
+fn collect_numbers(value: &Value, into: &mut Vec<f64>, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match value {
+        Value::Number(n) => into.extend(n.as_f64()),
+        Value::String(s) => into.extend(numbers_in(s).into_iter().map(|f| f.value)),
+        Value::Array(items) => items
+            .iter()
+            .for_each(|v| collect_numbers(v, into, depth + 1)),
+        Value::Object(map) => map
+            .values()
+            .for_each(|v| collect_numbers(v, into, depth + 1)),
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+/// The text values of an argument value.
+fn collect_texts<'v>(value: &'v Value, into: &mut Vec<&'v str>, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match value {
+        Value::String(s) => into.push(s),
+        Value::Array(items) => items.iter().for_each(|v| collect_texts(v, into, depth + 1)),
+        Value::Object(map) => map.values().for_each(|v| collect_texts(v, into, depth + 1)),
+        _ => {}
+    }
+}
+
+/// The `id.field` names in `text` whose id is one of `ids` and that no `$ref:` marks.
+fn bare_in(text: &str, ids: &[&str]) -> Vec<String> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    let mut found = Vec::new();
+    for (start, _) in text.char_indices() {
+        let before = &text[..start];
+        if before
+            .chars()
+            .next_back()
+            .is_some_and(|c| word(c) || c == '.')
+        {
+            continue;
+        }
+        if before.ends_with(REF_PREFIX) {
+            continue;
+        }
+        let rest = &text[start..];
+        for id in ids {
+            let Some(after) = rest.strip_prefix(id).and_then(|r| r.strip_prefix('.')) else {
+                continue;
+            };
+            let field: String = after.chars().take_while(|&c| word(c)).collect();
+            let letters = field.chars().filter(char::is_ascii_alphabetic).count();
+            if field.chars().count() >= 2 && letters > 0 {
+                let written = format!("{id}.{field}");
+                if !found.contains(&written) {
+                    found.push(written);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Whether two numbers are the same value, allowing for the rounding of decimal fractions.
+fn same(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn unused(question: &str, plan: Value) -> Vec<String> {
+        unused_numbers(question, plan_arguments(&plan))
+    }
+
+    #[test]
+    fn a_second_call_left_out_leaves_its_numbers() {
+        let plan = json!({"steps": [{"id": "a", "tool": "play",
+            "arguments": {"artist": "Taylor Swift", "duration": 20}}]});
+        assert_eq!(
+            unused(
+                "Play Taylor Swift and Maroon 5 for 20 and 15 minutes respectively.",
+                plan
+            ),
+            ["5", "15"]
+        );
+        let both = json!({"steps": [
+            {"id": "a", "tool": "play", "arguments": {"artist": "Taylor Swift", "duration": 20}},
+            {"id": "b", "tool": "play", "arguments": {"artist": "Maroon 5", "duration": 15}}]});
+        assert!(
+            unused(
+                "Play Taylor Swift and Maroon 5 for 20 and 15 minutes respectively.",
+                both
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn numbers_compare_by_value_in_text_and_as_fractions() {
+        let plan = json!({"steps": [
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "Sydney"}},
+            {"id": "c", "tool": "calculator", "arguments": {"expression": "$ref:w.temp * 9 / 5 + 32"}},
+            {"id": "g", "tool": "grow", "arguments": {"population": 1000, "rate": 0.02, "date": "2024-03-05"}}]});
+        assert!(
+            unused(
+                "F = C * 9 / 5 + 32; a herd of 1,000 growing 2% a year since 2024-03-05",
+                plan.clone()
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            unused("the same at 2.5% and in 10 years", plan),
+            ["2.5%", "10"]
+        );
+    }
+
+    #[test]
+    fn numbers_inside_words_and_lists() {
+        let plan = json!({"steps": [{"id": "o", "tool": "get_order", "arguments": {"id": "A7"}}]});
+        assert!(unused("Where is order A7?", plan.clone()).is_empty());
+        assert_eq!(unused("Orders A7 and B8", plan.clone()), ["8"]);
+        // A list with commas is its numbers, not one.
+        assert_eq!(unused("Sizes 7,8 and 9", plan), ["8", "9"]);
+    }
+
+    #[test]
+    fn a_question_without_numbers_passes() {
+        let plan =
+            json!({"steps": [{"id": "u", "tool": "get_user", "arguments": {"name": "Bob"}}]});
+        assert!(unused("Is it raining where Bob lives?", plan.clone()).is_empty());
+        // Not a plan: nothing to compare, every number is unused.
+        assert_eq!(unused("3 things", json!("no plan")), ["3"]);
+    }
+
+    #[test]
+    fn hostile_input_is_bounded() {
+        let question = (0..10_000)
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(
+            unused(&question, json!({"steps": []})).len(),
+            MAX_CHECKED_NUMBERS
+        );
+        // Deeper than the checks look (model JSON is parsed with a depth limit of 128).
+        let mut deep = json!(5);
+        for _ in 0..100 {
+            deep = json!([deep]);
+        }
+        let plan = json!({"steps": [{"id": "a", "tool": "t", "arguments": {"x": deep}}]});
+        // Too deep to look into: the 5 is not seen, and nothing overflows.
+        assert_eq!(unused("5", plan.clone()), ["5"]);
+        assert!(bare_references(&plan).is_empty());
+    }
+
+    #[test]
+    fn references_without_their_marker() {
+        let plan = json!({"steps": [
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "Paris"}},
+            {"id": "b", "tool": "get_weather", "arguments": {"location": "Berlin"}},
+            {"id": "c", "tool": "calculator", "arguments": {"expression": "(w.temp + $ref:b.temp) / 2"}}]});
+        assert_eq!(
+            bare_references(&plan),
+            [("c".to_owned(), "w.temp".to_owned())]
+        );
+        // Not a step written before, a one-letter field, part of a longer name: not references.
+        let plan = json!({"steps": [
+            {"id": "a", "tool": "echo", "arguments": {"text": "c.temp at 9 a.m. in data.csv"}},
+            {"id": "c", "tool": "echo", "arguments": {"text": "at 9 a.m., see ba.temp"}}]});
+        assert!(bare_references(&plan).is_empty());
+    }
+
+    #[test]
+    fn the_message_for_calls_names_the_numbers() {
+        assert_eq!(
+            incomplete_calls(&["1.5%".to_owned()]),
+            "Error: the calls were not run. The question gives 1.5%, but no call uses it: the \
+             calls leave out part of the question. Make all the calls again: the calls made, and \
+             added calls that use 1.5% (a call for everything the question asks for)."
+        );
+    }
+
+    #[test]
+    fn the_message_names_what_is_missing() {
+        let text = incomplete_plan(
+            &["15".to_owned(), "1000".to_owned()],
+            &[("c".to_owned(), "w.temp".to_owned())],
+        );
+        assert_eq!(
+            text,
+            "Error: the plan was not run. The question gives 15 and 1000, but no step uses them: \
+             the plan leaves out part of the question. Send the whole plan again: the steps it \
+             has, and added steps that use 15 and 1000 (a step for every call the question asks \
+             for, and for every computation it asks for). Step c \
+             writes w.temp as text: a result is inserted only with the marker, \"$ref:w.temp\". \
+             Call execute_tool_plan again."
+        );
+    }
+}
