@@ -15,7 +15,7 @@ use toolplan_llm::{
     ChatModel, ChatRequest, LlmError, Message, StopReason, ToolCall, ToolChoice, ToolDefinition,
 };
 use toolplan_planner::{
-    CUT_OFF_NOTE, ExecuteToolPlan, bare_references, incomplete_calls, incomplete_plan,
+    CUT_OFF_NOTE, ExecuteToolPlan, incomplete_calls, incomplete_plan, mark_bare_references,
     plan_arguments, plan_not_run, unused_numbers,
 };
 
@@ -30,6 +30,14 @@ pub const REPEAT_TURNS_BEFORE_ANSWER: usize = 1;
 
 /// What a dry run's rejected plan is answered with, beside it, for the calls that were fine.
 const DRY_RUN_NOT_RUN: &str = "Not run (dry run).";
+
+/// Marks the references the model wrote without `$ref:` in its plans
+/// ([`toolplan_planner::mark_bare_references`]).
+fn mark_plans(calls: &mut [ToolCall]) {
+    for call in calls.iter_mut().filter(|c| c.name == EXECUTE_TOOL_PLAN) {
+        mark_bare_references(&mut call.arguments);
+    }
+}
 
 /// What a call is answered with when the turn it belongs to went back to be completed.
 const NOT_RUN_WITH_OTHERS: &str = "Not run: this turn's calls went back to be completed; make the \
@@ -159,6 +167,7 @@ impl Agent {
                 )
                 .await
                 .map_err(|e| AgentError::model(e, &record))?;
+            mark_plans(&mut message.tool_calls);
             if self.answer_in_plan {
                 for call in &mut message.tool_calls {
                     if call.name == EXECUTE_TOOL_PLAN {
@@ -272,6 +281,7 @@ impl Agent {
             .ask_model(&messages, Choice::Tools, false, &mut record, cancel)
             .await
             .map_err(|e| AgentError::model(e, &record))?;
+        mark_plans(&mut message.tool_calls);
         let mut problems = self.plan_problems(&message.tool_calls);
         let returned = if problems.iter().any(|p| p.is_err()) {
             // The rejected plans go back as they would in a run, once, and the reply must call a
@@ -294,10 +304,11 @@ impl Agent {
             record.repairs += 1;
             messages.push(message.clone());
             messages.extend(results);
-            let (repaired, _) = self
+            let (mut repaired, _) = self
                 .ask_model(&messages, Choice::Required, false, &mut record, cancel)
                 .await
                 .map_err(|e| AgentError::model(e, &record))?;
+            mark_plans(&mut repaired.tool_calls);
             // A reply without calls repairs nothing: the first one stands.
             if !repaired.tool_calls.is_empty() {
                 problems = self.plan_problems(&repaired.tool_calls);
@@ -354,16 +365,14 @@ impl Agent {
             .collect()
     }
 
-    /// The first turn's calls checked against the question ([`toolplan_planner::unused_numbers`],
-    /// and for plans [`toolplan_planner::bare_references`]) when planning is on: `None` when they
-    /// pass, otherwise one result per call, the first plan's (or, without plans, the first call's)
-    /// saying what the turn leaves out (nothing is run). Without planning the model's calls are
-    /// taken as they are.
+    /// The first turn's calls checked against the question ([`toolplan_planner::unused_numbers`])
+    /// when planning is on: `None` when they pass, otherwise one result per call, the first plan's
+    /// (or, without plans, the first call's) naming the numbers the turn leaves out (nothing is
+    /// run). Without planning the model's calls are taken as they are.
     fn check_against_question(&self, input: &str, calls: &[ToolCall]) -> Option<Vec<Message>> {
         if self.planner.is_none() || calls.is_empty() {
             return None;
         }
-        let has_plan = calls.iter().any(|c| c.name == EXECUTE_TOOL_PLAN);
         let arguments = calls.iter().flat_map(|c| {
             let plan = c.name == EXECUTE_TOOL_PLAN;
             let steps = plan
@@ -373,37 +382,27 @@ impl Agent {
             (!plan).then_some(&c.arguments).into_iter().chain(steps)
         });
         let unused = unused_numbers(input, arguments);
-        let bare: Vec<Vec<(String, String)>> = calls
-            .iter()
-            .map(|c| {
-                if c.name == EXECUTE_TOOL_PLAN {
-                    bare_references(&c.arguments)
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        if unused.is_empty() && bare.iter().all(Vec::is_empty) {
+        if unused.is_empty() {
             return None;
         }
-        let mut told = false;
+        // The numbers are named once: with the first plan, or the first call when there is none.
+        let told = calls
+            .iter()
+            .position(|c| c.name == EXECUTE_TOOL_PLAN)
+            .unwrap_or(0);
         Some(
             calls
                 .iter()
-                .zip(&bare)
-                .map(|(call, bare)| {
-                    if !has_plan && !told {
-                        told = true;
-                        return Message::tool_result(call, incomplete_calls(&unused), true);
-                    }
-                    if call.name != EXECUTE_TOOL_PLAN {
-                        return Message::tool_result(call, NOT_RUN_WITH_OTHERS, true);
-                    }
-                    // The numbers are named once, with the first plan.
-                    let unused = if told { &[][..] } else { &unused[..] };
-                    told = true;
-                    Message::tool_result(call, incomplete_plan(unused, bare), true)
-                })
+                .enumerate()
+                .map(
+                    |(i, call)| match (i == told, call.name == EXECUTE_TOOL_PLAN) {
+                        (true, true) => Message::tool_result(call, incomplete_plan(&unused), true),
+                        (true, false) => {
+                            Message::tool_result(call, incomplete_calls(&unused), true)
+                        }
+                        (false, _) => Message::tool_result(call, NOT_RUN_WITH_OTHERS, true),
+                    },
+                )
                 .collect(),
         )
     }

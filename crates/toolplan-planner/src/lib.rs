@@ -19,8 +19,8 @@
 //!   constrained decoding, with the `answer` field when asked.
 //! * `planning` — [`Planning`], how an agent offers planning, the instructions each mode adds, and
 //!   what the model reads when a plan fails or is rejected.
-//! * `self_check` — checks of a first plan against its question before it runs (numbers the
-//!   question gives that no step uses, references written without their marker).
+//! * `self_check` — a first plan checked against its question before it runs (numbers the
+//!   question gives that no step uses), and references written without their marker marked.
 //!
 //! ## Example
 //!
@@ -53,7 +53,7 @@ pub use schema::{
     plan_schema, plan_schema_for_tools, typed_plan_schema,
 };
 pub use self_check::{
-    MAX_CHECKED_NUMBERS, bare_references, incomplete_calls, incomplete_plan, plan_arguments,
+    MAX_CHECKED_NUMBERS, incomplete_calls, incomplete_plan, mark_bare_references, plan_arguments,
     unused_numbers,
 };
 pub use signature::{documented_signature, tool_signature};

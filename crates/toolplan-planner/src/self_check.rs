@@ -6,11 +6,13 @@
 //!   computation the question spells out ("F = C * 9 / 5 + 32") is often left to the answer. The
 //!   numbers are the part of a question that can be checked without understanding it: a value the
 //!   question gives is nearly always an argument of some call.
-//! * [`bare_references`]: an argument that names an earlier step's field without the `$ref:` marker
-//!   (`"(w.temp + b.temp) / 2"`), which the engine would pass on as text.
 //!
-//! An agent sends a plan that fails a check back once, with [`incomplete_plan`] as the reason, and
-//! runs whatever comes back. Where the planner is offered beside the tools, the first turn's direct
+//! An agent sends a plan that fails the check back once, with [`incomplete_plan`] as the reason, and
+//! runs whatever comes back.
+//!
+//! [`mark_bare_references`] repairs instead of checking: an argument that names an earlier step's
+//! field without the `$ref:` marker (`"(w.temp + b.temp) / 2"`), which the engine would pass on as
+//! text, gets the marker. Where the planner is offered beside the tools, the first turn's direct
 //! calls are checked for numbers the same way ([`incomplete_calls`]).
 
 use serde_json::Value;
@@ -56,58 +58,49 @@ pub fn plan_arguments(plan: &Value) -> impl Iterator<Item = &Value> {
         .filter_map(|step| step.get("arguments"))
 }
 
-/// Arguments of a plan's steps that name an earlier step's field without the `$ref:` marker, as
-/// `(step id, what was written)`: `"w.temp"` in `"(w.temp + b.temp) / 2"` after a step `w`. Only
-/// `id.field` with a field of two characters or more counts (so "a.m." is not a reference to step
-/// `a`), and only for ids of steps written before.
-pub fn bare_references(plan: &Value) -> Vec<(String, String)> {
-    let Some(steps) = plan.get("steps").and_then(Value::as_array) else {
+/// Marks the references a model wrote without their `$ref:` marker in a plan's step arguments, and
+/// returns them as `(step id, what was written)`: `"w.temp"` in `"(w.temp + b.temp) / 2"`, after a
+/// step `w`, becomes `"$ref:w.temp"`. Only `id.field` with the id of a step written before and a
+/// field of two characters or more with a letter counts (so "a.m." is not a reference to step `a`,
+/// nor "data.csv" one to step `a`). The engine would otherwise pass the name on as text, and the
+/// 1.5B model, told so, sent the same plan again.
+pub fn mark_bare_references(plan: &mut Value) -> Vec<(String, String)> {
+    let Some(steps) = plan.get_mut("steps").and_then(Value::as_array_mut) else {
         return Vec::new();
     };
-    let mut earlier: Vec<&str> = Vec::new();
+    let mut earlier: Vec<String> = Vec::new();
     let mut found = Vec::new();
     for step in steps {
-        if let Some(arguments) = step.get("arguments") {
-            let mut texts = Vec::new();
-            collect_texts(arguments, &mut texts, 0);
-            for text in texts {
-                for written in bare_in(text, &earlier) {
-                    let id = step.get("id").and_then(Value::as_str).unwrap_or_default();
-                    if !found.iter().any(|(s, w)| s == id && *w == written) {
-                        found.push((id.to_owned(), written));
-                    }
+        let id = step
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(arguments) = step.get_mut("arguments") {
+            let mut marked = Vec::new();
+            mark_texts(arguments, &earlier, &mut marked, 0);
+            for written in marked {
+                if !found.iter().any(|(s, w)| *s == id && *w == written) {
+                    found.push((id.clone(), written));
                 }
             }
         }
-        if let Some(id) = step.get("id").and_then(Value::as_str) {
-            earlier.push(id);
-        }
+        earlier.push(id);
     }
     found
 }
 
-/// What the model reads when its first plan was sent back by a check: what the plan leaves out, and
-/// that it may send the plan again completed (or unchanged, when nothing was missing).
-pub fn incomplete_plan(unused: &[String], bare: &[(String, String)]) -> String {
-    let mut text = String::from("Error: the plan was not run.");
-    if !unused.is_empty() {
-        let them = if unused.len() == 1 { "it" } else { "them" };
-        text.push_str(&format!(
-            " The question gives {list}, but no step uses {them}: the plan leaves out part of \
-             the question. Send the whole plan again: the steps it has, and added steps that use \
-             {list} (a step for every call the question asks for, and for every computation it \
-             asks for).",
-            list = listed(unused)
-        ));
-    }
-    for (step, written) in bare {
-        text.push_str(&format!(
-            " Step {step} writes {written} as text: a result is inserted only with the marker, \
-             \"{REF_PREFIX}{written}\"."
-        ));
-    }
-    text.push_str(" Call execute_tool_plan again.");
-    text
+/// What the model reads when its first plan was sent back by a check: the numbers of the question it
+/// leaves out, and that it should send the whole plan again with steps that use them.
+pub fn incomplete_plan(unused: &[String]) -> String {
+    let them = if unused.len() == 1 { "it" } else { "them" };
+    format!(
+        "Error: the plan was not run. The question gives {list}, but no step uses {them}: the plan \
+         leaves out part of the question. Send the whole plan again: the steps it has, and added \
+         steps that use {list} (a step for every call the question asks for, and for every \
+         computation it asks for). Call execute_tool_plan again.",
+        list = listed(unused)
+    )
 }
 
 /// What the model reads when its first tool calls (no plan among them) were sent back because
@@ -218,51 +211,58 @@ fn collect_numbers(value: &Value, into: &mut Vec<f64>, depth: usize) {
     }
 }
 
-/// The text values of an argument value.
-fn collect_texts<'v>(value: &'v Value, into: &mut Vec<&'v str>, depth: usize) {
+/// Marks the bare references in the text values of an argument value (see
+/// [`mark_bare_references`]), adding what it marked to `marked`.
+fn mark_texts(value: &mut Value, ids: &[String], marked: &mut Vec<String>, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }
     match value {
-        Value::String(s) => into.push(s),
-        Value::Array(items) => items.iter().for_each(|v| collect_texts(v, into, depth + 1)),
-        Value::Object(map) => map.values().for_each(|v| collect_texts(v, into, depth + 1)),
+        Value::String(s) => {
+            if let Some(text) = mark_in(s, ids, marked) {
+                *s = text;
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| mark_texts(v, ids, marked, depth + 1)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| mark_texts(v, ids, marked, depth + 1)),
         _ => {}
     }
 }
 
-/// The `id.field` names in `text` whose id is one of `ids` and that no `$ref:` marks.
-fn bare_in(text: &str, ids: &[&str]) -> Vec<String> {
+/// `text` with `$ref:` before each `id.field` whose id is one of `ids` and that no marker has;
+/// `None` when there is none.
+fn mark_in(text: &str, ids: &[String], marked: &mut Vec<String>) -> Option<String> {
     let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    let mut found = Vec::new();
-    for (start, _) in text.char_indices() {
-        let before = &text[..start];
-        if before
-            .chars()
-            .next_back()
-            .is_some_and(|c| word(c) || c == '.')
-        {
-            continue;
-        }
-        if before.ends_with(REF_PREFIX) {
-            continue;
-        }
-        let rest = &text[start..];
-        for id in ids {
-            let Some(after) = rest.strip_prefix(id).and_then(|r| r.strip_prefix('.')) else {
-                continue;
-            };
-            let field: String = after.chars().take_while(|&c| word(c)).collect();
-            let letters = field.chars().filter(char::is_ascii_alphabetic).count();
-            if field.chars().count() >= 2 && letters > 0 {
-                let written = format!("{id}.{field}");
-                if !found.contains(&written) {
-                    found.push(written);
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut changed = false;
+    let mut previous: Option<char> = None;
+    for (start, c) in text.char_indices() {
+        let starts_name =
+            !previous.is_some_and(|p| word(p) || p == '.') && !text[..start].ends_with(REF_PREFIX);
+        previous = Some(c);
+        if starts_name {
+            let rest = &text[start..];
+            let bare = ids.iter().find_map(|id| {
+                let after = rest.strip_prefix(id.as_str())?.strip_prefix('.')?;
+                let field: String = after.chars().take_while(|&c| word(c)).collect();
+                let letters = field.chars().any(|c| c.is_ascii_alphabetic());
+                (field.chars().count() >= 2 && letters).then(|| format!("{id}.{field}"))
+            });
+            if let Some(written) = bare {
+                out.push_str(REF_PREFIX);
+                changed = true;
+                if !marked.contains(&written) {
+                    marked.push(written);
                 }
             }
         }
+        out.push(c);
     }
-    found
+    changed.then_some(out)
 }
 
 /// Whether two numbers are the same value, allowing for the rounding of decimal fractions.
@@ -358,24 +358,31 @@ mod tests {
         let plan = json!({"steps": [{"id": "a", "tool": "t", "arguments": {"x": deep}}]});
         // Too deep to look into: the 5 is not seen, and nothing overflows.
         assert_eq!(unused("5", plan.clone()), ["5"]);
-        assert!(bare_references(&plan).is_empty());
+        let mut marked = plan.clone();
+        assert!(mark_bare_references(&mut marked).is_empty());
     }
 
     #[test]
-    fn references_without_their_marker() {
-        let plan = json!({"steps": [
+    fn references_without_their_marker_are_marked() {
+        let mut plan = json!({"steps": [
             {"id": "w", "tool": "get_weather", "arguments": {"location": "Paris"}},
             {"id": "b", "tool": "get_weather", "arguments": {"location": "Berlin"}},
-            {"id": "c", "tool": "calculator", "arguments": {"expression": "(w.temp + $ref:b.temp) / 2"}}]});
+            {"id": "c", "tool": "calculator", "arguments": {"expression": "(w.temp + $ref:b.temp + w.temp) / 2"}}]});
         assert_eq!(
-            bare_references(&plan),
+            mark_bare_references(&mut plan),
             [("c".to_owned(), "w.temp".to_owned())]
         );
-        // Not a step written before, a one-letter field, part of a longer name: not references.
-        let plan = json!({"steps": [
+        assert_eq!(
+            plan["steps"][2]["arguments"]["expression"],
+            "($ref:w.temp + $ref:b.temp + $ref:w.temp) / 2"
+        );
+        // Not a step written before, a one-letter field, part of a longer name: left as written.
+        let mut plan = json!({"steps": [
             {"id": "a", "tool": "echo", "arguments": {"text": "c.temp at 9 a.m. in data.csv"}},
-            {"id": "c", "tool": "echo", "arguments": {"text": "at 9 a.m., see ba.temp"}}]});
-        assert!(bare_references(&plan).is_empty());
+            {"id": "c", "tool": "echo", "arguments": {"text": ["at 9 a.m., see ba.temp", "a.12"]}}]});
+        let before = plan.clone();
+        assert!(mark_bare_references(&mut plan).is_empty());
+        assert_eq!(plan, before);
     }
 
     #[test]
@@ -390,18 +397,12 @@ mod tests {
 
     #[test]
     fn the_message_names_what_is_missing() {
-        let text = incomplete_plan(
-            &["15".to_owned(), "1000".to_owned()],
-            &[("c".to_owned(), "w.temp".to_owned())],
-        );
         assert_eq!(
-            text,
+            incomplete_plan(&["15".to_owned(), "1000".to_owned()]),
             "Error: the plan was not run. The question gives 15 and 1000, but no step uses them: \
              the plan leaves out part of the question. Send the whole plan again: the steps it \
              has, and added steps that use 15 and 1000 (a step for every call the question asks \
-             for, and for every computation it asks for). Step c \
-             writes w.temp as text: a result is inserted only with the marker, \"$ref:w.temp\". \
-             Call execute_tool_plan again."
+             for, and for every computation it asks for). Call execute_tool_plan again."
         );
     }
 }

@@ -1,6 +1,6 @@
 //! A first plan checked against its question before it runs (numbers the question gives that no
-//! step uses, results named without their `$ref:` marker), and a plan that failed through its own
-//! references: each goes back once, and the reply must call a tool.
+//! step uses) and a plan that failed through its own references: each goes back once, and the reply
+//! must call a tool. Results named without their `$ref:` marker get it.
 
 use std::sync::Arc;
 
@@ -107,22 +107,30 @@ async fn a_plan_sent_back_unchanged_runs_and_no_repairs_means_no_check() {
 }
 
 #[tokio::test]
-async fn a_result_named_without_its_marker_goes_back() {
+async fn a_result_named_without_its_marker_is_inserted() {
     let bare = json!({"steps": [weather("w", "Paris"), weather("b", "Berlin"),
         {"id": "c", "tool": "calculator", "arguments": {"expression": "(w.temp + b.temp) / 2"}}]});
     let model = Arc::new(ScriptedModel::new([
         ScriptedModel::calls(&[("execute_tool_plan", bare)]),
-        ScriptedModel::answer("I cannot."),
+        ScriptedModel::answer("12.5"),
     ]));
     let out = planning_agent(Arc::clone(&model), 1)
         .interact("Average temperature of Paris and Berlin?")
         .await
         .unwrap();
+    // One plan, run with the references marked; the conversation holds the marked plan.
+    assert_eq!((out.record.llm_calls, out.record.repairs), (2, 0));
     let result = &tool_messages(&out.messages)[0].content;
-    assert!(
-        result.contains("Step c writes w.temp as text: a result is inserted only with the marker, \"$ref:w.temp\".")
-            && result.contains("Step c writes b.temp as text"),
-        "{result}"
+    assert!(result.contains("- c: 12.5"), "{result}");
+    let plan = &out
+        .messages
+        .iter()
+        .find_map(|m| m.tool_calls.first())
+        .unwrap()
+        .arguments;
+    assert_eq!(
+        plan["steps"][2]["arguments"]["expression"],
+        "($ref:w.temp + $ref:b.temp) / 2"
     );
 }
 
