@@ -34,9 +34,14 @@ const DRY_RUN_NOT_RUN: &str = "Not run (dry run).";
 /// Marks the references the model wrote without `$ref:` in its plans
 /// ([`toolplan_planner::mark_bare_references`]).
 fn mark_plans(calls: &mut [ToolCall]) {
-    for call in calls.iter_mut().filter(|c| c.name == EXECUTE_TOOL_PLAN) {
+    for call in plans_of(calls) {
         mark_bare_references(&mut call.arguments);
     }
+}
+
+/// The `execute_tool_plan` calls among `calls`.
+fn plans_of(calls: &mut [ToolCall]) -> impl Iterator<Item = &mut ToolCall> {
+    calls.iter_mut().filter(|c| c.name == EXECUTE_TOOL_PLAN)
 }
 
 /// What a call is answered with when the turn it belongs to went back to be completed.
@@ -169,10 +174,8 @@ impl Agent {
                 .map_err(|e| AgentError::model(e, &record))?;
             mark_plans(&mut message.tool_calls);
             if self.answer_in_plan {
-                for call in &mut message.tool_calls {
-                    if call.name == EXECUTE_TOOL_PLAN {
-                        forget_unused_answer(&mut call.arguments, input);
-                    }
+                for call in plans_of(&mut message.tool_calls) {
+                    forget_unused_answer(&mut call.arguments, input);
                 }
             }
             let calls = message.tool_calls.clone();
@@ -300,7 +303,9 @@ impl Agent {
         } else {
             self.check_against_question(input, &message.tool_calls)
         };
-        if let (true, Some(results)) = (self.max_repairs > 0, returned) {
+        if self.max_repairs > 0
+            && let Some(results) = returned
+        {
             record.repairs += 1;
             messages.push(message.clone());
             messages.extend(results);

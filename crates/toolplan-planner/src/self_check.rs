@@ -8,12 +8,12 @@
 //!   question gives is nearly always an argument of some call.
 //!
 //! An agent sends a plan that fails the check back once, with [`incomplete_plan`] as the reason, and
-//! runs whatever comes back.
+//! runs whatever comes back. Where the planner is offered beside the tools, the first turn's direct
+//! calls are checked for numbers the same way ([`incomplete_calls`]).
 //!
 //! [`mark_bare_references`] repairs instead of checking: an argument that names an earlier step's
 //! field without the `$ref:` marker (`"(w.temp + b.temp) / 2"`), which the engine would pass on as
-//! text, gets the marker. Where the planner is offered beside the tools, the first turn's direct
-//! calls are checked for numbers the same way ([`incomplete_calls`]).
+//! text, gets the marker.
 
 use serde_json::Value;
 use toolplan_core::reference::REF_PREFIX;
