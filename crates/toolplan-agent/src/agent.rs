@@ -12,14 +12,15 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, InvalidPlan, Problem};
 use toolplan_llm::{
-    ChatModel, ChatRequest, LlmError, Message, StopReason, ToolCall, ToolChoice, ToolDefinition,
+    ChatModel, ChatRequest, LlmError, Message, ReplyStart, StopReason, ToolCall, ToolChoice,
+    ToolDefinition,
 };
 use toolplan_planner::{
     CUT_OFF_NOTE, ExecuteToolPlan, incomplete_calls, incomplete_plan, mark_bare_references,
     plan_arguments, plan_not_run, unused_numbers,
 };
 
-use crate::answer::forget_unused_answer;
+use crate::answer::{forget_unused_answer, without_echoed_question};
 use crate::error::AgentError;
 use crate::record::Record;
 use crate::repeats::CallMemory;
@@ -42,6 +43,27 @@ fn mark_plans(calls: &mut [ToolCall]) {
 /// The `execute_tool_plan` calls among `calls`.
 fn plans_of(calls: &mut [ToolCall]) -> impl Iterator<Item = &mut ToolCall> {
     calls.iter_mut().filter(|c| c.name == EXECUTE_TOOL_PLAN)
+}
+
+/// The start of the reply that completes `message`, a turn sent back for leaving part of the
+/// question out: its direct calls open for one more, or its one plan open for more steps. `None`
+/// for a turn that mixes plans and calls, or whose plan is not a JSON object with a `steps` array.
+fn completing(message: &Message) -> Option<ReplyStart> {
+    let calls = &message.tool_calls;
+    let open_in = match calls.as_slice() {
+        [] => return None,
+        [plan] if plan.name == EXECUTE_TOOL_PLAN => {
+            plan.arguments.get("steps")?.as_array()?;
+            Some("steps".to_owned())
+        }
+        _ if calls.iter().all(|c| c.name != EXECUTE_TOOL_PLAN) => None,
+        _ => return None,
+    };
+    Some(ReplyStart {
+        thought: message.content.clone(),
+        calls: calls.clone(),
+        open_in,
+    })
 }
 
 /// What a call is answered with when the turn it belongs to went back to be completed.
@@ -157,6 +179,8 @@ impl Agent {
         // Whether the last turn's plan was rejected and sent back to be fixed: the next reply must
         // call a tool (a small model otherwise often apologises and stops).
         let mut repairing = false;
+        // Where the next reply starts: the turn it completes, open for more.
+        let mut reply_start = None;
 
         while record.turns < self.max_turns {
             if cancel.is_cancelled() {
@@ -167,6 +191,7 @@ impl Agent {
                     &messages,
                     Choice::of(repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER, repairing),
                     after_plan,
+                    reply_start.take(),
                     &mut record,
                     cancel,
                 )
@@ -179,9 +204,9 @@ impl Agent {
                 }
             }
             let calls = message.tool_calls.clone();
-            messages.push(message);
             // The first plan is checked against the question before it runs: one that leaves part
-            // of it out goes back once to be completed.
+            // of it out goes back once to be completed, and the reply starts with it, open for
+            // more.
             if record.turns == 1
                 && record.repairs < self.max_repairs
                 && let Some(returned) = self.check_against_question(input, &calls)
@@ -189,14 +214,17 @@ impl Agent {
                 record.tool_calls += calls.len();
                 record.repairs += 1;
                 repairing = true;
+                reply_start = completing(&message);
+                messages.push(message);
                 messages.extend(returned);
                 continue;
             }
+            messages.push(message);
             if calls.is_empty() {
                 record.elapsed = start.elapsed();
                 let answer = messages
                     .last()
-                    .map(|m| m.content.clone())
+                    .map(|m| without_echoed_question(m.content.clone(), input))
                     .unwrap_or_default();
                 return Ok(Interaction {
                     answer,
@@ -230,6 +258,7 @@ impl Agent {
                 && record.repairs < self.max_repairs;
             if repairing {
                 record.repairs += 1;
+                reply_start = turn.restart;
             }
             let (fresh_results, answer) = (turn.messages, turn.answer);
             for (call, result) in fresh.iter().zip(&fresh_results) {
@@ -281,11 +310,12 @@ impl Agent {
         let mut record = Record::default();
         let mut messages = self.opening(input);
         let (mut message, _) = self
-            .ask_model(&messages, Choice::Tools, false, &mut record, cancel)
+            .ask_model(&messages, Choice::Tools, false, None, &mut record, cancel)
             .await
             .map_err(|e| AgentError::model(e, &record))?;
         mark_plans(&mut message.tool_calls);
         let mut problems = self.plan_problems(&message.tool_calls);
+        let mut reply_start = None;
         let returned = if problems.iter().any(|p| p.is_err()) {
             // The rejected plans go back as they would in a run, once, and the reply must call a
             // tool; the other calls are reported as not run.
@@ -301,7 +331,11 @@ impl Agent {
                     .collect::<Vec<_>>(),
             )
         } else {
-            self.check_against_question(input, &message.tool_calls)
+            let returned = self.check_against_question(input, &message.tool_calls);
+            if returned.is_some() {
+                reply_start = completing(&message);
+            }
+            returned
         };
         if self.max_repairs > 0
             && let Some(results) = returned
@@ -310,7 +344,14 @@ impl Agent {
             messages.push(message.clone());
             messages.extend(results);
             let (mut repaired, _) = self
-                .ask_model(&messages, Choice::Required, false, &mut record, cancel)
+                .ask_model(
+                    &messages,
+                    Choice::Required,
+                    false,
+                    reply_start,
+                    &mut record,
+                    cancel,
+                )
                 .await
                 .map_err(|e| AgentError::model(e, &record))?;
             mark_plans(&mut repaired.tool_calls);
@@ -423,7 +464,8 @@ impl Agent {
     }
 
     /// One model call on `messages`: the request this agent sends at that point of a conversation
-    /// (tools offered unless `answer_now`; a thought first where the builder says), its cost added to
+    /// (tools offered unless `answer_now`; a thought first where the builder says; the reply's
+    /// start when one is given), its cost added to
     /// `record`, and the reply with whether it was cut off at the token limit with tool calls in it
     /// (the calls written whole; counted in `record.cut_replies`).
     async fn ask_model(
@@ -431,6 +473,7 @@ impl Agent {
         messages: &[Message],
         choice: Choice,
         after_plan: bool,
+        reply_start: Option<ReplyStart>,
         record: &mut Record,
         cancel: &CancellationToken,
     ) -> Result<(Message, bool), LlmError> {
@@ -446,6 +489,7 @@ impl Agent {
             },
             parallel_tool_calls: self.parallel_tool_calls,
             think_first: self.think_first || (self.think_after_plan && after_plan),
+            reply_start,
             ..ChatRequest::default()
         };
         let asked = Instant::now();

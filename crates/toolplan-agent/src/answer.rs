@@ -21,6 +21,39 @@ use toolplan_planner::copies_example_answer;
 /// The name of the built-in answer tool, and of the plan field that becomes its step.
 pub const ANSWER_TOOL: &str = toolplan_planner::ANSWER_FIELD;
 
+/// `answer` without the user's question in front of it: small models often open their answer by
+/// writing the question out again ("Is it sunny in both? Yes, …"), which a reader (or a script
+/// that reads the first word) takes for the answer. The echo is the whole question, or a question
+/// of it (text up to a `?` that the question holds). Kept as it is when nothing follows the echo.
+pub(crate) fn without_echoed_question(answer: String, question: &str) -> String {
+    let question = question.trim().to_lowercase();
+    let opening = answer.trim_start();
+    let lowered = opening.to_lowercase();
+    // The echo's length in `opening`: lowercasing can change a text's length, so only an opening
+    // whose lowercase form is as long is cut.
+    let echo = if question.is_empty() || lowered.len() != opening.len() {
+        None
+    } else if lowered.starts_with(&question) {
+        Some(question.len())
+    } else {
+        lowered
+            .find('?')
+            .map(|end| end + 1)
+            .filter(|&end| question.contains(&lowered[..end]) && lowered[..end].contains(' '))
+    };
+    let Some(echo) = echo else {
+        return answer;
+    };
+    let rest = opening[echo..].trim_start_matches(|c: char| {
+        c.is_whitespace() || matches!(c, ':' | '-' | '\u{2013}' | '\u{2014}')
+    });
+    if rest.is_empty() {
+        answer
+    } else {
+        rest.to_owned()
+    }
+}
+
 /// The `answer` tool: returns its text (with the results its `$ref:`s name inserted). A reference
 /// that found no value (a missing field, a null result) fails the step instead of putting "null" in
 /// front of the user: [`prepare_answers`] lists the text's references as whole values beside it.
@@ -312,5 +345,49 @@ mod tests {
             .await;
         let error = out.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error.contains("$ref:c.f with no value"), "{error}");
+    }
+
+    #[test]
+    fn an_answer_that_opens_with_the_question_loses_it() {
+        let question = "Is it sunny in both Tokyo and Sydney? ";
+        assert_eq!(
+            without_echoed_question(
+                "Is it sunny in both Tokyo and Sydney? Yes, it is sunny in both.".into(),
+                question
+            ),
+            "Yes, it is sunny in both."
+        );
+        assert_eq!(
+            without_echoed_question(
+                "is it sunny in both tokyo and sydney?: Yes.".into(),
+                question
+            ),
+            "Yes."
+        );
+        // A question of the question, written out again, goes too.
+        assert_eq!(
+            without_echoed_question(
+                "Is it sunny in both Tokyo and Sydney? Yes.".into(),
+                "Is it sunny in both Tokyo and Sydney? Check both."
+            ),
+            "Yes."
+        );
+        // Other answers, and an answer that is only the question, are kept.
+        for kept in [
+            "Yes, it is sunny in both Tokyo and Sydney.",
+            "Is it sunny in both Tokyo and Sydney?",
+            "Is it",
+            "",
+            "Why? Because it is sunny.",
+            "Is it raining in Oslo? No, but it is sunny in both Tokyo and Sydney.",
+        ] {
+            assert_eq!(without_echoed_question(kept.into(), question), kept);
+        }
+        assert_eq!(without_echoed_question("Yes.".into(), ""), "Yes.");
+        // Text whose lowercase form is longer is not cut (no cut inside a character).
+        assert_eq!(
+            without_echoed_question("\u{130}stanbul? Yes.".into(), "\u{130}stanbul?"),
+            "\u{130}stanbul? Yes."
+        );
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolplan_core::limits::truncate_string;
 use toolplan_core::{DirectCall, EXECUTE_TOOL_PLAN, RunControl, StepStatus, value_as_text};
-use toolplan_llm::{Message, ToolCall};
+use toolplan_llm::{Message, ReplyStart, ToolCall};
 use toolplan_planner::{FIX_PLAN_HINT, REPLAN_HINT, plan_not_run};
 
 use crate::agent::Agent;
@@ -28,6 +28,28 @@ pub(crate) struct TurnResults {
     /// Plans that ran and whose failed steps all failed on a reference that found no value (the
     /// plan's fault), when `may_fix` was given: their summaries ask for a corrected plan.
     pub faulty_plans: usize,
+    /// Where the reply that corrects the turn's plan starts, when the turn was that one faulty
+    /// plan: the plan with the steps that succeeded, open for more ([`faulty_plan_start`]).
+    pub restart: Option<ReplyStart>,
+}
+
+/// The start of the reply that corrects `plan`, whose failed steps used references that found no
+/// value: the plan's arguments before its steps (its thought) and the steps that succeeded
+/// (`succeeded` names them), open for more steps. The steps it takes are the model's own, so the
+/// correction adds the missing lookups instead of writing the same plan again.
+fn faulty_plan_start(plan: &ToolCall, succeeded: &[&str]) -> Option<ReplyStart> {
+    let mut plan = plan.clone();
+    let steps = plan.arguments.get_mut("steps")?.as_array_mut()?;
+    steps.retain(|step| {
+        step.get("id")
+            .and_then(|id| id.as_str())
+            .is_some_and(|id| succeeded.contains(&id))
+    });
+    Some(ReplyStart {
+        thought: String::new(),
+        calls: vec![plan],
+        open_in: Some("steps".to_owned()),
+    })
 }
 
 impl Agent {
@@ -92,6 +114,7 @@ impl Agent {
         let mut answer = None;
         let mut rejected_plans = 0;
         let mut faulty_plans = 0;
+        let mut restart = None;
         let only_call = calls.len() == 1;
         for ((i, _), outcome) in plans.iter().zip(plan_runs) {
             record.plans += 1;
@@ -115,6 +138,15 @@ impl Agent {
                     if faulty {
                         faulty_plans += 1;
                         summary.push_str(FIX_PLAN_HINT);
+                        if only_call {
+                            let succeeded: Vec<&str> = run
+                                .steps
+                                .iter()
+                                .filter(|s| s.status == StepStatus::Ok)
+                                .map(|s| s.id.as_str())
+                                .collect();
+                            restart = faulty_plan_start(&calls[*i], &succeeded);
+                        }
                     } else if !run.all_ok() {
                         summary.push_str(REPLAN_HINT);
                     }
@@ -152,6 +184,7 @@ impl Agent {
             rejected_plans,
             run_plans: plans.len() - rejected_plans,
             faulty_plans,
+            restart,
         }
     }
 

@@ -27,8 +27,8 @@ pub mod spec;
 
 pub use error::LlmError;
 pub use message::{
-    ChatRequest, ChatResponse, Message, Role, StepReferences, StopReason, ToolCall, ToolChoice,
-    ToolDefinition, Usage,
+    ChatRequest, ChatResponse, Message, ReplyStart, Role, StepReferences, StopReason, ToolCall,
+    ToolChoice, ToolDefinition, Usage,
 };
 pub use model::{CallPolicy, ChatModel};
 pub use spec::ModelSpec;

@@ -258,6 +258,29 @@ pub struct ChatRequest {
     /// needs. The local provider puts a `thought` field first in its constrained replies and keeps it
     /// as the content of a tool-call message; hosted providers, which reason on their own, ignore it.
     pub think_first: bool,
+    /// Where the reply must start: an earlier reply of the model's, kept and left open so that the
+    /// model adds to it instead of writing it again (see [`ReplyStart`]). The local provider writes
+    /// it into the reply and the model goes on from there; hosted providers, which cannot be made
+    /// to start a reply with given text, ignore it (the conversation still says what to add).
+    pub reply_start: Option<ReplyStart>,
+}
+
+/// The start of a reply written for the model ([`ChatRequest::reply_start`]): tool calls it has
+/// already made, left open where it must add something. A small model sent back to complete a
+/// reply often writes the same reply again; starting it with what it had, open for more, makes it
+/// add.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReplyStart {
+    /// The thought the reply opens with, when replies open with one
+    /// ([`ChatRequest::think_first`]); empty otherwise.
+    pub thought: String,
+    /// The tool calls the reply starts with (at least one).
+    pub calls: Vec<ToolCall>,
+    /// Where the reply is left open: `None`, after the last call (the model writes at least one
+    /// more call); `Some(key)`, inside the last call's arguments, after the items of its array
+    /// argument `key` (the model writes at least one more item, then the rest of that call's
+    /// arguments). The arguments written after `key` are not kept: the model writes them again.
+    pub open_in: Option<String>,
 }
 
 /// The heading of the system-message section that lists the tools shown but not callable, for

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use toolplan_agent::scripted::ScriptedModel;
 use toolplan_agent::{Agent, Planning};
 use toolplan_demo as demo;
-use toolplan_llm::ToolChoice;
+use toolplan_llm::{ReplyStart, ToolChoice};
 use toolplan_planner::FIX_PLAN_HINT;
 
 use crate::support::tool_messages;
@@ -32,6 +32,22 @@ fn choices(model: &ScriptedModel) -> Vec<ToolChoice> {
         .collect()
 }
 
+/// The start given to each reply: the arguments of its calls and where it was left open.
+fn starts(model: &ScriptedModel) -> Vec<Option<(Vec<Value>, Option<String>)>> {
+    model
+        .requests()
+        .iter()
+        .map(|r| {
+            r.reply_start.as_ref().map(|s: &ReplyStart| {
+                (
+                    s.calls.iter().map(|c| c.arguments.clone()).collect(),
+                    s.open_in.clone(),
+                )
+            })
+        })
+        .collect()
+}
+
 fn weather(id: &str, city: &str) -> Value {
     json!({"id": id, "tool": "get_weather", "arguments": {"location": city}})
 }
@@ -45,7 +61,7 @@ async fn a_plan_that_leaves_out_a_number_of_the_question_goes_back_once() {
     let whole = json!({"steps": [weather("l", "London"), weather("p", "Paris"),
         {"id": "s", "tool": "calculator", "arguments": {"expression": "($ref:l.temp + $ref:p.temp) * 2"}}]});
     let model = Arc::new(ScriptedModel::new([
-        ScriptedModel::calls(&[("execute_tool_plan", short)]),
+        ScriptedModel::calls(&[("execute_tool_plan", short.clone())]),
         ScriptedModel::calls(&[("execute_tool_plan", whole)]),
         ScriptedModel::answer("54"),
     ]));
@@ -74,6 +90,11 @@ async fn a_plan_that_leaves_out_a_number_of_the_question_goes_back_once() {
     assert_eq!(
         choices(&model),
         [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
+    );
+    // The reply that completes the plan starts with it, open for more steps.
+    assert_eq!(
+        starts(&model),
+        [None, Some((vec![short], Some("steps".to_owned()))), None]
     );
 }
 
@@ -172,17 +193,28 @@ async fn a_plan_that_failed_through_its_references_must_be_corrected() {
         [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
     );
     assert_eq!(out.record.repairs, 1);
+    // The correction starts with the steps that succeeded, open for more.
+    let kept = json!({"steps": [
+        {"id": "o", "tool": "get_user", "arguments": {"name": "Carol"}},
+        {"id": "h", "tool": "get_user", "arguments": {"name": "Heidi"}}]});
+    assert_eq!(
+        starts(&model),
+        [None, Some((vec![kept], Some("steps".to_owned()))), None]
+    );
 
     // A step that fails on its own (the tool's error) is not the plan's fault: the model decides.
     let failing = json!({"steps": [{"id": "f", "tool": "fail", "arguments": {"message": "down"}}]});
     let model = Arc::new(ScriptedModel::new([
         ScriptedModel::calls(&[("execute_tool_plan", failing)]),
-        ScriptedModel::answer("It failed."),
+        ScriptedModel::answer("Try it. It failed."),
     ]));
     let out = planning_agent(Arc::clone(&model), 1)
         .interact("Try it.")
         .await
         .unwrap();
+    // The question written out again in front of the answer is not part of it.
+    assert_eq!(out.answer, "It failed.");
+    assert_eq!(starts(&model), [None, None]);
     assert!(
         !tool_messages(&out.messages)[0]
             .content
@@ -224,6 +256,15 @@ async fn direct_calls_are_checked_where_the_planner_is_offered_and_only_there() 
     assert_eq!(
         choices(&model),
         [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
+    );
+    // The completing reply starts with the call made, open for one more.
+    assert_eq!(
+        starts(&model),
+        [
+            None,
+            Some((vec![json!({"expression": "2 + 3"})], None)),
+            None
+        ]
     );
     // Without planning, the model's calls are its own: they run.
     let model = Arc::new(ScriptedModel::new([one(), ScriptedModel::answer("5")]));

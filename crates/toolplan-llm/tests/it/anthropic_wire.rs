@@ -86,6 +86,7 @@ async fn multi_turn_tool_conversation() {
         parallel_tool_calls: None,
         // Hosted models reason on their own: the wire format ignores the thought.
         think_first: true,
+        reply_start: common::ignored_reply_start(),
     };
     let first = bounded(model.chat(&request, &cancel)).await.unwrap();
     assert_eq!(first.stop, StopReason::ToolUse);

@@ -321,3 +321,16 @@ pub async fn check_connection_refused(make: MakeModel) {
         .unwrap_err();
     assert!(matches!(e, LlmError::Transport { .. }), "{e:?}");
 }
+
+/// A reply start, which a hosted model cannot be given: its provider ignores it (the wire tests
+/// that set it show it changes nothing on the wire).
+pub fn ignored_reply_start() -> Option<toolplan_llm::ReplyStart> {
+    Some(toolplan_llm::ReplyStart {
+        calls: vec![toolplan_llm::ToolCall {
+            id: "call_0".into(),
+            name: "get_weather".into(),
+            arguments: json!({"location": "Oslo"}),
+        }],
+        ..Default::default()
+    })
+}

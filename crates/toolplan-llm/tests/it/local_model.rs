@@ -16,8 +16,8 @@ use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 use toolplan_llm::provider::local::{self, LocalModel, LocalOptions};
 use toolplan_llm::{
-    CallPolicy, ChatModel, ChatRequest, LlmError, Message, StepReferences, StopReason, ToolCall,
-    ToolChoice, ToolDefinition,
+    CallPolicy, ChatModel, ChatRequest, LlmError, Message, ReplyStart, StepReferences, StopReason,
+    ToolCall, ToolChoice, ToolDefinition,
 };
 
 fn test_model_path() -> PathBuf {
@@ -564,4 +564,73 @@ async fn without_the_prompt_cache_the_reply_depends_on_the_request_alone() {
     let again = cold.chat(&req, &cancel).await.unwrap();
     assert_eq!(first, again);
     assert_eq!(cold.last_stats().unwrap().cached_tokens, 0);
+}
+
+#[tokio::test]
+async fn a_reply_start_is_kept_and_the_model_adds_to_it() {
+    let model = model().await;
+    let cancel = CancellationToken::new();
+    let paris = json!({"id": "p", "tool": "get_weather", "arguments": {"location": "Paris"}});
+    // A plan open for more steps: the reply keeps the given step and writes at least one more.
+    let mut req = plan_request(
+        "Answer with one execute_tool_plan call whose steps use the tool get_weather \
+         ({\"location\": city}).",
+        "Get the weather in Paris, in Tokyo and in Oslo.",
+        plan_tool().with_unique_values("/steps/*/id"),
+    );
+    let plan = ToolCall {
+        id: "call_0".into(),
+        name: "execute_tool_plan".into(),
+        arguments: json!({"steps": [paris.clone()]}),
+    };
+    req.reply_start = Some(ReplyStart {
+        thought: String::new(),
+        calls: vec![plan],
+        open_in: Some("steps".into()),
+    });
+    let response = model.chat(&req, &cancel).await.unwrap();
+    assert_valid_calls(&response.message.tool_calls, &req.tools);
+    let steps = response.message.tool_calls[0].arguments["steps"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(steps[0], paris, "{steps:?}");
+    assert!(steps.len() >= 2, "{steps:?}");
+
+    // Direct calls open for one more: the reply has the given call, then others.
+    let tools = vec![weather_tool()];
+    let mut req = request(
+        vec![Message::user("Get the weather in Paris and in Tokyo.")],
+        tools.clone(),
+        120,
+    );
+    req.tool_choice = ToolChoice::Required;
+    let call = ToolCall {
+        id: "call_0".into(),
+        name: "get_weather".into(),
+        arguments: json!({"location": "Paris"}),
+    };
+    req.reply_start = Some(ReplyStart {
+        thought: String::new(),
+        calls: vec![call.clone()],
+        open_in: None,
+    });
+    let response = model.chat(&req, &cancel).await.unwrap();
+    assert_valid_calls(&response.message.tool_calls, &tools);
+    let calls = &response.message.tool_calls;
+    assert!(calls.len() >= 2, "{calls:?}");
+    assert_eq!(calls[0].arguments, call.arguments);
+
+    // A start the grammar does not take (a tool that is not offered) is dropped: the reply is
+    // written whole, and valid.
+    req.reply_start = Some(ReplyStart {
+        thought: String::new(),
+        calls: vec![ToolCall {
+            name: "not_offered".into(),
+            ..call
+        }],
+        open_in: None,
+    });
+    let response = model.chat(&req, &cancel).await.unwrap();
+    assert_valid_calls(&response.message.tool_calls, &tools);
 }

@@ -15,6 +15,7 @@ use super::grammar::{GrammarOptions, reply_grammar_with};
 use super::kv_cache::Session;
 use super::loading::{Shared, backend};
 use super::options::{GenerationStats, LocalOptions};
+use super::prompt::reply_start_text;
 use super::reply::{ReplyMode, repeats_in};
 use super::rules::ValueRules;
 use super::sampling::Sampler;
@@ -88,13 +89,16 @@ pub(super) fn generate(
     let rules = grammar
         .as_ref()
         .and_then(|_| ValueRules::for_tools(&job.request.tools));
-    let mut sampler = Sampler::new(
-        model,
-        grammar.as_deref(),
-        rules,
-        temperature,
-        job.options.seed,
-    )?;
+    let new_sampler = || {
+        Sampler::new(
+            model,
+            grammar.as_deref(),
+            rules.clone(),
+            temperature,
+            job.options.seed,
+        )
+    };
+    let mut sampler = new_sampler()?;
 
     let vocab = model.vocab();
     let piece = |token| vocab.token_to_piece(token, false, None);
@@ -103,6 +107,25 @@ pub(super) fn generate(
     let mut tokens = vocab.tokenize(prompt_text.as_bytes(), false, true);
     if vocab.should_add_bos() && tokens.first() != Some(&vocab.bos()) {
         tokens.insert(0, vocab.bos());
+    }
+    // A given start of the reply is written as if the model had: evaluated with the prompt, with
+    // the grammar and the value rules moved past it. A start the grammar does not take (tools or
+    // options changed since the reply it comes from) is dropped and the reply is written whole.
+    let mut bytes = Vec::new();
+    if let Some(text) = job
+        .request
+        .reply_start
+        .as_ref()
+        .filter(|_| grammar.is_some())
+        .and_then(|start| reply_start_text(start, job.request.think_first))
+    {
+        let start = vocab.tokenize(text.as_bytes(), false, false);
+        if start.iter().all(|&token| sampler.force(token, &piece)) {
+            tokens.extend(start);
+            bytes.extend(text.into_bytes());
+        } else {
+            sampler = new_sampler()?;
+        }
     }
     let context_size = job
         .options
@@ -168,7 +191,6 @@ pub(super) fn generate(
     let generation_started = Instant::now();
     let mut kv_tokens = tokens.clone();
     let mut logits_at = batch.n_tokens() - 1;
-    let mut bytes = Vec::new();
     let mut generated = 0usize;
     // A constrained reply is watched for a loop each time an object closes.
     let watch = grammar.is_some();

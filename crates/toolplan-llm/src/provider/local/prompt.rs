@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::reply::ReplyMode;
 use crate::error::LlmError;
-use crate::message::{ChatRequest, Message, Role};
+use crate::message::{ChatRequest, Message, ReplyStart, Role, ToolCall};
 
 /// The system message used when a request has none.
 pub const DEFAULT_SYSTEM: &str = "You are a helpful assistant.";
@@ -189,6 +189,48 @@ fn assistant_text(message: &Message, mode: ReplyMode, think: bool) -> String {
     }
 }
 
+/// The text a reply starts with for [`ChatRequest::reply_start`]: the earlier calls written as the
+/// reply grammar has them (with the thought first when `think`), left open where the model must
+/// add; `None` when `start` has no calls, or its `open_in` names no array argument of its last
+/// call.
+pub fn reply_start_text(start: &ReplyStart, think: bool) -> Option<String> {
+    let (last, before) = start.calls.split_last()?;
+    let call = |c: &ToolCall| spaced_json(&json!({"name": c.name, "arguments": c.arguments}));
+    let mut text = String::from("{");
+    if think {
+        text.push_str(&format!("\"thought\": {}, ", spaced_json(&start.thought)));
+    }
+    text.push_str("\"tool_calls\": [");
+    for c in before {
+        text.push_str(&call(c));
+        text.push_str(", ");
+    }
+    let Some(key) = &start.open_in else {
+        text.push_str(&call(last));
+        text.push_str(", ");
+        return Some(text);
+    };
+    let Value::Object(arguments) = &last.arguments else {
+        return None;
+    };
+    let Some(Value::Array(items)) = arguments.get(key) else {
+        return None;
+    };
+    text.push_str(&format!(
+        "{{\"name\": {}, \"arguments\": {{",
+        spaced_json(&last.name)
+    ));
+    for (k, v) in arguments.iter().take_while(|(k, _)| *k != key) {
+        text.push_str(&format!("{}: {}, ", spaced_json(k), spaced_json(v)));
+    }
+    text.push_str(&format!("{}: [", spaced_json(key)));
+    for item in items {
+        text.push_str(&spaced_json(item));
+        text.push_str(", ");
+    }
+    Some(text)
+}
+
 /// One `<tool_response>` block for a tool message.
 fn tool_response(message: &Message) -> String {
     let name = message.tool_name.as_deref().unwrap_or("tool");
@@ -300,7 +342,7 @@ pub(crate) fn apply_template(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{ToolCall, ToolChoice, ToolDefinition};
+    use crate::message::{ToolChoice, ToolDefinition};
 
     fn weather() -> ToolDefinition {
         ToolDefinition {
@@ -394,6 +436,62 @@ mod tests {
                 .contains("You must call at least one tool")
         );
         assert!(!required[0].content.contains(r#"{"answer": "#));
+    }
+
+    #[test]
+    fn a_reply_start_is_written_as_the_reply_grammar_has_it_and_left_open() {
+        let call = |name: &str, arguments: Value| ToolCall {
+            id: "call_0".into(),
+            name: name.into(),
+            arguments,
+        };
+        let weather = call("get_weather", json!({"location": "Paris"}));
+        let calls = ReplyStart {
+            thought: "Paris first.".into(),
+            calls: vec![weather.clone()],
+            open_in: None,
+        };
+        assert_eq!(
+            reply_start_text(&calls, false).unwrap(),
+            r#"{"tool_calls": [{"name": "get_weather", "arguments": {"location": "Paris"}}, "#
+        );
+        assert_eq!(
+            reply_start_text(&calls, true).unwrap(),
+            r#"{"thought": "Paris first.", "tool_calls": [{"name": "get_weather", "arguments": {"location": "Paris"}}, "#
+        );
+        // A plan open in its steps: the arguments before them are kept, those after are not.
+        let plan = call(
+            "execute_tool_plan",
+            json!({"thought": "t", "steps": [{"id": "a"}, {"id": "b"}], "answer": "x"}),
+        );
+        let open = ReplyStart {
+            thought: String::new(),
+            calls: vec![weather.clone(), plan.clone()],
+            open_in: Some("steps".into()),
+        };
+        assert_eq!(
+            reply_start_text(&open, false).unwrap(),
+            r#"{"tool_calls": [{"name": "get_weather", "arguments": {"location": "Paris"}}, {"name": "execute_tool_plan", "arguments": {"thought": "t", "steps": [{"id": "a"}, {"id": "b"}, "#
+        );
+        // No steps yet: the array is open for its first one.
+        let empty = ReplyStart {
+            calls: vec![call("execute_tool_plan", json!({"steps": []}))],
+            ..open.clone()
+        };
+        assert!(
+            reply_start_text(&empty, false)
+                .unwrap()
+                .ends_with(r#""steps": ["#)
+        );
+        // Nothing to start with: no calls, or no such array.
+        assert_eq!(reply_start_text(&ReplyStart::default(), false), None);
+        for arguments in [json!({"steps": "a"}), json!("text"), json!({})] {
+            let odd = ReplyStart {
+                calls: vec![call("execute_tool_plan", arguments)],
+                ..open.clone()
+            };
+            assert_eq!(reply_start_text(&odd, false), None);
+        }
     }
 
     #[test]

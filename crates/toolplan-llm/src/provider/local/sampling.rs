@@ -107,6 +107,28 @@ impl Sampler {
     }
 }
 
+impl Sampler {
+    /// Takes `token` as the next one without choosing it (a reply's given start,
+    /// [`ChatRequest::reply_start`](crate::ChatRequest::reply_start)): the grammar and the value
+    /// rules move on past it. `false`, and the grammar left in an unknown state, when the grammar
+    /// does not allow it there.
+    pub(super) fn force(&mut self, token: LlamaToken, piece: &Piece<'_>) -> bool {
+        if let Some(grammar) = &mut self.grammar {
+            let mut single =
+                LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 1.0)], false);
+            grammar.apply(&mut single);
+            let allowed = single.data.first().is_some_and(|d| d.logit().is_finite());
+            if !allowed || grammar.try_accept(token).is_err() {
+                return false;
+            }
+        }
+        if let Some(rules) = &mut self.rules {
+            rules.feed(&piece(token));
+        }
+        true
+    }
+}
+
 /// Chooses a token with `chain` among those `grammar` allows and, with `rules`, that break no value
 /// rule (`piece` gives a token's text); `None` when no token is left.
 fn resample(
