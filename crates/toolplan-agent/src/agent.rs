@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, InvalidPlan, Problem};
 use toolplan_llm::{
@@ -17,7 +18,7 @@ use toolplan_llm::{
 };
 use toolplan_planner::{
     CUT_OFF_NOTE, ExecuteToolPlan, incomplete_calls, incomplete_plan, mark_bare_references,
-    plan_arguments, plan_not_run, unused_numbers,
+    percentages_as_fractions, plan_arguments, plan_not_run, unused_numbers,
 };
 
 use crate::answer::{forget_unused_answer, without_echoed_question};
@@ -198,6 +199,7 @@ impl Agent {
                 .await
                 .map_err(|e| AgentError::model(e, &record))?;
             mark_plans(&mut message.tool_calls);
+            self.fit_percentages(input, &mut message.tool_calls);
             if self.answer_in_plan {
                 for call in plans_of(&mut message.tool_calls) {
                     forget_unused_answer(&mut call.arguments, input);
@@ -314,6 +316,7 @@ impl Agent {
             .await
             .map_err(|e| AgentError::model(e, &record))?;
         mark_plans(&mut message.tool_calls);
+        self.fit_percentages(input, &mut message.tool_calls);
         let mut problems = self.plan_problems(&message.tool_calls);
         let mut reply_start = None;
         let returned = if problems.iter().any(|p| p.is_err()) {
@@ -355,6 +358,7 @@ impl Agent {
                 .await
                 .map_err(|e| AgentError::model(e, &record))?;
             mark_plans(&mut repaired.tool_calls);
+            self.fit_percentages(input, &mut repaired.tool_calls);
             // A reply without calls repairs nothing: the first one stands.
             if !repaired.tool_calls.is_empty() {
                 problems = self.plan_problems(&repaired.tool_calls);
@@ -451,6 +455,37 @@ impl Agent {
                 )
                 .collect(),
         )
+    }
+
+    /// Where planning is on, the percentages of the question that `calls` (direct calls and plan
+    /// steps) pass as whole numbers to parameters that take fractions are made fractions
+    /// ([`percentages_as_fractions`]); without planning the model's calls are taken as they are.
+    fn fit_percentages(&self, input: &str, calls: &mut [ToolCall]) {
+        if self.planner.is_none() {
+            return;
+        }
+        let tools = self.engine.tools();
+        let fit = |tool: &str, arguments: &mut Value| {
+            if let Some(tool) = tools.get(tool) {
+                percentages_as_fractions(input, tool.schema(), arguments);
+            }
+        };
+        for call in calls {
+            if call.name != EXECUTE_TOOL_PLAN {
+                fit(&call.name, &mut call.arguments);
+                continue;
+            }
+            let steps = call
+                .arguments
+                .get_mut("steps")
+                .and_then(Value::as_array_mut);
+            for step in steps.into_iter().flatten() {
+                let tool = step.get("tool").and_then(Value::as_str).map(str::to_owned);
+                if let (Some(tool), Some(arguments)) = (tool, step.get_mut("arguments")) {
+                    fit(&tool, arguments);
+                }
+            }
+        }
     }
 
     /// A conversation's first messages: the system prompt (if any) and the user's input.

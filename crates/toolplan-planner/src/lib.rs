@@ -53,7 +53,7 @@ pub use schema::{
     plan_schema, plan_schema_for_tools, typed_plan_schema,
 };
 pub use self_check::{
-    MAX_CHECKED_NUMBERS, incomplete_calls, incomplete_plan, mark_bare_references, plan_arguments,
-    unused_numbers,
+    MAX_CHECKED_NUMBERS, incomplete_calls, incomplete_plan, mark_bare_references,
+    percentages_as_fractions, plan_arguments, unused_numbers,
 };
 pub use signature::{documented_signature, tool_signature};

@@ -23,8 +23,8 @@ results come back, answer the user from them. Call a tool directly only when one
 /// What the system prompt adds in plan-only mode, where `execute_tool_plan` is the only tool and its
 /// description explains plans.
 pub const PLAN_ONLY_INSTRUCTIONS: &str = "\
-Use the tools through execute_tool_plan: one plan with every call the answer needs, then answer from \
-its results.";
+Use the tools through execute_tool_plan: one plan with every call the answer needs and no other (one \
+step when one call answers the question), then answer from its results.";
 
 /// What the system prompt adds when plans may end with their answer.
 pub const ANSWER_IN_PLAN_INSTRUCTIONS: &str = "\

@@ -275,3 +275,51 @@ async fn direct_calls_are_checked_where_the_planner_is_offered_and_only_there() 
     assert_eq!(tool_messages(&out.messages)[0].content, "5");
     assert_eq!(out.record.repairs, 0);
 }
+
+/// A tool that returns the rate it was given.
+fn interest_tool() -> Arc<dyn toolplan_core::Tool> {
+    Arc::new(toolplan_core::FnTool::new(
+        "interest",
+        "Yearly interest on an amount.",
+        json!({"type": "object", "properties": {
+            "amount": {"type": "number"},
+            "rate": {"type": "number", "description": "The yearly interest rate."}},
+            "required": ["amount", "rate"]}),
+        |arguments: Value, _| async move { Ok(arguments["rate"].clone()) },
+    ))
+}
+
+#[tokio::test]
+async fn a_percentage_given_as_a_whole_number_to_a_rate_is_a_fraction_where_planning_is_on() {
+    let question = "What is the interest on 1000 at 5%?";
+    let plan = json!({"steps": [
+        {"id": "i", "tool": "interest", "arguments": {"amount": 1000, "rate": 5}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan)]),
+        ScriptedModel::answer("50"),
+    ]));
+    let agent = Agent::builder("test")
+        .model(Arc::clone(&model) as Arc<_>)
+        .tools([interest_tool()])
+        .planning(Planning::Only)
+        .build()
+        .unwrap();
+    let out = agent.interact(question).await.unwrap();
+    let result = &tool_messages(&out.messages)[0].content;
+    assert!(result.contains("- i: 0.05"), "{result}");
+    // Direct calls beside the planner too; without planning the call runs as the model wrote it.
+    for (planning, rate) in [(Planning::Offered, "0.05"), (Planning::Off, "5")] {
+        let model = Arc::new(ScriptedModel::new([
+            ScriptedModel::calls(&[("interest", json!({"amount": 1000, "rate": 5}))]),
+            ScriptedModel::answer("50"),
+        ]));
+        let agent = Agent::builder("test")
+            .model(Arc::clone(&model) as Arc<_>)
+            .tools([interest_tool()])
+            .planning(planning)
+            .build()
+            .unwrap();
+        let out = agent.interact(question).await.unwrap();
+        assert_eq!(tool_messages(&out.messages)[0].content, rate);
+    }
+}
