@@ -30,7 +30,8 @@ pub(crate) fn without_echoed_question(answer: String, question: &str) -> String 
     let opening = answer.trim_start();
     let lowered = opening.to_lowercase();
     // The echo's length in `opening`: lowercasing can change a text's length, so only an opening
-    // whose lowercase form is as long is cut.
+    // whose lowercase form is as long is cut, and only where that length ends a character of it
+    // (characters that grow and shrink can even out).
     let echo = if question.is_empty() || lowered.len() != opening.len() {
         None
     } else if lowered.starts_with(&question) {
@@ -41,10 +42,10 @@ pub(crate) fn without_echoed_question(answer: String, question: &str) -> String 
             .map(|end| end + 1)
             .filter(|&end| question.contains(&lowered[..end]) && lowered[..end].contains(' '))
     };
-    let Some(echo) = echo else {
+    let Some(rest) = echo.and_then(|echo| opening.get(echo..)) else {
         return answer;
     };
-    let rest = opening[echo..].trim_start_matches(|c: char| {
+    let rest = rest.trim_start_matches(|c: char| {
         c.is_whitespace() || matches!(c, ':' | '-' | '\u{2013}' | '\u{2014}')
     });
     if rest.is_empty() {
@@ -388,6 +389,13 @@ mod tests {
         assert_eq!(
             without_echoed_question("\u{130}stanbul? Yes.".into(), "\u{130}stanbul?"),
             "\u{130}stanbul? Yes."
+        );
+        // Nor one whose characters grow and shrink by as much, where the cut would fall inside a
+        // character.
+        let uneven = "\u{212a} \u{e9}\u{e9}? \u{23a}\u{23a}";
+        assert_eq!(
+            without_echoed_question(uneven.into(), "\u{212a} \u{e9}\u{e9}? More."),
+            uneven
         );
     }
 }

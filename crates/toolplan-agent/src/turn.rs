@@ -42,7 +42,7 @@ fn faulty_plan_start(plan: &ToolCall, succeeded: &[&str]) -> Option<ReplyStart> 
     let steps = plan.arguments.get_mut("steps")?.as_array_mut()?;
     steps.retain(|step| {
         step.get("id")
-            .and_then(|id| id.as_str())
+            .and_then(serde_json::Value::as_str)
             .is_some_and(|id| succeeded.contains(&id))
     });
     Some(ReplyStart {

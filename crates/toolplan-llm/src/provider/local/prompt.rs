@@ -168,15 +168,16 @@ fn tools_section(request: &ChatRequest, mode: ReplyMode) -> String {
     s
 }
 
+/// A tool call as replies write it: `{"name": …, "arguments": …}`.
+fn call_value(call: &ToolCall) -> Value {
+    json!({"name": call.name, "arguments": call.arguments})
+}
+
 /// How an earlier assistant message is written back into the chat: a tool-call message keeps its
 /// thought (its text) when the replies start with one.
 fn assistant_text(message: &Message, mode: ReplyMode, think: bool) -> String {
     if !message.tool_calls.is_empty() {
-        let calls: Vec<Value> = message
-            .tool_calls
-            .iter()
-            .map(|c| json!({"name": c.name, "arguments": c.arguments}))
-            .collect();
+        let calls: Vec<Value> = message.tool_calls.iter().map(call_value).collect();
         if think && !message.content.trim().is_empty() {
             spaced_json(&json!({"thought": message.content, "tool_calls": calls}))
         } else {
@@ -195,7 +196,7 @@ fn assistant_text(message: &Message, mode: ReplyMode, think: bool) -> String {
 /// call.
 pub fn reply_start_text(start: &ReplyStart, think: bool) -> Option<String> {
     let (last, before) = start.calls.split_last()?;
-    let call = |c: &ToolCall| spaced_json(&json!({"name": c.name, "arguments": c.arguments}));
+    let call = |c: &ToolCall| spaced_json(&call_value(c));
     let mut text = String::from("{");
     if think {
         text.push_str(&format!("\"thought\": {}, ", spaced_json(&start.thought)));

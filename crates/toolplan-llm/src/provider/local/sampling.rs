@@ -76,10 +76,7 @@ impl Sampler {
         }
         .ok_or_else(|| LlmError::Local("the sampler chose no token".into()))?;
         if let Some(grammar) = &mut self.grammar {
-            let mut single =
-                LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 1.0)], false);
-            grammar.apply(&mut single);
-            let allowed = single.data.first().is_some_and(|d| d.logit().is_finite());
+            let allowed = allows(grammar, token);
             // Choosing again among the tokens the grammar allows, then (only when that choice
             // would break a value rule) among those that break none, draws from the same
             // distribution as filtering by both at once, without reading every token's text on
@@ -105,28 +102,29 @@ impl Sampler {
         }
         Ok(token)
     }
-}
 
-impl Sampler {
     /// Takes `token` as the next one without choosing it (a reply's given start,
     /// [`ChatRequest::reply_start`](crate::ChatRequest::reply_start)): the grammar and the value
     /// rules move on past it. `false`, and the grammar left in an unknown state, when the grammar
     /// does not allow it there.
     pub(super) fn force(&mut self, token: LlamaToken, piece: &Piece<'_>) -> bool {
-        if let Some(grammar) = &mut self.grammar {
-            let mut single =
-                LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 1.0)], false);
-            grammar.apply(&mut single);
-            let allowed = single.data.first().is_some_and(|d| d.logit().is_finite());
-            if !allowed || grammar.try_accept(token).is_err() {
-                return false;
-            }
+        if let Some(grammar) = &mut self.grammar
+            && (!allows(grammar, token) || grammar.try_accept(token).is_err())
+        {
+            return false;
         }
         if let Some(rules) = &mut self.rules {
             rules.feed(&piece(token));
         }
         true
     }
+}
+
+/// Whether `grammar` allows `token` next (checked on that one token, not the whole vocabulary).
+fn allows(grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
+    let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 1.0)], false);
+    grammar.apply(&mut single);
+    single.data.first().is_some_and(|d| d.logit().is_finite())
 }
 
 /// Chooses a token with `chain` among those `grammar` allows and, with `rules`, that break no value
