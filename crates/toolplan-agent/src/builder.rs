@@ -220,8 +220,9 @@ impl AgentBuilder {
             // First in the list: small models favour the tools they read first. Providers that
             // constrain decoding hold every step to its tool's arguments, give no two steps one
             // id, and let a reference name only a step written before it.
-            let mut references =
-                StepReferences::plan().with_reference_only(p.reference_only_arguments());
+            let mut references = StepReferences::plan()
+                .with_reference_only(p.reference_only_arguments())
+                .with_outputs(p.output_schemas());
             if p.has_answer_field() {
                 references = references.with_text(ANSWER_FIELD);
             }

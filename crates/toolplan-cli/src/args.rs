@@ -139,8 +139,9 @@ pub struct ValidateArgs {
 pub struct ToolsArgs {
     #[command(flatten)]
     pub tools: ToolsSelection,
-    /// Print a JSON array of {name, description, parameters}, with warnings when a schema
-    /// contradicted itself (the parameters are then its consistent reading).
+    /// Print a JSON array of {name, description, parameters}, with output when the tool declares
+    /// an output schema, and warnings when a schema contradicted itself (the parameters are then
+    /// its consistent reading).
     #[arg(long)]
     pub json: bool,
     /// Also list the execute_tool_plan meta-tool as an LLM would see it.

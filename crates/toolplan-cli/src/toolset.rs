@@ -111,7 +111,7 @@ pub const MAX_TOOL_DEFS_BYTES: u64 = 8 << 20;
 /// The tools a `--tool-defs` file declares: each has a name, a description and a JSON Schema of its
 /// arguments, and no implementation (calling one is an error that says so). Accepts an array of
 /// `{name, description, parameters}`, OpenAI's `{"type": "function", "function": {...}}` and MCP's
-/// `{name, description, inputSchema}`.
+/// `{name, description, inputSchema}`; an `outputSchema` (or `output`) is the tool's output schema.
 pub fn declared(path: &std::path::Path) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
     use anyhow::Context;
     use serde_json::Value;
@@ -162,17 +162,18 @@ pub fn declared(path: &std::path::Path) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
             .remove("parameters")
             .or_else(|| o.remove("inputSchema"))
             .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+        // MCP's `outputSchema`, or `output`: what the tool returns, which plans are checked against.
+        let output = o.remove("outputSchema").or_else(|| o.remove("output"));
         let message =
             format!("'{name}' is declared by --tool-defs only: it has no implementation to run");
-        tools.push(Arc::new(toolplan_core::FnTool::new(
-            name,
-            description,
-            parameters,
-            move |_, _| {
-                let message = message.clone();
-                async move { Err(toolplan_core::ToolError::failed(message)) }
-            },
-        )));
+        let tool = toolplan_core::FnTool::new(name, description, parameters, move |_, _| {
+            let message = message.clone();
+            async move { Err(toolplan_core::ToolError::failed(message)) }
+        });
+        tools.push(match output {
+            Some(output) => Arc::new(tool.with_output_schema(output)),
+            None => Arc::new(tool),
+        });
     }
     Ok(tools)
 }

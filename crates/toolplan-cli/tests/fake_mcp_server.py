@@ -10,6 +10,9 @@ Tools:
 With --bad-schema it also lists `broken`, whose input schema is not a JSON Schema ({"type": 12}).
 With --contradictory-schema it also lists `find_place` {has_laundry} -> its arguments, whose
 boolean parameter lists strings as its values (as a BFCL tool does).
+With --typed it also lists tools that declare an outputSchema (and readOnlyHint):
+  lookup {name} -> structuredContent {name, city, team}
+  liar   {}     -> structuredContent {city: 7}, though its schema says city is a string
 """
 import json
 import os
@@ -38,6 +41,17 @@ if "--contradictory-schema" in sys.argv:
                   "inputSchema": {"type": "object", "properties": {
                       "has_laundry": {"type": "boolean", "enum": ["True", "False", "dontcare"]}}}})
 
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "city": {"type": "string"},
+                                           "team": {"type": "string"}},
+          "required": ["name", "city", "team"]}
+if "--typed" in sys.argv:
+    TOOLS.append({"name": "lookup", "description": "A person.",
+                  "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+                  "outputSchema": PERSON, "annotations": {"readOnlyHint": True}})
+    TOOLS.append({"name": "liar", "description": "Breaks its own output schema.",
+                  "inputSchema": {"type": "object", "properties": {}},
+                  "outputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}})
+
 
 def reply(id_, result):
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": id_, "result": result}) + "\n")
@@ -62,6 +76,11 @@ def call(name, args):
         return text("slept")
     if name == "find_place":
         return text(args)
+    if name == "lookup":
+        person = {"name": args.get("name", ""), "city": "Paris", "team": "design"}
+        return {"content": [{"type": "text", "text": json.dumps(person)}], "structuredContent": person}
+    if name == "liar":
+        return {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"city": 7}}
     return {"content": [{"type": "text", "text": f"no tool {name}"}], "isError": True}
 
 

@@ -152,6 +152,40 @@ pub enum Problem {
         /// The reference as written.
         reference: String,
     },
+    /// A reference whose path names a field that the output schema of the step it names does not
+    /// have ([`crate::output`]).
+    #[error(
+        "step '{step}': {reference} names no field of what step '{target}' returns: {has}{}",
+        suggestion.as_ref().map(|s| format!("; did you mean {s}?")).unwrap_or_default()
+    )]
+    UnknownOutputField {
+        /// The step holding the reference.
+        step: String,
+        /// The reference as written.
+        reference: String,
+        /// The step it names.
+        target: String,
+        /// What is there instead: `get_user's result has name, city, team`, `'u.address' of
+        /// get_user has street, zip`, `'u.city' of get_user has no fields`.
+        has: String,
+        /// The field closest to the one written, when one is close enough to be a likely typo.
+        suggestion: Option<String>,
+    },
+    /// A whole-value reference whose declared type cannot be the type of the argument it fills.
+    #[error("step '{step}': argument '{argument}' must be {expected}, but {reference} is {found}")]
+    ReferenceTypeMismatch {
+        /// The step holding the reference.
+        step: String,
+        /// The argument it fills.
+        argument: String,
+        /// The reference as written.
+        reference: String,
+        /// The types the output schema gives the value, and whose schema says so: `a string (the
+        /// output schema of get_user)`.
+        found: String,
+        /// The types the argument's schema allows (`a number`).
+        expected: String,
+    },
     /// An explicit dependency on a step that is not in the plan.
     #[error("step '{step}' depends on unknown step '{target}'")]
     UnknownDependency {
@@ -250,6 +284,8 @@ impl Problem {
             | Problem::ArgumentsNotObject { step, .. }
             | Problem::ArgumentsTooLarge { step, .. }
             | Problem::UnknownReference { step, .. }
+            | Problem::UnknownOutputField { step, .. }
+            | Problem::ReferenceTypeMismatch { step, .. }
             | Problem::UnknownDependency { step, .. }
             | Problem::SchemaViolation { step, .. }
             | Problem::RepeatedCall { step, .. } => Some(step),
@@ -345,6 +381,15 @@ pub enum RegistryError {
     /// The tool's parameter schema is not a valid JSON Schema.
     #[error("tool '{tool}' has an invalid parameter schema: {detail}")]
     InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// What is wrong with the schema.
+        detail: String,
+    },
+    /// The tool's output schema ([`crate::Tool::output_schema`]) is not a valid JSON Schema, is
+    /// not an object, or nests too deep.
+    #[error("tool '{tool}' has an invalid output schema: {detail}")]
+    InvalidOutputSchema {
         /// The tool.
         tool: String,
         /// What is wrong with the schema.

@@ -35,6 +35,7 @@ pub struct FnTool<F> {
     description: String,
     parameters: Value,
     annotations: ToolAnnotations,
+    output_schema: Option<Value>,
     call: F,
 }
 
@@ -58,6 +59,7 @@ where
             description: description.into(),
             parameters,
             annotations: ToolAnnotations::default(),
+            output_schema: None,
             call,
         }
     }
@@ -66,6 +68,13 @@ where
     /// known).
     pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = annotations;
+        self
+    }
+
+    /// Declares the JSON Schema of what the tool returns ([`Tool::output_schema`]): plans are
+    /// checked against it before they run, and each output when the tool returns.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
         self
     }
 }
@@ -94,6 +103,10 @@ where
 
     fn annotations(&self) -> ToolAnnotations {
         self.annotations
+    }
+
+    fn output_schema(&self) -> Option<Value> {
+        self.output_schema.clone()
     }
 }
 

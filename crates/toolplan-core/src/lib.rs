@@ -12,6 +12,8 @@
 //! * [`template`] — a step's arguments with their references found once, rendered per run.
 //! * [`dialect`] — the [`Dialect`](dialect::Dialect) interface a plan format implements to produce the
 //!   IR, and the native format, [`dialect::tool_plan`] (toolplan-query brings LlamaIndex query plans).
+//! * [`output`](mod@output) — tools' output schemas: what a `$ref:step.path` can find, and its
+//!   type, looked up before the plan runs.
 //! * [`plan`] — the IR ([`Plan`], [`Step`]) and [`plan::validate`]: unknown tools and steps, cycles,
 //!   schema checks of literal arguments; waves (Kahn levels).
 //! * `tool` — the object-safe async [`Tool`] trait and the [`ToolRegistry`] (schemas compiled once);
@@ -58,6 +60,7 @@ mod engine;
 mod error;
 mod fn_tool;
 pub mod limits;
+pub mod output;
 pub mod plan;
 pub mod reference;
 mod run;

@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use crate::error::{InvalidPlan, Problem};
 use crate::limits::RepeatedCalls;
+use crate::output::{self, Lookup};
 use crate::template::Template;
-use crate::tool::ToolRegistry;
+use crate::tool::{ToolRegistry, closest};
 
 /// The name of the plan meta-tool; a plan may not call it (no recursive plans).
 pub const EXECUTE_TOOL_PLAN: &str = "execute_tool_plan";
@@ -216,6 +217,7 @@ pub fn validate(
             same_call_as: None,
         });
     }
+    check_outputs(&steps, tools, &mut problems);
     let repeats = if repeated_calls == RepeatedCalls::RunEach {
         Vec::new()
     } else {
@@ -335,6 +337,130 @@ fn share_repeats(steps: &mut [Step], repeats: &[(usize, usize)]) -> Vec<Vec<usiz
     }
     // The added dependencies go from an earlier wave to a later or equal one: acyclic still.
     levels(steps).unwrap_or_default()
+}
+
+/// Checks every reference into the result of a tool that declares an output schema
+/// ([`crate::output`]): its path must name what the schema has, and a reference that is a whole
+/// argument must have a type the argument's schema allows. References to unknown steps were
+/// reported already.
+fn check_outputs(steps: &[Step], tools: &ToolRegistry, problems: &mut Vec<Problem>) {
+    for step in steps {
+        let mut reported: HashSet<String> = HashSet::new();
+        step.arguments.for_each_ref(&mut |r| {
+            let Some((target, schema)) = output_schema_of(steps, tools, r.slot) else {
+                return;
+            };
+            if let Lookup::Missing { at, fields } = output::lookup(schema, &r.path)
+                && reported.insert(r.to_string())
+            {
+                let written = r.path.get(at).map(String::as_str).unwrap_or_default();
+                let where_ = if at == 0 {
+                    format!("{}'s result", target.tool)
+                } else {
+                    format!(
+                        "'{}.{}' of {}",
+                        target.id,
+                        r.path[..at].join("."),
+                        target.tool
+                    )
+                };
+                let shown = if fields.is_empty() {
+                    "no fields".to_owned()
+                } else {
+                    fields.join(", ")
+                };
+                problems.push(Problem::UnknownOutputField {
+                    step: step.id.clone(),
+                    reference: r.to_string(),
+                    target: target.id.clone(),
+                    has: format!("{where_} has {shown}"),
+                    suggestion: likely_field(&fields, written),
+                });
+            }
+        });
+        // Whole-value references in the top-level arguments: their declared type against the
+        // argument's.
+        let (Template::Object(arguments), Some(registered)) =
+            (&step.arguments, tools.get(&step.tool))
+        else {
+            continue;
+        };
+        for (argument, template) in arguments {
+            let Template::Ref(r) = template else { continue };
+            let Some((target, schema)) = output_schema_of(steps, tools, r.slot) else {
+                continue;
+            };
+            let Lookup::Found(found) = output::lookup(schema, &r.path) else {
+                continue;
+            };
+            let wanted = registered
+                .schema()
+                .get("properties")
+                .and_then(|p| p.get(argument));
+            let (Some(found), Some(wanted)) = (
+                output::kinds(&found),
+                wanted.and_then(|w| output::kinds(&[w])),
+            ) else {
+                continue;
+            };
+            if !output::kinds_meet(&found, &wanted) {
+                problems.push(Problem::ReferenceTypeMismatch {
+                    step: step.id.clone(),
+                    argument: argument.clone(),
+                    reference: r.to_string(),
+                    found: format!(
+                        "{} (the output schema of {})",
+                        show_kinds(&found),
+                        target.tool
+                    ),
+                    expected: show_kinds(&wanted),
+                });
+            }
+        }
+    }
+}
+
+/// The field of `fields` that `written` most likely meant: a close spelling (`cty` for `city`),
+/// else one that begins the other (`temp` for `temperature`, `temperature` for `temp`).
+fn likely_field(fields: &[String], written: &str) -> Option<String> {
+    const MIN_SHARED: usize = 3;
+    closest(fields.iter().map(String::as_str), written)
+        .or_else(|| {
+            fields.iter().map(String::as_str).find(|f| {
+                let (short, long) = if f.len() < written.len() {
+                    (*f, written)
+                } else {
+                    (written, *f)
+                };
+                short.len() >= MIN_SHARED && long.starts_with(short)
+            })
+        })
+        .map(str::to_owned)
+}
+
+/// The step at `slot` and its tool's output schema, when the slot is a step of the plan and its
+/// tool declares one.
+fn output_schema_of<'p>(
+    steps: &'p [Step],
+    tools: &'p ToolRegistry,
+    slot: usize,
+) -> Option<(&'p Step, &'p Value)> {
+    let target = steps.get(slot)?;
+    let schema = tools.get(&target.tool)?.output_schema()?;
+    Some((target, schema))
+}
+
+/// JSON types as a message names them: `a string`, `an integer or null`.
+fn show_kinds(kinds: &[&str]) -> String {
+    let named: Vec<String> = kinds
+        .iter()
+        .map(|k| match *k {
+            "null" => "null".to_owned(),
+            "integer" | "array" | "object" => format!("an {k}"),
+            other => format!("a {other}"),
+        })
+        .collect();
+    named.join(" or ")
 }
 
 fn check_tool(

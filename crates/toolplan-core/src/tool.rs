@@ -55,6 +55,13 @@ pub trait Tool: Send + Sync {
     fn annotations(&self) -> ToolAnnotations {
         ToolAnnotations::default()
     }
+    /// The JSON Schema of what the tool returns, when it declares one (MCP's `outputSchema`;
+    /// default: none). Plans are then checked against it before they run: a `$ref:step.path`
+    /// into this tool's result must name a field the schema has ([`crate::output`]), and each
+    /// output is checked against it when the tool returns.
+    fn output_schema(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// What a tool says of its calls' effects, as MCP's tool annotations do (`readOnlyHint`,
@@ -120,6 +127,8 @@ pub struct RegisteredTool {
     schema: Value,
     warnings: Vec<String>,
     validator: jsonschema::Validator,
+    /// The output schema as read at registration, with its validator.
+    output: Option<(Value, jsonschema::Validator)>,
 }
 
 impl RegisteredTool {
@@ -142,36 +151,54 @@ impl RegisteredTool {
         &self.warnings
     }
 
+    /// The tool's output schema as the registry reads it ([`Tool::output_schema`], its
+    /// contradictions settled by [`crate::reconcile`]), when it declares one.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output.as_ref().map(|(schema, _)| schema)
+    }
+
     /// Checks arguments against the tool's schema. The error lists every violation with its JSON pointer
     /// (`/location: 5 is not of type "string"`).
     pub fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
-        if self.validator.is_valid(arguments) {
-            return Ok(());
-        }
-        let problems: Vec<String> = self
-            .validator
-            .iter_errors(arguments)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                // A short value helps whoever wrote it (`5 is not of type "string"`); a long one
-                // (a whole document passed by reference) would only bury the reason.
-                let text = match crate::limits::json_size_within(e.instance(), SHOWN_VALUE_BYTES) {
-                    Some(_) => e.to_string(),
-                    None => {
-                        let size =
-                            crate::limits::human_bytes(crate::limits::json_size(e.instance()));
-                        e.masked_with(format!("the value ({size})")).to_string()
-                    }
-                };
-                if path.is_empty() {
-                    text
-                } else {
-                    format!("{path}: {text}")
-                }
-            })
-            .collect();
-        Err(problems.join("; "))
+        violations(&self.validator, arguments)
     }
+
+    /// Checks an output against the tool's output schema (always fine for a tool that declares
+    /// none); the error is as [`check_arguments`](Self::check_arguments)'s.
+    pub fn check_output(&self, output: &Value) -> Result<(), String> {
+        match &self.output {
+            Some((_, validator)) => violations(validator, output),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Every way `value` breaks the schema of `validator`, one per violation with its JSON pointer.
+fn violations(validator: &jsonschema::Validator, value: &Value) -> Result<(), String> {
+    if validator.is_valid(value) {
+        return Ok(());
+    }
+    let problems: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            // A short value helps whoever wrote it (`5 is not of type "string"`); a long one
+            // (a whole document passed by reference) would only bury the reason.
+            let text = match crate::limits::json_size_within(e.instance(), SHOWN_VALUE_BYTES) {
+                Some(_) => e.to_string(),
+                None => {
+                    let size = crate::limits::human_bytes(crate::limits::json_size(e.instance()));
+                    e.masked_with(format!("the value ({size})")).to_string()
+                }
+            };
+            if path.is_empty() {
+                text
+            } else {
+                format!("{path}: {text}")
+            }
+        })
+        .collect();
+    Err(problems.join("; "))
 }
 
 impl fmt::Debug for RegisteredTool {
@@ -180,6 +207,36 @@ impl fmt::Debug for RegisteredTool {
             .field("name", &self.tool.name())
             .finish()
     }
+}
+
+/// Reads tool `name`'s output schema as its parameter schema is read: nested no deeper than
+/// [`DEFAULT_MAX_VALUE_DEPTH`](crate::limits::DEFAULT_MAX_VALUE_DEPTH), an object (a JSON Schema),
+/// contradictions settled (the warnings go after the parameters', marked as the output's), and
+/// compiled.
+fn read_output_schema(
+    name: &str,
+    schema: Value,
+    warnings: &mut Vec<String>,
+) -> Result<(Value, jsonschema::Validator), RegistryError> {
+    let invalid = |detail: String| RegistryError::InvalidOutputSchema {
+        tool: name.to_owned(),
+        detail,
+    };
+    let max_depth = crate::limits::DEFAULT_MAX_VALUE_DEPTH;
+    if crate::limits::value_depth(&schema, max_depth).is_none() {
+        crate::limits::drop_deep(schema);
+        return Err(invalid(format!("it nests deeper than {max_depth} levels")));
+    }
+    if !schema.is_object() {
+        return Err(invalid("it is not a JSON object".into()));
+    }
+    let crate::Reconciled {
+        schema,
+        warnings: found,
+    } = crate::reconcile(schema);
+    warnings.extend(found.into_iter().map(|w| format!("output schema {w}")));
+    let validator = jsonschema::validator_for(&schema).map_err(|e| invalid(e.to_string()))?;
+    Ok((schema, validator))
 }
 
 /// The tools a plan may call, by name, in registration order.
@@ -219,12 +276,19 @@ impl ToolRegistry {
                 detail: format!("it nests deeper than {max_depth} levels"),
             });
         }
-        let crate::Reconciled { schema, warnings } = crate::reconcile(schema);
+        let crate::Reconciled {
+            schema,
+            mut warnings,
+        } = crate::reconcile(schema);
         let validator =
             jsonschema::validator_for(&schema).map_err(|e| RegistryError::InvalidSchema {
                 tool: name.clone(),
                 detail: e.to_string(),
             })?;
+        let output = match tool.output_schema() {
+            Some(schema) => Some(read_output_schema(&name, schema, &mut warnings)?),
+            None => None,
+        };
         self.order.push(name.clone());
         self.tools.insert(
             name,
@@ -233,6 +297,7 @@ impl ToolRegistry {
                 schema,
                 warnings,
                 validator,
+                output,
             }),
         );
         Ok(())
@@ -292,12 +357,17 @@ impl ToolRegistry {
 
     /// The registered name closest to `name`, when one is close enough to be a likely typo.
     pub fn closest_name(&self, name: &str) -> Option<&str> {
-        self.names()
-            .map(|n| (n, strsim::normalized_damerau_levenshtein(n, name)))
-            .filter(|(_, score)| *score >= 0.6)
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(n, _)| n)
+        closest(self.names(), name)
     }
+}
+
+/// The one of `names` closest to `name`, when one is close enough to be a likely typo.
+pub(crate) fn closest<'n>(names: impl Iterator<Item = &'n str>, name: &str) -> Option<&'n str> {
+    names
+        .map(|n| (n, strsim::normalized_damerau_levenshtein(n, name)))
+        .filter(|(_, score)| *score >= 0.6)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(n, _)| n)
 }
 
 #[cfg(test)]

@@ -37,7 +37,8 @@ pub fn calculator() -> Arc<dyn Tool> {
                 .map_err(|e| ToolError::failed(format!("the calculator stopped: {e}")))?
         },
     )
-    .with_annotations(ToolAnnotations::READ_ONLY))
+    .with_annotations(ToolAnnotations::READ_ONLY)
+    .with_output_schema(json!({"type": "number"})))
 }
 
 /// The calculator's own checks, also for callers that skip the schema.

@@ -40,7 +40,12 @@ pub fn get_weather() -> Arc<dyn Tool> {
                "required": ["location"], "additionalProperties": false}),
         |args: Value, _| async move { weather(args["location"].as_str().unwrap_or_default().trim()) },
     )
-    .with_annotations(ToolAnnotations::READ_ONLY))
+    .with_annotations(ToolAnnotations::READ_ONLY)
+    .with_output_schema(json!({"type": "object", "properties": {
+            "temp": {"type": "integer", "description": "Temperature in °C."},
+            "condition": {"type": "string"},
+            "city": {"type": "string"}},
+        "required": ["temp", "condition", "city"], "additionalProperties": false})))
 }
 
 fn weather(location: &str) -> Result<Value, ToolError> {
@@ -81,5 +86,10 @@ pub fn get_user() -> Arc<dyn Tool> {
                 })
         },
     )
-    .with_annotations(ToolAnnotations::READ_ONLY))
+    .with_annotations(ToolAnnotations::READ_ONLY)
+    .with_output_schema(json!({"type": "object", "properties": {
+            "name": {"type": "string"},
+            "city": {"type": "string", "description": "Where they live."},
+            "team": {"type": "string"}},
+        "required": ["name", "city", "team"], "additionalProperties": false})))
 }

@@ -35,5 +35,6 @@ pub fn concat() -> Arc<dyn Tool> {
             ))
         },
     )
-    .with_annotations(ToolAnnotations::READ_ONLY))
+    .with_annotations(ToolAnnotations::READ_ONLY)
+    .with_output_schema(json!({"type": "string"})))
 }

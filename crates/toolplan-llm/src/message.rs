@@ -151,6 +151,11 @@ pub struct StepReferences {
     /// an array): in a plan's first step, such an argument cannot be a string at all.
     #[serde(default)]
     pub reference_only: BTreeMap<String, Vec<String>>,
+    /// Per tool, the JSON Schema of its output, for the tools that declare one: a reference into
+    /// the result of a step of such a tool names only a path the schema has
+    /// ([`toolplan_core::output`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub outputs: BTreeMap<String, Value>,
 }
 
 impl StepReferences {
@@ -166,12 +171,19 @@ impl StepReferences {
             names: Some("output_steps".into()),
             text: None,
             reference_only: BTreeMap::new(),
+            outputs: BTreeMap::new(),
         }
     }
 
     /// Sets the text field whose references may name any step (see [`text`](Self::text)).
     pub fn with_text(mut self, key: impl Into<String>) -> Self {
         self.text = Some(key.into());
+        self
+    }
+
+    /// Sets the output schemas of the tools that declare one (see [`outputs`](Self::outputs)).
+    pub fn with_outputs(mut self, outputs: BTreeMap<String, Value>) -> Self {
+        self.outputs = outputs;
         self
     }
 

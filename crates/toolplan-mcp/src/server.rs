@@ -35,7 +35,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use toolplan_core::Observer;
 use toolplan_core::{
-    DirectCall, Engine, RunControl, StepStatus, Tool, ToolRegistry, value_as_text,
+    DirectCall, Engine, RunControl, StepStatus, Tool, ToolAnnotations, ToolRegistry, value_as_text,
 };
 use toolplan_planner::ExecuteToolPlan;
 
@@ -205,17 +205,35 @@ impl PlanServer {
     }
 }
 
-/// An MCP tool definition of a toolplan tool.
+/// An MCP tool definition of a toolplan tool: its schema, its hints (`readOnlyHint` …), and its
+/// output schema where MCP can carry it (an object schema: a call's `structuredContent` is an
+/// object).
 fn definition(tool: &dyn Tool) -> McpToolDef {
     let schema = match tool.parameters() {
         Value::Object(o) => o,
         _ => JsonObject::new(),
     };
-    McpToolDef::new(
+    let mut def = McpToolDef::new(
         tool.name().to_owned(),
         tool.description().to_owned(),
         Arc::new(schema),
-    )
+    );
+    let hints = tool.annotations();
+    if hints != ToolAnnotations::default() {
+        def.annotations = Some(rmcp::model::ToolAnnotations::from_raw(
+            None,
+            hints.read_only,
+            hints.destructive,
+            hints.idempotent,
+            hints.open_world,
+        ));
+    }
+    if let Some(Value::Object(output)) = tool.output_schema()
+        && output.get("type").and_then(Value::as_str) == Some("object")
+    {
+        def.output_schema = Some(Arc::new(output));
+    }
+    def
 }
 
 impl ServerHandler for PlanServer {
@@ -263,5 +281,25 @@ impl ServerHandler for PlanServer {
             .run_tool(&request.name, arguments, context)
             .await
             .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offered_tools_carry_their_hints_and_object_output_schemas() {
+        let engine = Arc::new(Engine::new(Arc::new(toolplan_demo::registry())));
+        let server = PlanServer::new(engine, true, Vec::new()).expect("a server");
+        let definitions = server.definitions();
+        let find = |name: &str| definitions.iter().find(|d| d.name == name).cloned();
+        let user = find("get_user").expect("get_user offered");
+        let hints = user.annotations.expect("hints");
+        assert_eq!(hints.read_only_hint, Some(true));
+        let output = user.output_schema.expect("an output schema");
+        assert_eq!(output.get("type"), Some(&Value::from("object")));
+        // `calculator` returns a number: MCP carries only object output schemas.
+        assert!(find("calculator").expect("offered").output_schema.is_none());
     }
 }

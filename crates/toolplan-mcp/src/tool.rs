@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool as McpToolDef};
 use serde_json::Value;
-use toolplan_core::{FnTool, Tool, ToolError, ToolResult};
+use toolplan_core::{FnTool, Tool, ToolAnnotations, ToolError, ToolResult};
 
 use crate::client::McpServer;
 use crate::config::McpServerConfig;
@@ -18,7 +18,7 @@ use crate::error::McpError;
 fn server_tool(server: &Arc<McpServer>, def: &McpToolDef, name: String) -> Arc<dyn Tool> {
     let server = Arc::clone(server);
     let remote = def.name.to_string();
-    Arc::new(FnTool::new(
+    let tool = FnTool::new(
         name,
         def.description.as_deref().unwrap_or_default(),
         Value::Object((*def.input_schema).clone()),
@@ -26,7 +26,26 @@ fn server_tool(server: &Arc<McpServer>, def: &McpToolDef, name: String) -> Arc<d
             let (server, remote) = (Arc::clone(&server), remote.clone());
             async move { call(&server, &remote, arguments).await }
         },
-    ))
+    )
+    .with_annotations(annotations(def));
+    match &def.output_schema {
+        // The server's `structuredContent` is then the step's output (`output`), checked against it.
+        Some(schema) => Arc::new(tool.with_output_schema(Value::Object((**schema).clone()))),
+        None => Arc::new(tool),
+    }
+}
+
+/// The hints of an MCP tool definition (`readOnlyHint` …) as toolplan's annotations.
+fn annotations(def: &McpToolDef) -> ToolAnnotations {
+    let Some(hints) = &def.annotations else {
+        return ToolAnnotations::default();
+    };
+    ToolAnnotations {
+        read_only: hints.read_only_hint,
+        idempotent: hints.idempotent_hint,
+        destructive: hints.destructive_hint,
+        open_world: hints.open_world_hint,
+    }
 }
 
 /// Calls the tool `remote` of `server` with `arguments` (an object, or nothing).
@@ -145,9 +164,14 @@ fn unusable(def: &McpToolDef) -> Option<String> {
     // Read as the registry will read it: a schema that contradicts itself (a Python type name, say)
     // is usable in its consistent reading.
     let schema = toolplan_core::reconcile(Value::Object((*def.input_schema).clone())).schema;
+    if let Err(e) = jsonschema::validator_for(&schema) {
+        return Some(format!("its input schema is not a valid JSON Schema ({e})"));
+    }
+    let output = def.output_schema.as_ref()?;
+    let schema = toolplan_core::reconcile(Value::Object((**output).clone())).schema;
     jsonschema::validator_for(&schema)
         .err()
-        .map(|e| format!("its input schema is not a valid JSON Schema ({e})"))
+        .map(|e| format!("its output schema is not a valid JSON Schema ({e})"))
 }
 
 #[cfg(test)]
@@ -168,6 +192,35 @@ mod tests {
         let bad = unusable(&def("broken", json!({"type": 12}))).unwrap_or_default();
         assert!(bad.contains("input schema"), "{bad}");
         assert!(unusable(&def("two words", json!({"type": "object"}))).is_some());
+        let mut typed = def("typed", json!({"type": "object"}));
+        typed.output_schema = Some(Arc::new(
+            json!({"type": "object", "properties": {"a": {"type": 12}}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        ));
+        let bad = unusable(&typed).unwrap_or_default();
+        assert!(bad.contains("output schema"), "{bad}");
+    }
+
+    #[test]
+    fn hints_come_along() {
+        let Value::Object(input) = json!({"type": "object"}) else {
+            unreachable!("an object")
+        };
+        let mut def = McpToolDef::new("lookup".to_owned(), String::new(), Arc::new(input));
+        def.annotations = Some(rmcp::model::ToolAnnotations::from_raw(
+            None,
+            Some(true),
+            None,
+            Some(true),
+            None,
+        ));
+        let hints = annotations(&def);
+        assert_eq!(
+            (hints.read_only, hints.idempotent, hints.destructive),
+            (Some(true), Some(true), None)
+        );
     }
 
     #[test]

@@ -68,6 +68,8 @@ pub(crate) struct ListedTool<'t> {
     pub(crate) description: &'t str,
     /// The JSON Schema of its arguments.
     pub(crate) schema: &'t Value,
+    /// The JSON Schema of its output, when it declares one.
+    pub(crate) output: Option<&'t Value>,
 }
 
 /// The description of `execute_tool_plan` listing `tools` as `listing` says; with the answer example
@@ -105,9 +107,11 @@ pub(crate) fn describe(
             ToolListing::Schemas => {
                 format!("{} {}: {}", tool.name, tool.schema, tool.description)
             }
-            ToolListing::Signatures => tool_signature(tool.name, tool.description, tool.schema),
+            ToolListing::Signatures => {
+                tool_signature(tool.name, tool.description, tool.schema, tool.output)
+            }
             ToolListing::Documented => {
-                documented_signature(tool.name, tool.description, tool.schema)
+                documented_signature(tool.name, tool.description, tool.schema, tool.output)
             }
             _ => format!("{}: {}", tool.name, tool.description),
         });

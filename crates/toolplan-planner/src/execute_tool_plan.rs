@@ -110,6 +110,7 @@ impl ExecuteToolPlan {
                 name: t.tool().name(),
                 description: t.tool().description(),
                 schema: t.schema(),
+                output: t.output_schema(),
             })
     }
 
@@ -133,6 +134,14 @@ impl ExecuteToolPlan {
         self.listed_tools()
             .map(|t| (t.name.to_owned(), reference_only_fields(t.schema)))
             .filter(|(_, fields)| !fields.is_empty())
+            .collect()
+    }
+
+    /// The output schema of each tool a plan may call that declares one, by tool name: the fields
+    /// a `$ref:step.field` into its result can name (for decoders that hold references to them).
+    pub fn output_schemas(&self) -> BTreeMap<String, Value> {
+        self.listed_tools()
+            .filter_map(|t| Some((t.name.to_owned(), t.output?.clone())))
             .collect()
     }
 

@@ -6,21 +6,32 @@
 
 use serde_json::Value;
 
-/// A tool's one-line signature: `name(arg: type, optional?: type): description`.
+/// A tool's one-line signature: `name(arg: type, optional?: type) -> output: description`.
 ///
 /// Argument types come from each property's `type` (`string`, `integer`, …; a union as
 /// `string|null`), `enum` (`"a"|"b"`) or `const`; a property without one is `any`. A schema that is
-/// not an object with `properties` gives `name(…)` (any arguments object).
-pub fn tool_signature(name: &str, description: &str, schema: &Value) -> String {
+/// not an object with `properties` gives `name(…)` (any arguments object). The output's type, read
+/// from the tool's output schema the same way (`-> {name: string, city: string}`), is shown when
+/// the tool declares one: the fields a `$ref:step.field` can name.
+pub fn tool_signature(
+    name: &str,
+    description: &str,
+    schema: &Value,
+    output: Option<&Value>,
+) -> String {
     let arguments = match schema.get("properties") {
         Some(Value::Object(props)) => arguments_of(schema, props, 0),
         _ => "…".to_owned(),
     };
+    let returns = match output.map(|o| shape_of(o, 0)) {
+        Some(shown) if shown != "any" => format!(" -> {shown}"),
+        _ => String::new(),
+    };
     let description = description.trim();
     if description.is_empty() {
-        format!("{name}({arguments})")
+        format!("{name}({arguments}){returns}")
     } else {
-        format!("{name}({arguments}): {description}")
+        format!("{name}({arguments}){returns}: {description}")
     }
 }
 
@@ -84,12 +95,48 @@ fn type_of(schema: &Value, depth: usize) -> String {
     }
 }
 
+/// The shape of an output schema as a signature shows it: an object as its field names
+/// (`{name, city, team}`, nested objects spelled out: `{address: {street, zip}}`), an array of
+/// them as `{…}[]`, anything else as its type (`number`). Only what a `$ref:` path can name; the
+/// types of the fields are left out, as a model reads a result by its field names.
+fn shape_of(schema: &Value, depth: usize) -> String {
+    let nested = |schema: &Value| -> Option<String> {
+        let inner = match schema.get("type").and_then(Value::as_str) {
+            Some("array") => schema.get("items").filter(|i| i.is_object())?,
+            _ => schema,
+        };
+        let fields = inner.get("properties").and_then(Value::as_object)?;
+        if fields.is_empty() || depth >= MAX_TYPE_DEPTH {
+            return None;
+        }
+        let shown = fields
+            .iter()
+            .map(|(field, prop)| match shape_of(prop, depth + 1) {
+                shape if shape.starts_with('{') => format!("{field}: {shape}"),
+                _ => field.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(if std::ptr::eq(inner, schema) {
+            format!("{{{shown}}}")
+        } else {
+            format!("{{{shown}}}[]")
+        })
+    };
+    nested(schema).unwrap_or_else(|| type_of(schema, depth))
+}
+
 /// A tool's signature with everything its schema tells a model: the one-line signature (nested
 /// objects spelled out, defaults as `= value`), then one indented line per argument that has a
 /// description, a format, a pattern or bounds. What a model reads of a tool in the native tools
 /// list, in about half the tokens of the JSON Schema.
-pub fn documented_signature(name: &str, description: &str, schema: &Value) -> String {
-    let mut text = tool_signature(name, description, schema);
+pub fn documented_signature(
+    name: &str,
+    description: &str,
+    schema: &Value,
+    output: Option<&Value>,
+) -> String {
+    let mut text = tool_signature(name, description, schema, output);
     let Some(Value::Object(props)) = schema.get("properties") else {
         return text;
     };
@@ -187,17 +234,52 @@ mod tests {
             "maybe": {"type": ["string", "null"]}},
             "required": ["location"]});
         assert_eq!(
-            tool_signature("forecast", " Weather ahead. ", &schema),
+            tool_signature("forecast", " Weather ahead. ", &schema, None),
             r#"forecast(location: string, days?: integer, units?: "metric"|"imperial", tags?: string[], extra?: any, maybe?: string|null): Weather ahead."#
         );
-        assert_eq!(tool_signature("ping", "", &json!({})), "ping(…)");
+        assert_eq!(tool_signature("ping", "", &json!({}), None), "ping(…)");
         assert_eq!(
             tool_signature(
                 "noop",
                 "Nothing.",
-                &json!({"type": "object", "properties": {}})
+                &json!({"type": "object", "properties": {}}),
+                None
             ),
             "noop(): Nothing."
+        );
+    }
+
+    #[test]
+    fn signatures_show_the_declared_output() {
+        let arguments = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
+        let output = json!({"type": "object", "properties": {
+            "name": {"type": "string"}, "city": {"type": "string"}, "team": {"type": "string"}},
+            "required": ["name", "city"]});
+        assert_eq!(
+            tool_signature("get_user", "A person.", &arguments, Some(&output)),
+            "get_user(name: string) -> {name, city, team}: A person."
+        );
+        assert_eq!(
+            tool_signature("calc", "", &arguments, Some(&json!({"type": "number"}))),
+            "calc(name: string) -> number"
+        );
+        let nested = json!({"type": "object", "properties": {
+            "address": {"type": "object", "properties": {"zip": {"type": "string"}}},
+            "orders": {"type": "array", "items": {"type": "object", "properties": {"sku": {}}}},
+            "tags": {"type": "array", "items": {"type": "string"}}}});
+        assert_eq!(
+            tool_signature("p", "", &arguments, Some(&nested)),
+            "p(name: string) -> {address: {zip}, orders: {sku}[], tags}"
+        );
+        // An output schema that says nothing of the type adds nothing.
+        assert_eq!(
+            tool_signature(
+                "x",
+                "",
+                &arguments,
+                Some(&json!({"description": "anything"}))
+            ),
+            "x(name: string)"
         );
     }
 
@@ -213,7 +295,7 @@ mod tests {
                 "required": ["city"]}}},
             "required": ["location"]});
         assert_eq!(
-            documented_signature("trip", "Plans a trip.", &schema),
+            documented_signature("trip", "Plans a trip.", &schema, None),
             "trip(location: string, unit?: \"celsius\"|\"fahrenheit\", days?: integer, rate?: number, \
              stops?: {city: string, nights?: integer}[]): Plans a trip.\n    \
              location: The city and state, e.g. San Francisco, CA. Use the short form for the state.\n    \
@@ -229,7 +311,7 @@ mod tests {
         for _ in 0..100 {
             schema = json!({"type": "object", "properties": {"a": schema}, "description": "level"});
         }
-        let text = documented_signature("deep", "", &schema);
+        let text = documented_signature("deep", "", &schema, None);
         assert!(text.len() < 400, "{text}");
         assert!(
             text.starts_with("deep(a?: {a?: {a?: {a?: {a?: object}}}})"),

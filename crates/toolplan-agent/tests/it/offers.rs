@@ -113,7 +113,7 @@ async fn plan_only_offers_just_the_planner_with_every_tool_signature() {
     assert!(
         tools[0]
             .description
-            .contains("\n- get_weather(location: string): Current weather of a city"),
+            .contains("\n- get_weather(location: string) -> {temp, condition, city}: Current weather of a city"),
         "{}",
         tools[0].description
     );

@@ -60,7 +60,7 @@ async fn a_call_that_fails_twice_is_not_run_a_third_time() {
             true,
             "execute_tool_plan",
             json!({"steps": [
-                {"id": "u", "tool": "get_user", "arguments": {"name": "Erin"}},
+                {"id": "u", "tool": "echo", "arguments": {"text": r#"{"name": "Erin", "city": "Cairo"}"#}},
                 {"id": "t", "tool": "calculator", "arguments": {"expression": "$ref:u.city.temp - 1"}}]}),
         ),
     ];

@@ -155,16 +155,51 @@ async fn a_result_named_without_its_marker_is_inserted() {
     );
 }
 
+/// User records as `echo` returns them.
+const CAROL: &str = r#"{"name": "Carol", "city": "Paris"}"#;
+const HEIDI: &str = r#"{"name": "Heidi", "city": "New York"}"#;
+
 #[tokio::test]
-async fn a_plan_that_failed_through_its_references_must_be_corrected() {
-    // The lookups of the weather were left out: the users have no temperature.
+async fn a_plan_that_names_fields_its_tools_do_not_return_goes_back_before_it_runs() {
     let wrong = json!({"steps": [
         {"id": "o", "tool": "get_user", "arguments": {"name": "Carol"}},
-        {"id": "h", "tool": "get_user", "arguments": {"name": "Heidi"}},
+        {"id": "c", "tool": "calculator", "arguments": {"expression": "$ref:o.temperature + 1"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", wrong)]),
+        ScriptedModel::answer("I need the weather too."),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact("Carol's temperature plus one?")
+        .await
+        .unwrap();
+    let results = tool_messages(&out.messages);
+    assert!(
+        results[0].content.contains(
+            "$ref:o.temperature names no field of what step 'o' returns: get_user's result has name, city, team"
+        ),
+        "{}",
+        results[0].content
+    );
+    // Nothing ran, and the next reply had to be a corrected plan.
+    assert!(
+        results[0]
+            .content
+            .starts_with("Error: the plan was not run.")
+    );
+    assert_eq!(choices(&model), [ToolChoice::Auto, ToolChoice::Required]);
+}
+
+#[tokio::test]
+async fn a_plan_that_failed_through_its_references_must_be_corrected() {
+    // The lookups of the weather were left out: the users have no temperature. (The users come
+    // from `echo`, which declares no output schema: with `get_user`'s, the plan would not run.)
+    let wrong = json!({"steps": [
+        {"id": "o", "tool": "echo", "arguments": {"text": CAROL}},
+        {"id": "h", "tool": "echo", "arguments": {"text": HEIDI}},
         {"id": "c", "tool": "calculator", "arguments": {"expression": "$ref:o.temperature + $ref:h.temperature"}}]});
     let fixed = json!({"steps": [
-        {"id": "o", "tool": "get_user", "arguments": {"name": "Carol"}},
-        {"id": "h", "tool": "get_user", "arguments": {"name": "Heidi"}},
+        {"id": "o", "tool": "echo", "arguments": {"text": CAROL}},
+        {"id": "h", "tool": "echo", "arguments": {"text": HEIDI}},
         {"id": "a", "tool": "get_weather", "arguments": {"location": "$ref:o.city"}},
         {"id": "b", "tool": "get_weather", "arguments": {"location": "$ref:h.city"}},
         {"id": "c", "tool": "calculator", "arguments": {"expression": "$ref:a.temp + $ref:b.temp"}}]});
@@ -195,8 +230,8 @@ async fn a_plan_that_failed_through_its_references_must_be_corrected() {
     assert_eq!(out.record.repairs, 1);
     // The correction starts with the steps that succeeded, open for more.
     let kept = json!({"steps": [
-        {"id": "o", "tool": "get_user", "arguments": {"name": "Carol"}},
-        {"id": "h", "tool": "get_user", "arguments": {"name": "Heidi"}}]});
+        {"id": "o", "tool": "echo", "arguments": {"text": CAROL}},
+        {"id": "h", "tool": "echo", "arguments": {"text": HEIDI}}]});
     assert_eq!(
         starts(&model),
         [None, Some((vec![kept], Some("steps".to_owned()))), None]

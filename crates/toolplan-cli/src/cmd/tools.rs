@@ -12,55 +12,75 @@ use crate::output::outln;
 use crate::settings::Settings;
 use crate::toolset;
 
+/// A tool as the listing shows it.
+struct Listed {
+    name: String,
+    description: String,
+    /// The parameter schema as the registry reads it.
+    parameters: Value,
+    /// The output schema as the registry reads it, when the tool declares one.
+    output: Option<Value>,
+    /// What reading the schemas changed.
+    warnings: Vec<String>,
+}
+
 /// Runs the subcommand.
 pub async fn execute(args: ToolsArgs, settings: Settings) -> anyhow::Result<Outcome> {
     let registry = Arc::new(toolset::registry(&settings).await?);
-    // Each tool's schema as the registry reads it, with what reading it changed.
-    let mut listed: Vec<(String, String, Value, Vec<String>)> = registry
+    // Each tool's schemas as the registry reads them, with what reading them changed.
+    let mut listed: Vec<Listed> = registry
         .iter()
         .map(|t| {
             let tool = t.tool();
-            (
-                tool.name().to_owned(),
-                tool.description().to_owned(),
-                t.schema().clone(),
-                t.warnings().to_vec(),
-            )
+            Listed {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: t.schema().clone(),
+                output: t.output_schema().cloned(),
+                warnings: t.warnings().to_vec(),
+            }
         })
         .collect();
     if args.with_planner {
         let planner = ExecuteToolPlan::new(Arc::new(Engine::new(registry)));
-        listed.push((
-            planner.name().to_owned(),
-            planner.description().to_owned(),
-            planner.parameters(),
-            Vec::new(),
-        ));
+        listed.push(Listed {
+            name: planner.name().to_owned(),
+            description: planner.description().to_owned(),
+            parameters: planner.parameters(),
+            output: None,
+            warnings: Vec::new(),
+        });
     }
     if args.json {
         let all: Vec<Value> = listed
             .into_iter()
-            .map(|(name, description, parameters, warnings)| {
-                let mut tool =
-                    json!({"name": name, "description": description, "parameters": parameters});
-                if !warnings.is_empty() {
-                    tool["warnings"] = json!(warnings);
+            .map(|t| {
+                let mut tool = json!({"name": t.name, "description": t.description,
+                                      "parameters": t.parameters});
+                if let Some(output) = t.output {
+                    tool["output"] = output;
+                }
+                if !t.warnings.is_empty() {
+                    tool["warnings"] = json!(t.warnings);
                 }
                 tool
             })
             .collect();
         outln!("{}", serde_json::to_string_pretty(&all)?)?;
     } else {
-        for (i, (name, description, parameters, warnings)) in listed.iter().enumerate() {
+        for (i, t) in listed.iter().enumerate() {
             if i > 0 {
                 outln!()?;
             }
-            outln!("{name}")?;
-            for line in description.lines() {
+            outln!("{}", t.name)?;
+            for line in t.description.lines() {
                 outln!("  {line}")?;
             }
-            outln!("  parameters: {parameters}")?;
-            for warning in warnings {
+            outln!("  parameters: {}", t.parameters)?;
+            if let Some(output) = &t.output {
+                outln!("  output: {output}")?;
+            }
+            for warning in &t.warnings {
                 outln!("  warning: {warning}")?;
             }
         }

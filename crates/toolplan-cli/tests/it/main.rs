@@ -16,6 +16,7 @@ mod hardening_search;
 mod mcp;
 mod mcp_client_hardening;
 mod mcp_server_hardening;
+mod output_schemas;
 mod plan_grammar;
 mod query_plan;
 mod schemas;

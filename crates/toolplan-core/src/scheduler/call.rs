@@ -73,6 +73,13 @@ impl Call {
                 "the output is {size} bytes, more than the limit of {max_output_bytes} bytes (max_output_bytes)"
             )));
         }
+        // A declared output is what validation relied on: a tool that breaks it fails its step.
+        registered.check_output(&output).map_err(|detail| {
+            ToolError::Failed(format!(
+                "the output does not match the output schema of tool '{}': {detail}",
+                registered.tool().name()
+            ))
+        })?;
         Ok((output, size))
     }
 }

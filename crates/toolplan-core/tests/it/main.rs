@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod execution;
+mod output_schemas;
 mod prop_parser;
 mod prop_scheduler;
 mod references;

@@ -179,12 +179,13 @@ async fn missing_field_is_null() {
 
 #[tokio::test]
 async fn a_step_that_fails_on_a_missing_field_says_which_fields_there_are() {
-    // A model that reads `temperature` from the user directory learns what the directory returns;
-    // the null stays (a missing field is null), and a step that copes with it succeeds.
+    // A model that reads `temperature` from a user record learns what the record has; the null
+    // stays (a missing field is null), and a step that copes with it succeeds. (`echo` declares no
+    // output schema: with one, the plan would not have run, see `output_schemas.rs`.)
     let run = run(json!({
         "steps": [
-            {"id": "e", "tool": "get_user", "arguments": {"name": "Erin"}},
-            {"id": "d", "tool": "get_user", "arguments": {"name": "Dave"}},
+            {"id": "e", "tool": "echo", "arguments": {"text": r#"{"name": "Erin", "city": "Cairo", "team": "engineering"}"#}},
+            {"id": "d", "tool": "echo", "arguments": {"text": r#"{"name": "Dave", "city": "Oslo", "team": "support"}"#}},
             {"id": "t", "tool": "calculator", "arguments": {"expression": "$ref:e.temperature - $ref:d.temperature"}},
             {"id": "c", "tool": "capture", "arguments": {"t": "$ref:e.temperature"}}
         ]

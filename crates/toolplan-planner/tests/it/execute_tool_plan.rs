@@ -392,9 +392,9 @@ fn signatures_describe_every_tool_in_a_line() {
     assert!(description.starts_with("Runs tool calls as one plan"));
     assert!(description.contains(r#""$ref:o.sku""#), "{description}");
     for line in [
-        "\n- get_weather(location: string): Current weather of a city",
-        "\n- get_user(name: string): A person in the company directory",
-        "\n- calculator(expression: string): Evaluates",
+        "\n- get_weather(location: string) -> {temp, condition, city}: Current weather of a city",
+        "\n- get_user(name: string) -> {name, city, team}: A person in the company directory",
+        "\n- calculator(expression: string) -> number: Evaluates",
         "\n- compare_data(data_a: any, data_b: any): Compares",
         "\n- fail(message?: string): Always fails",
     ] {

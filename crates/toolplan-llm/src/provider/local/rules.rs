@@ -371,6 +371,21 @@ impl ValueRules {
                 .filter_map(|s| s.id.as_deref())
                 .collect()
         };
+        // The steps before `n`, each with its tool's output schema when it declares one.
+        let steps_before = |n: usize| -> Vec<Known<'_>> {
+            self.steps
+                .iter()
+                .take(n)
+                .filter_map(|s| {
+                    let output = s
+                        .tool
+                        .as_deref()
+                        .and_then(|t| std::str::from_utf8(t).ok())
+                        .and_then(|t| refs.outputs.get(t));
+                    Some((s.id.as_deref()?, output))
+                })
+                .collect()
+        };
         match place {
             Place::Id { .. } | Place::Tool { .. } => true,
             Place::Name => {
@@ -383,9 +398,9 @@ impl ValueRules {
                     }
                 })
             }
-            Place::Text => references_fit(written, prefix, &ids_before(usize::MAX), complete),
+            Place::Text => references_fit(written, prefix, &steps_before(usize::MAX), complete),
             Place::Argument { step, only_ref } => {
-                let ids = ids_before(step);
+                let ids = steps_before(step);
                 if only_ref {
                     if ids.is_empty() {
                         return false;
@@ -425,31 +440,83 @@ fn step_at(steps: &mut Vec<Step>, i: usize) -> Option<&mut Step> {
     steps.get_mut(i)
 }
 
-/// Whether every reference in `written` names one of `ids` (or, at the end of a string still being
+/// A step a reference may name: its id, and its tool's output schema when it declares one.
+type Known<'a> = (&'a [u8], Option<&'a serde_json::Value>);
+
+/// Whether `b` may be part of a step id or a path segment.
+fn is_id(b: &u8) -> bool {
+    b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-'
+}
+
+/// Whether every reference in `written` names one of `steps` and, into the result of a step whose
+/// tool declares an output schema, a path the schema has (or, at the end of a string still being
 /// written, can still become one), and no reference is left half-begun where none could follow.
-fn references_fit(written: &[u8], prefix: &[u8], ids: &[&[u8]], complete: bool) -> bool {
-    let is_id = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
+fn references_fit(written: &[u8], prefix: &[u8], steps: &[Known<'_>], complete: bool) -> bool {
     let mut from = 0;
     while let Some(at) = find(&written[from..], prefix) {
         let start = from + at + prefix.len();
         let end = start + written[start..].iter().take_while(|b| is_id(b)).count();
         let id = &written[start..end];
-        let fits = if end < written.len() || complete {
-            ids.contains(&id)
-        } else {
-            ids.iter().any(|known| known.starts_with(id))
-        };
-        if !fits {
-            return false;
+        if end == written.len() && !complete {
+            // The id is still being written.
+            return steps.iter().any(|(known, _)| known.starts_with(id));
         }
-        from = end;
+        let Some(&(_, output)) = steps.iter().find(|(known, _)| *known == id) else {
+            return false;
+        };
+        from = match output {
+            Some(schema) => match path_fits(written, end, schema, complete) {
+                Some(after) => after,
+                None => return false,
+            },
+            None => end,
+        };
     }
     // The marker itself half-written at the end (`$r`, `$ref`; at the start of the string `$`
     // alone), with no step to name.
-    !(ids.is_empty()
+    !(steps.is_empty()
         && !complete
         && ((1..prefix.len()).any(|n| written == &prefix[..n])
             || (2..prefix.len()).any(|n| written.ends_with(&prefix[..n]))))
+}
+
+/// Whether the path written from `at` (`.segment` after `.segment`, right after a reference's id)
+/// is one `schema` has, or, when it reaches the end of a string still being written, can still
+/// become one; `Some` of where the path ends, `None` when it cannot fit. A `.` not followed by a
+/// segment is text (the end of a sentence).
+fn path_fits(
+    written: &[u8],
+    mut at: usize,
+    schema: &serde_json::Value,
+    complete: bool,
+) -> Option<usize> {
+    use toolplan_core::output::{Lookup, lookup};
+    let mut path: Vec<&str> = Vec::new();
+    while written.get(at) == Some(&b'.') {
+        let start = at + 1;
+        let end = start + written[start..].iter().take_while(|b| is_id(b)).count();
+        if end == start {
+            break;
+        }
+        // Id characters are ASCII.
+        let segment = std::str::from_utf8(&written[start..end]).ok()?;
+        let pending = end == written.len() && !complete;
+        path.push(segment);
+        if let Lookup::Missing {
+            at: missing,
+            fields,
+        } = lookup(schema, &path)
+        {
+            let can_grow = pending
+                && missing + 1 == path.len()
+                && fields.iter().any(|f| f.starts_with(segment));
+            if !can_grow {
+                return None;
+            }
+        }
+        at = end;
+    }
+    Some(at)
 }
 
 /// Where `needle` first occurs in `haystack`.
@@ -545,6 +612,69 @@ mod tests {
     #[test]
     fn no_rules_no_tracker() {
         assert!(ValueRules::for_tools(&[ToolDefinition::new("echo", "", json!({}))]).is_none());
+    }
+
+    /// A plan tool whose `user` tool returns `{name, city, tags: [{label}]}` and `calc` a number.
+    fn typed() -> ValueRules {
+        let outputs = BTreeMap::from([
+            (
+                "user".to_owned(),
+                json!({"type": "object", "properties": {
+                    "name": {"type": "string"}, "city": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "object", "properties": {"label": {"type": "string"}}}}}}),
+            ),
+            ("calc".to_owned(), json!({"type": "number"})),
+        ]);
+        let plan = plan_tool().with_step_references(
+            StepReferences::plan()
+                .with_text("answer")
+                .with_outputs(outputs),
+        );
+        ValueRules::for_tools(&[plan]).expect("a rule")
+    }
+
+    #[test]
+    fn a_reference_into_a_declared_output_names_only_what_it_has() {
+        let mut t = typed();
+        let first = r#"{"id":"u","tool":"user","arguments":{"q":"ann"}},{"id":"c","tool":"calc","arguments":{}},{"id":"o","tool":"other","arguments":{}},{"id":"w","tool":"get","arguments":{"q":"#;
+        assert!(t.feed(format!("{CALL}{first}").as_bytes()));
+        for fits in [
+            r#""$ref:u.city""#,
+            r#""in $ref:u.city.""#,
+            r#""$ref:u.tags.0.label""#,
+            r#""$ref:u""#,
+            r#""$ref:c""#,
+            r#""$ref:o.anything.at.all""#,
+            r#""$ref:u.ci"#,
+        ] {
+            assert!(t.allows(fits.as_bytes()), "{fits}");
+        }
+        for wrong in [
+            r#""$ref:u.temperature"#,
+            r#""$ref:u.city.x"#,
+            r#""$ref:u.tags.0.name"#,
+            r#""$ref:c.value"#,
+            r#""$ref:u.ci""#,
+        ] {
+            assert!(!t.allows(wrong.as_bytes()), "{wrong}");
+        }
+        // Piece by piece: `.te` is turned down as it is written, `.city` taken.
+        assert_eq!(
+            allowed(
+                &mut t,
+                &[
+                    "\"$ref:u",
+                    ".te",
+                    ".c",
+                    "ity",
+                    " and $ref:u.",
+                    "x",
+                    "name",
+                    "\"}}"
+                ]
+            ),
+            [true, false, true, true, true, false, true, true]
+        );
     }
 
     #[test]
