@@ -12,7 +12,8 @@
 //!   reply parses and names only offered tools. What a grammar cannot say, that values at some
 //!   places of a call must all differ
 //!   ([`ToolDefinition::unique_values`](crate::ToolDefinition::unique_values), a plan's step ids)
-//!   and that a plan's references name steps written before them
+//!   and that a plan's references name steps written before them (and, into the result of a tool
+//!   that declares an output schema, a path the schema has)
 //!   ([`ToolDefinition::step_references`](crate::ToolDefinition::step_references)), the sampler
 //!   enforces as the model writes ([`rules::ValueRules`]).
 //! * Decoding is greedy (deterministic) unless the request sets a temperature; it runs in
