@@ -209,34 +209,48 @@ impl fmt::Debug for RegisteredTool {
     }
 }
 
-/// Reads tool `name`'s output schema as its parameter schema is read: nested no deeper than
-/// [`DEFAULT_MAX_VALUE_DEPTH`](crate::limits::DEFAULT_MAX_VALUE_DEPTH), an object (a JSON Schema),
-/// contradictions settled (the warnings go after the parameters', marked as the output's), and
-/// compiled.
+/// A schema as the registry reads it (a tool's parameters, or its output): refused when nested
+/// deeper than [`DEFAULT_MAX_VALUE_DEPTH`](crate::limits::DEFAULT_MAX_VALUE_DEPTH) levels of JSON
+/// (neither read nor compiled, since the validator's compiler recurses, and dropped without
+/// recursion) or, with `object_only`, when it is not a JSON object; then its contradictions
+/// settled ([`crate::reconcile`]) and compiled. The error is the detail for the caller's
+/// [`RegistryError`].
+fn read_schema(
+    schema: Value,
+    object_only: bool,
+) -> Result<(crate::Reconciled, jsonschema::Validator), String> {
+    let max_depth = crate::limits::DEFAULT_MAX_VALUE_DEPTH;
+    if crate::limits::value_depth(&schema, max_depth).is_none() {
+        crate::limits::drop_deep(schema);
+        return Err(format!("it nests deeper than {max_depth} levels"));
+    }
+    if object_only && !schema.is_object() {
+        return Err("it is not a JSON object".into());
+    }
+    let reconciled = crate::reconcile(schema);
+    let validator = jsonschema::validator_for(&reconciled.schema).map_err(|e| e.to_string())?;
+    Ok((reconciled, validator))
+}
+
+/// Reads tool `name`'s output schema as its parameter schema is read ([`read_schema`]), an object
+/// only; its warnings go after the parameters', marked as the output's.
 fn read_output_schema(
     name: &str,
     schema: Value,
     warnings: &mut Vec<String>,
 ) -> Result<(Value, jsonschema::Validator), RegistryError> {
-    let invalid = |detail: String| RegistryError::InvalidOutputSchema {
-        tool: name.to_owned(),
-        detail,
-    };
-    let max_depth = crate::limits::DEFAULT_MAX_VALUE_DEPTH;
-    if crate::limits::value_depth(&schema, max_depth).is_none() {
-        crate::limits::drop_deep(schema);
-        return Err(invalid(format!("it nests deeper than {max_depth} levels")));
-    }
-    if !schema.is_object() {
-        return Err(invalid("it is not a JSON object".into()));
-    }
-    let crate::Reconciled {
-        schema,
-        warnings: found,
-    } = crate::reconcile(schema);
-    warnings.extend(found.into_iter().map(|w| format!("output schema {w}")));
-    let validator = jsonschema::validator_for(&schema).map_err(|e| invalid(e.to_string()))?;
-    Ok((schema, validator))
+    let (reconciled, validator) =
+        read_schema(schema, true).map_err(|detail| RegistryError::InvalidOutputSchema {
+            tool: name.to_owned(),
+            detail,
+        })?;
+    warnings.extend(
+        reconciled
+            .warnings
+            .into_iter()
+            .map(|w| format!("output schema {w}")),
+    );
+    Ok((reconciled.schema, validator))
 }
 
 /// The tools a plan may call, by name, in registration order.
@@ -265,26 +279,18 @@ impl ToolRegistry {
         if self.tools.contains_key(&name) {
             return Err(RegistryError::DuplicateName(name));
         }
-        let schema = tool.parameters();
-        let max_depth = crate::limits::DEFAULT_MAX_VALUE_DEPTH;
-        if crate::limits::value_depth(&schema, max_depth).is_none() {
-            // Neither read nor compiled (the validator's compiler recurses), and dropped without
-            // recursion.
-            crate::limits::drop_deep(schema);
-            return Err(RegistryError::InvalidSchema {
-                tool: name,
-                detail: format!("it nests deeper than {max_depth} levels"),
-            });
-        }
-        let crate::Reconciled {
-            schema,
-            mut warnings,
-        } = crate::reconcile(schema);
-        let validator =
-            jsonschema::validator_for(&schema).map_err(|e| RegistryError::InvalidSchema {
+        let (
+            crate::Reconciled {
+                schema,
+                mut warnings,
+            },
+            validator,
+        ) = read_schema(tool.parameters(), false).map_err(|detail| {
+            RegistryError::InvalidSchema {
                 tool: name.clone(),
-                detail: e.to_string(),
-            })?;
+                detail,
+            }
+        })?;
         let output = match tool.output_schema() {
             Some(schema) => Some(read_output_schema(&name, schema, &mut warnings)?),
             None => None,

@@ -10,9 +10,9 @@ use serde_json::Value;
 ///
 /// Argument types come from each property's `type` (`string`, `integer`, …; a union as
 /// `string|null`), `enum` (`"a"|"b"`) or `const`; a property without one is `any`. A schema that is
-/// not an object with `properties` gives `name(…)` (any arguments object). The output's type, read
-/// from the tool's output schema the same way (`-> {name: string, city: string}`), is shown when
-/// the tool declares one: the fields a `$ref:step.field` can name.
+/// not an object with `properties` gives `name(…)` (any arguments object). The output's shape
+/// (`-> {name, city}`, `-> number`; see `shape_of`) is shown when the tool declares an output
+/// schema: the fields a `$ref:step.field` can name.
 pub fn tool_signature(
     name: &str,
     description: &str,

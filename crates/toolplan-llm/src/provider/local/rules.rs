@@ -364,13 +364,6 @@ impl ValueRules {
             return true;
         };
         let prefix = refs.prefix.as_bytes();
-        let ids_before = |n: usize| -> Vec<&[u8]> {
-            self.steps
-                .iter()
-                .take(n)
-                .filter_map(|s| s.id.as_deref())
-                .collect()
-        };
         // The steps before `n`, each with its tool's output schema when it declares one.
         let steps_before = |n: usize| -> Vec<Known<'_>> {
             self.steps
@@ -389,8 +382,8 @@ impl ValueRules {
         match place {
             Place::Id { .. } | Place::Tool { .. } => true,
             Place::Name => {
-                let ids = ids_before(usize::MAX);
-                ids.iter().any(|id| {
+                let steps = steps_before(usize::MAX);
+                steps.iter().any(|(id, _)| {
                     if complete {
                         *id == written
                     } else {
