@@ -235,7 +235,10 @@ impl Agent {
                 });
             }
             record.tool_calls += calls.len();
-            let repeats: Vec<Option<Message>> = calls.iter().map(|c| memory.answer(c)).collect();
+            let repeats: Vec<Option<Message>> = calls
+                .iter()
+                .map(|c| memory.answer(c, self.repeat_is_harmless(c)))
+                .collect();
             let fresh: Vec<ToolCall> = calls
                 .iter()
                 .zip(&repeats)
@@ -390,6 +393,29 @@ impl Agent {
             plan_problems,
             record,
         })
+    }
+
+    /// Whether making `call` again changes nothing, so that a repeat may be answered with the
+    /// earlier result: its tool says it is read-only or idempotent, or, for a plan, every step's
+    /// tool does. A tool that is not registered runs nothing (the call fails), and so neither does a
+    /// plan that is not a list of steps.
+    fn repeat_is_harmless(&self, call: &ToolCall) -> bool {
+        let tools = self.engine.tools();
+        let harmless = |name: &str| {
+            tools
+                .get(name)
+                .is_none_or(|t| t.tool().annotations().repeat_is_harmless())
+        };
+        if call.name != EXECUTE_TOOL_PLAN {
+            return harmless(&call.name);
+        }
+        let Some(Value::Array(steps)) = call.arguments.get("steps") else {
+            return true;
+        };
+        steps
+            .iter()
+            .filter_map(|s| s.get("tool").and_then(Value::as_str))
+            .all(harmless)
     }
 
     /// For each call, in order: for a plan, whether it passes validation (its problems if not);

@@ -4,7 +4,9 @@
 //! With a planning mode that has one
 //! ([`Planning::answer_in_plan`](toolplan_planner::Planning::answer_in_plan)), a plan has an `answer`
 //! field (its schema and the example the model reads are toolplan-planner's): the reply to the user,
-//! with `$ref:` where results go, or null when the reply needs a judgement on the results. Before the plan runs, [`prepare_answers`]
+//! with `$ref:` where results go, or null when the reply needs a judgement on the results. An answer
+//! to a question that asks for a judgement (yes or no, one of named options: [`needs_judgement`]) is
+//! not taken either: written before the results, it can only guess. Before the plan runs, [`prepare_answers`]
 //! turns the field into a last step that calls the built-in `answer` tool (the engine inserts the
 //! results, and validates the references like any other). When every step succeeds, the agent
 //! returns that text as the answer without asking the model again; when a step fails, the model
@@ -15,7 +17,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolplan_core::reference::{Piece, REF_PREFIX, Reference, split_pieces};
-use toolplan_core::{FnTool, Tool, ToolError, ToolResult, value_as_text};
+use toolplan_core::{FnTool, Tool, ToolAnnotations, ToolError, ToolResult, value_as_text};
 use toolplan_planner::copies_example_answer;
 
 /// The name of the built-in answer tool, and of the plan field that becomes its step.
@@ -67,7 +69,8 @@ pub(crate) fn answer_tool() -> Arc<dyn Tool> {
                "properties": {"text": {"type": "string", "description": "The answer, with $ref:<step>.<field> where results go."}},
                "required": ["text"]}),
         |arguments: Value, _| async move { answer_text(&arguments) },
-    ))
+    )
+    .with_annotations(ToolAnnotations::READ_ONLY))
 }
 
 /// What the answer tool returns for these arguments: the text, or an error naming the references
@@ -186,7 +189,8 @@ pub(crate) fn forget_unused_answer(plan: &mut Value, question: &str) -> bool {
     let usable = match (object.get(ANSWER_TOOL), object.get("steps")) {
         (None | Some(Value::Null), _) => return false,
         (Some(text), Some(Value::Array(steps))) => {
-            usable_answer(text, steps)
+            !needs_judgement(question)
+                && usable_answer(text, steps)
                 && !text
                     .as_str()
                     .is_some_and(|t| copies_example_answer(t, question))
@@ -198,6 +202,39 @@ pub(crate) fn forget_unused_answer(plan: &mut Value, question: &str) -> bool {
         object.insert(ANSWER_TOOL.into(), Value::Null);
     }
     !usable
+}
+
+/// The words that open a question answered by yes or no ("Is it raining …?", "Does Bob …?").
+const YES_NO_OPENINGS: &[&str] = &[
+    "is", "are", "was", "were", "am", "do", "does", "did", "can", "could", "will", "would",
+    "should", "shall", "has", "have", "had", "may", "might", "must",
+];
+
+/// The words that open a question that asks to choose ("Which city is colder, Berlin or London?").
+const CHOICE_OPENINGS: &[&str] = &["which", "who", "whose", "whom", "what"];
+
+/// Whether the reply to `question` is a judgement on results, which an answer written before them
+/// can only guess: a question answered by yes or no (it opens with a word like "is" or "does", or
+/// asks for "yes or no"), or one that asks to choose between named options ("Which …, A or B?").
+/// Such a plan's `answer` is not taken: the model replies when the results are back.
+pub(crate) fn needs_judgement(question: &str) -> bool {
+    let lowered = question.to_lowercase();
+    let words: Vec<&str> = lowered
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let asks = |openings: &[&str]| {
+        // Each sentence's first word: a question can follow a sentence of context.
+        lowered
+            .split(['.', '?', '!', '\n'])
+            .filter_map(|s| {
+                s.split(|c: char| !c.is_alphanumeric())
+                    .find(|w| !w.is_empty())
+            })
+            .any(|first| openings.contains(&first))
+    };
+    let yes_or_no = words.windows(3).any(|w| w == ["yes", "or", "no"]);
+    yes_or_no || asks(YES_NO_OPENINGS) || (asks(CHOICE_OPENINGS) && words.contains(&"or"))
 }
 
 /// Moves a plan's `answer` field into a last step (see [`prepare_answers`]).
@@ -397,5 +434,48 @@ mod tests {
             without_echoed_question(uneven.into(), "\u{212a} \u{e9}\u{e9}? More."),
             uneven
         );
+    }
+
+    #[test]
+    fn questions_that_need_a_judgement() {
+        for (q, judged) in [
+            ("What is the weather like where Alice lives?", false),
+            ("Is it raining where Bob lives? Answer yes or no.", true),
+            (
+                "Which city is colder right now, Berlin or London? Answer with the city name.",
+                true,
+            ),
+            (
+                "Who lives in the warmer city, Grace or Heidi? Answer with the name.",
+                true,
+            ),
+            ("Is it sunny in both Tokyo and Sydney? Check both.", true),
+            (
+                "How many degrees warmer is Cairo than Oslo right now?",
+                false,
+            ),
+            (
+                "What are the weather conditions in Paris and in London?",
+                false,
+            ),
+            (
+                "Add the temperatures of London and Paris, then multiply the sum by 2. What number do you get?",
+                false,
+            ),
+        ] {
+            assert_eq!(needs_judgement(q), judged, "{q}");
+        }
+        let mut plan = json!({"steps": [{"id": "u", "tool": "get_user", "arguments": {"name": "Alice"}}],
+                              "answer": "Alice lives in $ref:u.city."});
+        assert!(!forget_unused_answer(
+            &mut plan,
+            "What is the weather like where Alice lives?"
+        ));
+        // Asked for a judgement, the same answer is a guess: the model replies from the results.
+        assert!(forget_unused_answer(
+            &mut plan,
+            "Is Alice in the research team? Answer yes or no."
+        ));
+        assert_eq!(plan["answer"], Value::Null);
     }
 }

@@ -22,7 +22,7 @@
 //!   ([`Planning::OnlyWithAnswer`]): the answer step and its tool.
 //! * `record` — [`Record`], what an interaction cost.
 //! * `repeats` — the calls of an interaction, so that a call repeated with the same arguments is
-//!   answered from memory instead of run again.
+//!   answered from memory instead of run again, where its tool says repeating it is harmless.
 //! * `error` — [`AgentError`].
 //! * `scripted` (feature `test-util`) — a scripted model for tests.
 

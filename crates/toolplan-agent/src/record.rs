@@ -24,8 +24,8 @@ pub struct Record {
     /// Tool calls and plan steps that failed or were rejected.
     pub tool_errors: usize,
     /// Tool calls answered from memory instead of run again: repeats of an earlier successful call
-    /// with the same arguments (answered with its result), or of one that already failed twice (its
-    /// error).
+    /// with the same arguments of a read-only or idempotent tool (answered with its result), or of
+    /// one that already failed twice (its error).
     pub repeated_calls: usize,
     /// Wall time of the whole interaction.
     #[serde(rename = "elapsed_ms", serialize_with = "as_ms")]

@@ -3,9 +3,13 @@
 //!
 //! Small models loop: they call a tool whose result they already have, or a call that failed, with
 //! the same arguments, turn after turn. A repeated successful call gets the earlier result, marked as
-//! such. A failed call may be tried again once (a timeout may pass); after
-//! [`FAILED_ATTEMPTS`] failures the same call gets the earlier error instead of a third run. The
-//! agent counts a turn made only of such answers as a turn that brought nothing new.
+//! such, when repeating it is harmless: the tool says its calls are read-only or idempotent
+//! ([`ToolAnnotations::repeat_is_harmless`](toolplan_core::ToolAnnotations::repeat_is_harmless)).
+//! Any other tool runs again (`scroll_down` twice scrolls twice, a page's `next` advances), and so
+//! does a plan with a step on such a tool. A failed call may be tried again once (a timeout may
+//! pass); after [`FAILED_ATTEMPTS`] failures the same call gets the earlier error instead of a third
+//! run, whatever the tool. The agent counts a turn made only of such answers as a turn that brought
+//! nothing new.
 
 use toolplan_llm::{Message, ToolCall};
 
@@ -59,17 +63,18 @@ impl CallMemory {
             .position(|e| e.call.name == call.name && e.call.arguments == call.arguments)
     }
 
-    /// The answer to `call` when it is not to be run again: the earlier result of the same call, or
-    /// its error once it has failed [`FAILED_ATTEMPTS`] times.
-    pub fn answer(&self, call: &ToolCall) -> Option<Message> {
+    /// The answer to `call` when it is not to be run again: the earlier result of the same call when
+    /// `harmless` (making it again changes nothing: the tool is read-only or idempotent), or its
+    /// error once it has failed [`FAILED_ATTEMPTS`] times.
+    pub fn answer(&self, call: &ToolCall, harmless: bool) -> Option<Message> {
         let entry = &self.entries[self.position(call)?];
-        if entry.succeeded {
+        if entry.succeeded && harmless {
             Some(Message::tool_result(
                 call,
                 format!("{REPEATED_CALL}\n{}\n{REPEATED_CALL_HINT}", entry.text),
                 false,
             ))
-        } else if entry.failures >= FAILED_ATTEMPTS {
+        } else if !entry.succeeded && entry.failures >= FAILED_ATTEMPTS {
             Some(Message::tool_result(
                 call,
                 format!(
@@ -123,11 +128,11 @@ mod tests {
     fn a_successful_call_is_answered_from_memory_with_its_result() {
         let mut memory = CallMemory::new();
         let weather = call("get_weather", json!({"location": "Oslo", "unit": "c"}));
-        assert!(memory.answer(&weather).is_none());
+        assert!(memory.answer(&weather, true).is_none());
         memory.remember(&weather, &Message::tool_result(&weather, "3 °C", false));
         // Same arguments in another key order: the same call.
         let again = call("get_weather", json!({"unit": "c", "location": "Oslo"}));
-        let answer = memory.answer(&again).expect("a repeat");
+        let answer = memory.answer(&again, true).expect("a repeat");
         assert!(!answer.is_error);
         assert_eq!(
             answer.content,
@@ -136,15 +141,18 @@ mod tests {
         // Other arguments, or another tool: not a repeat.
         assert!(
             memory
-                .answer(&call(
-                    "get_weather",
-                    json!({"location": "Cairo", "unit": "c"})
-                ))
+                .answer(
+                    &call("get_weather", json!({"location": "Cairo", "unit": "c"})),
+                    true
+                )
                 .is_none()
         );
         assert!(
             memory
-                .answer(&call("get_user", json!({"location": "Oslo", "unit": "c"})))
+                .answer(
+                    &call("get_user", json!({"location": "Oslo", "unit": "c"})),
+                    true
+                )
                 .is_none()
         );
     }
@@ -154,12 +162,14 @@ mod tests {
         let mut memory = CallMemory::new();
         let sum = call("calculator", json!({"expression": "Tokyo * Paris"}));
         memory.remember(&sum, &Message::tool_result(&sum, "Error: timed out", true));
-        assert!(memory.answer(&sum).is_none(), "a second try runs");
+        assert!(memory.answer(&sum, true).is_none(), "a second try runs");
         memory.remember(
             &sum,
             &Message::tool_result(&sum, "Error: unknown name", true),
         );
-        let answer = memory.answer(&sum).expect("no third run");
+        let answer = memory.answer(&sum, true).expect("no third run");
+        // Whatever the tool: a call that keeps failing is a loop.
+        assert!(memory.answer(&sum, false).is_some());
         assert!(answer.is_error);
         assert_eq!(
             answer.content,
@@ -176,8 +186,18 @@ mod tests {
             &Message::tool_result(&weather, "Error: timed out", true),
         );
         memory.remember(&weather, &Message::tool_result(&weather, "3 °C", false));
-        let answer = memory.answer(&weather).expect("a repeat");
+        let answer = memory.answer(&weather, true).expect("a repeat");
         assert!(!answer.is_error);
         assert!(answer.content.contains("3 °C"));
+    }
+
+    #[test]
+    fn a_call_whose_repeat_changes_something_runs_again() {
+        let mut memory = CallMemory::new();
+        let scroll = call("scroll_down", json!({"pixels": 500}));
+        memory.remember(&scroll, &Message::tool_result(&scroll, "at 500", false));
+        assert!(memory.answer(&scroll, false).is_none());
+        memory.remember(&scroll, &Message::tool_result(&scroll, "at 1000", false));
+        assert!(memory.answer(&scroll, false).is_none());
     }
 }

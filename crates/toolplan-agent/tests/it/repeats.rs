@@ -1,4 +1,5 @@
-//! Repeated calls: answered from memory, not run a third time after two failures, and the next turn
+//! Repeated calls: answered from memory where repeating them is harmless (read-only or idempotent
+//! tools), run again where it is not, not run a third time after two failures, and the next turn
 //! must answer.
 
 use std::sync::Arc;
@@ -116,5 +117,80 @@ fn assert_answer_forced_on_fourth_turn(model: &ScriptedModel) {
             ToolChoice::Auto,
             ToolChoice::None
         ]
+    );
+}
+
+/// A pager whose every call advances (no annotations: repeating it is not harmless), and how
+/// many times it ran.
+fn pager() -> (
+    Arc<dyn toolplan_core::Tool>,
+    Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let pages = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&pages);
+    let tool = toolplan_core::FnTool::new(
+        "next_page",
+        "Shows the next page.",
+        json!({"type": "object", "properties": {}}),
+        move |_, _| {
+            let page = counter.fetch_add(1, Ordering::SeqCst) + 1;
+            async move { Ok(json!({"page": page})) }
+        },
+    );
+    (Arc::new(tool), pages)
+}
+
+#[tokio::test]
+async fn a_repeated_call_of_a_tool_that_changes_things_runs_again() {
+    use std::sync::atomic::Ordering;
+    let next = || ("next_page", json!({}));
+    let plan = json!({"steps": [
+        {"id": "p", "tool": "next_page", "arguments": {}},
+        {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}}]});
+    let (tool, pages) = pager();
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[next()]),
+        ScriptedModel::calls(&[next()]),
+        ScriptedModel::calls(&[("execute_tool_plan", plan.clone())]),
+        // The same plan again: its pager step advances again.
+        ScriptedModel::calls(&[("execute_tool_plan", plan)]),
+        // A read-only tool repeated is still answered from memory.
+        ScriptedModel::calls(&[("get_weather", json!({"location": "Oslo"}))]),
+        ScriptedModel::calls(&[("get_weather", json!({"location": "Oslo"}))]),
+        ScriptedModel::answer("Page 4."),
+    ]));
+    let mut tools = toolplan_demo::tools();
+    tools.push(tool);
+    let out = toolplan_agent::Agent::builder("test")
+        .model(model)
+        .tools(tools)
+        .planning(toolplan_agent::Planning::Offered)
+        .max_turns(8)
+        .build()
+        .unwrap()
+        .interact("Page through.")
+        .await
+        .unwrap();
+    assert_eq!(pages.load(Ordering::SeqCst), 4, "every pager call ran");
+    assert_eq!(
+        out.record.repeated_calls, 1,
+        "only the weather call was a repeat"
+    );
+    let results = tool_messages(&out.messages);
+    assert!(
+        results[1].content.contains(r#""page":2"#),
+        "{}",
+        results[1].content
+    );
+    assert!(
+        results[3].content.contains(r#""page":4"#),
+        "{}",
+        results[3].content
+    );
+    assert!(
+        results[5]
+            .content
+            .starts_with(toolplan_agent::REPEATED_CALL)
     );
 }
