@@ -16,6 +16,10 @@ if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so*
   missing+=(libclang-dev)
 fi
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+# The --confirm tests run toolplan on a pseudo-terminal (script) and in a session without one
+# (setsid).
+command -v script >/dev/null 2>&1 || missing+=(bsdutils)
+command -v setsid >/dev/null 2>&1 || missing+=(util-linux)
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: build dependencies present" >&2

@@ -143,6 +143,15 @@ impl AgentBuilder {
         self
     }
 
+    /// Plans (and direct tool calls) that need approval before they run, and who approves them:
+    /// a callback ([`FnApprover`](toolplan_core::approval::FnApprover)), the terminal, an MCP
+    /// client. Each plan is shown whole, once; a declined plan runs nothing, and the model reads
+    /// why. Sets [`RunConfig::approval`] (call after [`run_config`](Self::run_config)).
+    pub fn approval(mut self, gate: toolplan_core::approval::ApprovalGate) -> Self {
+        self.run_config.approval = Some(gate);
+        self
+    }
+
     /// Size limits for plans.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;

@@ -117,6 +117,10 @@ pub struct RunArgs {
     /// wave finished (for comparison with wave executors).
     #[arg(long, value_enum, default_value = "dependency")]
     pub schedule: ScheduleArg,
+    /// Which plans need your approval on the terminal before they run, shown whole (default:
+    /// `[limits] confirm` of the config file, else never).
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub confirm: Option<ConfirmArg>,
     /// No live progress display, even on a terminal.
     #[arg(long)]
     pub quiet: bool,
@@ -212,6 +216,10 @@ pub struct AskArgs {
     /// that would stop it), running nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Which plans (and direct tool calls) need your approval on the terminal before they run,
+    /// each plan shown whole (default: `[limits] confirm` of the config file, else never).
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub confirm: Option<ConfirmArg>,
     /// Tools declared by a JSON file, with no implementation (for --dry-run): an array of
     /// {name, description, parameters}, of OpenAI's {"type": "function", "function": {...}} or of
     /// MCP's {name, description, inputSchema}. The built-in tool set then defaults to none.
@@ -553,6 +561,29 @@ fn parse_param(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((name, v)) if !name.trim().is_empty() => Ok((name.trim().to_owned(), v.to_owned())),
         _ => Err("expected NAME=VALUE".into()),
+    }
+}
+
+/// Which plans need approval before they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConfirmArg {
+    /// None.
+    Never,
+    /// Plans with a step on a tool that may change or destroy something (MCP's
+    /// `destructiveHint`; a tool that says neither read-only nor non-destructive counts).
+    Destructive,
+    /// Every plan.
+    All,
+}
+
+impl From<ConfirmArg> for toolplan_core::approval::Confirm {
+    fn from(arg: ConfirmArg) -> Self {
+        use toolplan_core::approval::Confirm;
+        match arg {
+            ConfirmArg::Never => Confirm::Never,
+            ConfirmArg::Destructive => Confirm::Destructive,
+            ConfirmArg::All => Confirm::All,
+        }
     }
 }
 

@@ -96,6 +96,11 @@ pub struct LimitsConfig {
     pub max_response_bytes: Option<usize>,
     /// Longest one model call may take.
     pub model_timeout: Option<String>,
+    /// Which plans need approval on the terminal before they run: `never` (the default),
+    /// `destructive` or `all`.
+    pub confirm: Option<String>,
+    /// Longest the terminal waits for an approval; past it the plan is not run (default 5m).
+    pub approval_timeout: Option<String>,
 }
 
 impl LimitsConfig {
@@ -107,6 +112,28 @@ impl LimitsConfig {
     /// `deadline`: `None` when not set, `Some(None)` for `none`.
     pub fn deadline(&self) -> anyhow::Result<Option<Option<Duration>>> {
         optional_duration(self.deadline.as_deref(), "limits.deadline")
+    }
+
+    /// `confirm`, when set.
+    pub fn confirm(&self) -> anyhow::Result<Option<toolplan_core::approval::Confirm>> {
+        self.confirm
+            .as_deref()
+            .map(|name| {
+                toolplan_core::approval::Confirm::parse(name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "limits.confirm: '{name}' is not one of never, destructive, all"
+                    )
+                })
+            })
+            .transpose()
+    }
+
+    /// `approval_timeout`, when set.
+    pub fn approval_timeout(&self) -> anyhow::Result<Option<Duration>> {
+        self.approval_timeout
+            .as_deref()
+            .map(|t| duration(t, "limits.approval_timeout"))
+            .transpose()
     }
 
     /// `model_timeout`, when set.

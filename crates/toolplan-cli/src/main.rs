@@ -12,6 +12,7 @@
 //! standard output closed by its reader (`toolplan run … | head -c1`) ends the command quietly
 //! with 0.
 
+mod approve;
 mod args;
 mod cmd;
 mod config;

@@ -20,6 +20,7 @@ pub fn report(run: &PlanRun) -> String {
         RunOutcome::Completed => "Plan completed with errors",
         RunOutcome::Cancelled => "Plan cancelled",
         RunOutcome::DeadlineExceeded => "Plan stopped at its deadline",
+        RunOutcome::Declined => "Plan not run (not approved)",
     };
     let _ = writeln!(
         out,

@@ -16,11 +16,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use clap::ValueEnum;
+use toolplan_core::approval::{ApprovalGate, Confirm};
 use toolplan_core::{Limits, RunConfig};
 use toolplan_search::SearchLimits;
 
+use crate::approve::TerminalApprover;
 use crate::args::{Command, ToolSet, ToolsSelection};
 use crate::config::{self, Config};
 
@@ -133,6 +137,7 @@ impl<'a> Given<'a> {
                     concurrency: a.concurrency.map(|n| n as usize),
                     step_timeout: a.step_timeout.map(|d| d.0),
                     deadline: a.deadline.map(|d| d.0),
+                    confirm: a.confirm.map(Into::into),
                 },
             ),
             Command::Validate(a) => plans(
@@ -163,7 +168,10 @@ impl<'a> Given<'a> {
                 reads_config: true,
                 // Declared tools are the ones asked about: no built-in set unless named.
                 tools: Some(a.tools.or(a.tool_defs.is_some().then_some(ToolSet::None))),
-                flags: LimitFlags::default(),
+                flags: LimitFlags {
+                    confirm: a.confirm.map(Into::into),
+                    ..LimitFlags::default()
+                },
                 base: RunConfig::default(),
             },
             Command::QueryPlan(a) => Given {
@@ -207,6 +215,8 @@ struct LimitFlags {
     step_timeout: Option<Option<Duration>>,
     /// `--deadline` (`Some(None)` for `none`).
     deadline: Option<Option<Duration>>,
+    /// `--confirm`.
+    confirm: Option<Confirm>,
 }
 
 /// The built-in tool set: the flag, then the configuration's `tools`, then demo unless the
@@ -276,6 +286,14 @@ fn resolve_run(config: &Config, flags: &LimitFlags, base: RunConfig) -> anyhow::
     if let Some(n) = l.max_error_bytes {
         run.max_error_bytes = n;
     }
+    let confirm = flags.confirm.or(l.confirm()?).unwrap_or_default();
+    if confirm != Confirm::Never {
+        let mut gate = ApprovalGate::new(confirm, Arc::new(TerminalApprover));
+        if let Some(t) = l.approval_timeout()? {
+            gate = gate.with_timeout(t);
+        }
+        run.approval = Some(gate);
+    }
     Ok(run)
 }
 
@@ -314,8 +332,10 @@ mod tests {
             concurrency: Some(5),
             step_timeout: Some(None),
             deadline: Some(Some(Duration::from_secs(4))),
+            confirm: Some(Confirm::All),
         };
         let run = resolve_run(&c, &flags, base.clone()).expect("resolves");
+        assert_eq!(run.approval.as_ref().map(|g| g.confirm), Some(Confirm::All));
         assert_eq!(run.step_timeout, None);
         assert_eq!(run.deadline, Some(Duration::from_secs(4)));
         assert_eq!(run.concurrency, 5);

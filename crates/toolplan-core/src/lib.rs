@@ -25,6 +25,8 @@
 //! * `scheduler` — the one scheduler: dependency-driven, concurrency limits, timeouts, deadline,
 //!   cancellation, fail-forward, [`Observer`] events; configured by [`RunConfig`] and [`RunControl`].
 //! * `run` — the [`PlanRun`] record, its JSON report and the summary an LLM reads.
+//! * [`approval`] — plans that need approval before they run ([`approval::Confirm`], an
+//!   [`approval::Approver`] asked once per plan with the whole plan), set in [`RunConfig::approval`].
 //! * `engine` — [`Engine`] (registry + limits + settings): compile and run plans, run direct calls.
 //! * `error` and [`limits`] — problems ([`Problem`], [`InvalidPlan`]), [`ToolError`], and the
 //!   [`Limits`] that bound every plan.
@@ -55,6 +57,7 @@
 //! # });
 //! ```
 
+pub mod approval;
 pub mod dialect;
 mod engine;
 mod error;

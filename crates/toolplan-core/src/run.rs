@@ -42,6 +42,8 @@ pub enum RunOutcome {
     Cancelled,
     /// The plan deadline passed; steps still running failed, steps not started were skipped.
     DeadlineExceeded,
+    /// The plan needed approval and did not get it (declined, or no answer in time): no step ran.
+    Declined,
 }
 
 /// What happened to one step.
@@ -199,6 +201,14 @@ impl PlanRun {
             RunOutcome::DeadlineExceeded => format!(
                 "Plan stopped at its deadline: {failed} steps failed, {skipped} not run, of {total}."
             ),
+            // Every step carries the same reason: said once.
+            RunOutcome::Declined => {
+                let reason = self.steps.first().and_then(|s| s.error.as_deref());
+                return format!(
+                    "Plan not run ({total} steps): {}",
+                    truncate_text(reason.unwrap_or("it was not approved"), max_bytes.max(1000))
+                );
+            }
         };
         let outputs = self.outputs_map();
         let share = (max_bytes / (outputs.len() + failed + skipped).max(1)).max(1000);

@@ -93,6 +93,16 @@ impl ToolAnnotations {
     pub fn repeat_is_harmless(&self) -> bool {
         self.read_only == Some(true) || self.idempotent == Some(true)
     }
+
+    /// Whether a call may destroy or overwrite something, read as MCP reads the hints: a tool
+    /// that says it is destructive, or that says neither that it is read-only nor that it is not
+    /// destructive (MCP's `destructiveHint` defaults to true for a tool that is not read-only).
+    pub fn may_destroy(&self) -> bool {
+        match self.destructive {
+            Some(destructive) => destructive && self.read_only != Some(true),
+            None => self.read_only != Some(true),
+        }
+    }
 }
 
 /// Turns a tool's text output into its JSON value: text that is valid JSON is JSON, anything else is a

@@ -126,6 +126,7 @@ impl QueryRun {
         if self.run.outcome != RunOutcome::Completed {
             let reason = match self.run.outcome {
                 RunOutcome::Cancelled => "the run was cancelled".to_owned(),
+                RunOutcome::Declined => "the plan was not approved".to_owned(),
                 _ => "the deadline passed".to_owned(),
             };
             return Err(QueryError::Stopped {

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod answer_in_plan;
+mod approval;
 mod offers;
 mod plan_failures;
 mod planning_modes;

@@ -38,8 +38,10 @@ pub async fn execute(args: RunArgs, mut settings: Settings) -> anyhow::Result<Ou
 
     // Ctrl-C cancels the plan: running steps fail, the rest are skipped, and the report still prints.
     let cancel = cancel_on_interrupt();
-    let progress = (!args.quiet && std::io::stderr().is_terminal())
-        .then(|| Arc::new(Progress::new(plan.len())));
+    // No live display while a plan may wait for approval on the same terminal.
+    let progress =
+        (!args.quiet && settings.run.approval.is_none() && std::io::stderr().is_terminal())
+            .then(|| Arc::new(Progress::new(plan.len())));
     let control = RunControl {
         cancel,
         observer: progress.clone().map(|p| p as Arc<dyn Observer>),

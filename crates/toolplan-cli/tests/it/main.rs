@@ -10,6 +10,7 @@ mod common;
 mod ask;
 mod ask_local;
 mod cli;
+mod confirm;
 mod hardening_cli;
 mod hardening_engine;
 mod hardening_search;

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::approval::ApprovalGate;
+
 /// When a step may start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Schedule {
@@ -43,6 +45,8 @@ pub struct RunConfig {
     /// Longest error message kept for one step, in bytes; longer ones are cut, with a note of how
     /// much was left out.
     pub max_error_bytes: usize,
+    /// Which plans need approval before they run, and who approves them (default: none).
+    pub approval: Option<ApprovalGate>,
 }
 
 impl Default for RunConfig {
@@ -58,6 +62,7 @@ impl Default for RunConfig {
             max_kept_output_bytes: crate::limits::DEFAULT_MAX_KEPT_OUTPUT_BYTES,
             max_value_depth: crate::limits::DEFAULT_MAX_VALUE_DEPTH,
             max_error_bytes: crate::limits::DEFAULT_MAX_ERROR_BYTES,
+            approval: None,
         }
     }
 }

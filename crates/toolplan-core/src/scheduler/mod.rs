@@ -25,6 +25,9 @@
 //! * `driver` — the driver task: the ready queue, the limits, completions, skips, the deadline.
 //! * `slot` — what the driver keeps per step while a run goes on.
 //! * `call` — one tool call: schema check, timeout, panic isolation, output limits.
+//!
+//! Before the driver starts, a plan that needs approval ([`RunConfig::approval`]) waits for it
+//! (see [`crate::approval`]).
 
 mod call;
 mod config;
@@ -35,19 +38,81 @@ mod slot;
 pub use config::{RunConfig, Schedule};
 pub use observer::{Observer, RunControl, StepFinished, StepStarted};
 
+use std::time::Duration;
+
+use crate::approval::Approval;
+use crate::error::format_duration;
 use crate::plan::Plan;
-use crate::run::PlanRun;
+use crate::run::{PlanRun, RunOutcome, StepRecord, StepStatus};
 use crate::tool::ToolRegistry;
 use driver::Driver;
 
 /// Runs a validated plan. Never fails as a whole: every step's fate is in the returned record.
+///
+/// A plan that needs approval ([`RunConfig::approval`]) waits for it first, within the gate's
+/// timeout and the run's cancellation; without it no step runs.
 pub async fn run(
     plan: &Plan,
     tools: &ToolRegistry,
     config: &RunConfig,
     control: RunControl,
 ) -> PlanRun {
+    let start = tokio::time::Instant::now();
+    if let Some(gate) = &config.approval
+        && let Some(request) = gate.request(plan, tools)
+    {
+        let refusal = tokio::select! {
+            biased;
+            () = control.cancel.cancelled() => Some((
+                RunOutcome::Cancelled,
+                "cancelled while the plan waited for approval".to_owned(),
+            )),
+            answer = tokio::time::timeout(gate.timeout, gate.approver.approve(&request)) => match answer {
+                Ok(Approval::Approved) => None,
+                Ok(Approval::Declined(why)) => Some((
+                    RunOutcome::Declined,
+                    format!("the plan was declined ({why})"),
+                )),
+                Err(_) => Some((
+                    RunOutcome::Declined,
+                    format!(
+                        "the plan needed approval, and none came within {}",
+                        format_duration(gate.timeout)
+                    ),
+                )),
+            },
+        };
+        if let Some((outcome, reason)) = refusal {
+            return not_run(plan, outcome, &reason, start.elapsed());
+        }
+    }
     let mut driver = Driver::new(plan, tools, config, control);
     driver.drive().await;
     driver.finish()
+}
+
+/// The record of a plan none of whose steps ran: each skipped, with `reason`.
+fn not_run(plan: &Plan, outcome: RunOutcome, reason: &str, elapsed: Duration) -> PlanRun {
+    PlanRun {
+        steps: plan
+            .steps()
+            .iter()
+            .map(|s| StepRecord {
+                id: s.id.clone(),
+                tool: s.tool.clone(),
+                status: StepStatus::Skipped,
+                output: None,
+                error: Some(reason.to_owned()),
+                unresolved_reference: false,
+                started: None,
+                finished: elapsed,
+                wave: s.wave,
+            })
+            .collect(),
+        outputs: plan.outputs().to_vec(),
+        explicit_outputs: plan.has_explicit_outputs(),
+        waves: plan.waves().to_vec(),
+        elapsed,
+        outcome,
+    }
 }

@@ -1,6 +1,7 @@
 //! The integration tests of toolplan-core, one module per subject, in one test binary.
 #![allow(clippy::unwrap_used)]
 
+mod approval;
 mod execution;
 mod output_schemas;
 mod prop_parser;

@@ -43,6 +43,7 @@ pub(super) fn run_demo(plan: &Plan) -> Result<(), TestCaseError> {
             run.elapsed
         ),
         RunOutcome::Cancelled => prop_assert!(false, "nobody cancelled the run"),
+        RunOutcome::Declined => prop_assert!(false, "no plan needs approval here"),
     }
     let report = run.to_json();
     prop_assert!(serde_json::to_string(&report).is_ok());
