@@ -483,6 +483,12 @@ pub struct McpArgs {
     /// [default: `[limits] deadline` of the configuration, else 5m].
     #[arg(long, value_name = "DURATION", value_parser = parse_optional_duration)]
     pub deadline: Option<OptionalDuration>,
+    /// Which plans (and direct tool calls) need approval before they run: the client that sent
+    /// each is asked, with the whole plan, through MCP elicitation; a client that does not
+    /// support it gets the plan declined (default: `[limits] confirm` of the configuration,
+    /// else never).
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub confirm: Option<ConfirmArg>,
     /// Most tool calls (plans and direct calls, of all clients) running at once; a call beyond
     /// them fails at once, saying so.
     #[arg(long, value_name = "N", default_value_t = toolplan_mcp::server::DEFAULT_MAX_CALLS as u32, value_parser = clap::value_parser!(u32).range(1..))]

@@ -159,6 +159,7 @@ impl<'a> Given<'a> {
                     LimitFlags {
                         step_timeout: a.step_timeout.map(|d| d.0),
                         deadline: a.deadline.map(|d| d.0),
+                        confirm: a.confirm.map(Into::into),
                         ..LimitFlags::default()
                     },
                 )

@@ -2,7 +2,7 @@
 //! has approved it, shown whole, once (not call by call).
 //!
 //! [`Confirm`] says which plans need approval: none (the default), those with a step on a tool that
-//! may destroy something ([`ToolAnnotations::may_destroy`]), or all. An [`Approver`] is asked with an
+//! may destroy something ([`ToolAnnotations::may_destroy`](crate::ToolAnnotations::may_destroy)), or all. An [`Approver`] is asked with an
 //! [`ApprovalRequest`] (every step as written, the ones that made it necessary marked) and answers
 //! with an [`Approval`]; the terminal, a library callback and an MCP client's elicitation are
 //! approvers. The scheduler asks before the first step starts, under a timeout

@@ -14,17 +14,24 @@
 //! cancelled when it is ended with HTTP `DELETE` or its client goes away for longer than
 //! [`DEFAULT_DISCONNECT_GRACE`].
 //!
-//! The parts: this file is [`PlanServer`] and how it answers MCP requests; `http` serves it over
+//! A server whose engine runs some plans only once approved ([`RunConfig::approval`](toolplan_core::RunConfig::approval),
+//! `toolplan mcp --confirm`) asks the client that sent each such plan (or direct call), through MCP
+//! elicitation (`approval`).
+//!
+//! The parts: this file is [`PlanServer`] and how it answers MCP requests; `approval` asks the
+//! client; `http` serves it over
 //! streamable HTTP; `sessions` guards the HTTP sessions (the cap, the calls of each session,
 //! cancellation when a session ends or its client goes away); `progress` turns finished steps into
 //! MCP progress notifications.
 
+mod approval;
 mod http;
 mod progress;
 mod sessions;
 
 use std::sync::Arc;
 
+use approval::ClientApprover;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -151,6 +158,7 @@ impl PlanServer {
         let control = RunControl {
             cancel,
             observer: reporter.clone().map(|r| r as Arc<dyn Observer>),
+            approver: Some(Arc::new(ClientApprover::new(context.peer.clone()))),
         };
         let run = engine.run(&plan, control).await;
         // Every step's notification goes out before the result (clients drop progress that
@@ -178,7 +186,13 @@ impl PlanServer {
         let call = DirectCall::new("call", name, arguments);
         let outcome = self
             .direct
-            .run_calls(vec![call], RunControl::with_cancel(cancel))
+            .run_calls(
+                vec![call],
+                RunControl {
+                    approver: Some(Arc::new(ClientApprover::new(context.peer.clone()))),
+                    ..RunControl::with_cancel(cancel)
+                },
+            )
             .await
             .pop();
         let step = match outcome {

@@ -167,6 +167,7 @@ impl Tool for QueryPlanTool {
         let control = RunControl {
             cancel: ctx.cancel.clone(),
             observer,
+            ..RunControl::default()
         };
         let run = self.planner.run(&plan, control).await;
         match run.answer() {

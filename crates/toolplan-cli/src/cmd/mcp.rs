@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use tokio_util::sync::CancellationToken;
 use toolplan_core::Tool;
+use toolplan_core::approval::{Approval, FnApprover};
 use toolplan_mcp::PlanServer;
 use toolplan_mcp::server::HttpOptions;
 use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
@@ -55,8 +56,17 @@ async fn serve(
         config,
         tools: tool_set,
         limits,
-        run,
+        mut run,
     } = settings;
+    // Plans that need approval are approved by the client that sent them (MCP elicitation); a
+    // run no client asked for (a query plan's own steps) has no one to ask, and is declined.
+    if let Some(gate) = &mut run.approval {
+        gate.approver = Arc::new(FnApprover(|_| async {
+            Approval::Declined(
+                "no MCP client to ask for this run's approval (toolplan mcp --confirm)".into(),
+            )
+        }));
+    }
     let addr = args.http.as_deref().map(parse_addr).transpose()?;
     let token = match &args.token_env {
         None => None,

@@ -63,6 +63,7 @@ pub async fn execute(args: QueryPlanArgs, settings: Settings) -> anyhow::Result<
     let control = RunControl {
         cancel,
         observer: Some(Arc::clone(&nodes) as Arc<dyn Observer>),
+        ..RunControl::default()
     };
     let result = planner.run(&plan, control).await;
     let answer = result.answer_text();

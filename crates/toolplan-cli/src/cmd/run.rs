@@ -45,6 +45,7 @@ pub async fn execute(args: RunArgs, mut settings: Settings) -> anyhow::Result<Ou
     let control = RunControl {
         cancel,
         observer: progress.clone().map(|p| p as Arc<dyn Observer>),
+        ..RunControl::default()
     };
     let run = engine.run(&plan, control).await;
     if let Some(p) = progress {

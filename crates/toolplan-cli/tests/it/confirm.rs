@@ -1,6 +1,8 @@
 //! `--confirm` (issue 21.2): a plan with a step that may change or destroy something runs only once
 //! it is approved on the terminal, shown whole, once. The terminal is a real pseudo-terminal
-//! (`script`); without one the plan is declined with the reason, and nothing runs.
+//! (`script`); without one the plan is declined with the reason, and nothing runs. Under
+//! `toolplan mcp` the client is asked through elicitation; one that cannot be asked, or never
+//! answers, gets the plan declined.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -170,5 +172,106 @@ fn the_config_sets_the_policy_and_refuses_an_unknown_one() {
     assert!(
         stderr.contains("limits.confirm: 'sometimes' is not one of never, destructive, all"),
         "{stderr}"
+    );
+}
+
+/// `toolplan mcp --confirm destructive` with a client that declares `capabilities`.
+fn mcp_server(capabilities: Value) -> common::mcp_stdio::McpStdio {
+    common::mcp_stdio::McpStdio::start_with(
+        &[
+            "--tools",
+            "demo",
+            "--confirm",
+            "destructive",
+            "--expose-tools",
+        ],
+        capabilities,
+    )
+}
+
+fn plan() -> Value {
+    json!({"steps": [
+        {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}},
+        {"id": "s", "tool": "sleep", "arguments": {"ms": 1, "value": "$ref:w.temp"}}]})
+}
+
+#[test]
+fn an_mcp_client_approves_the_plan_through_elicitation() {
+    for (approve, outcome) in [(true, "completed"), (false, "declined")] {
+        let mut server = mcp_server(json!({"elicitation": {}}));
+        let mut asked = Vec::new();
+        let result = server.request_answering(
+            "tools/call",
+            json!({"name": "execute_tool_plan", "arguments": plan()}),
+            |request| {
+                asked.push(request.clone());
+                json!({"action": "accept", "content": {"approve": approve}})
+            },
+        );
+        assert_eq!(result["structuredContent"]["outcome"], outcome, "{result}");
+        assert_eq!(asked.len(), 1, "asked once per plan");
+        assert_eq!(asked[0]["method"], "elicitation/create");
+        let message = asked[0]["params"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(r#"! s = sleep({"ms":1,"value":"$ref:w.temp"})"#),
+            "{message}"
+        );
+        assert_eq!(
+            asked[0]["params"]["requestedSchema"]["properties"]["approve"]["type"],
+            "boolean"
+        );
+    }
+}
+
+#[test]
+fn an_mcp_client_that_cannot_be_asked_gets_the_plan_declined() {
+    let mut server = mcp_server(json!({}));
+    let result = server.call("execute_tool_plan", plan());
+    assert_eq!(
+        result["structuredContent"]["outcome"], "declined",
+        "{result}"
+    );
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("does not support MCP elicitation"), "{text}");
+    // A direct call of such a tool too; a read-only one runs.
+    let direct = server.call("sleep", json!({"ms": 1}));
+    assert_eq!(direct["isError"], true, "{direct}");
+    let weather = server.call("get_weather", json!({"location": "Oslo"}));
+    assert_ne!(weather["isError"], true, "{weather}");
+}
+
+#[test]
+fn an_mcp_client_that_never_answers_gets_the_plan_declined_at_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("toolplan.toml");
+    std::fs::write(&config, "[limits]\napproval_timeout = \"300ms\"\n").unwrap();
+    let mut server = common::mcp_stdio::McpStdio::start_with(
+        &[
+            "--tools",
+            "demo",
+            "--confirm",
+            "all",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        json!({"elicitation": {}}),
+    );
+    let started = std::time::Instant::now();
+    let result = server.request_answering(
+        "tools/call",
+        json!({"name": "execute_tool_plan", "arguments": plan()}),
+        |_| Value::Null,
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(
+        result["structuredContent"]["outcome"], "declined",
+        "{result}"
+    );
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("none came within 300ms"), "{text}");
+    // The server still serves.
+    assert_eq!(
+        server.request("tools/list", json!({}))["tools"][0]["name"],
+        "execute_tool_plan"
     );
 }

@@ -67,7 +67,10 @@ pub async fn run(
                 RunOutcome::Cancelled,
                 "cancelled while the plan waited for approval".to_owned(),
             )),
-            answer = tokio::time::timeout(gate.timeout, gate.approver.approve(&request)) => match answer {
+            answer = tokio::time::timeout(
+                gate.timeout,
+                control.approver.as_ref().unwrap_or(&gate.approver).approve(&request),
+            ) => match answer {
                 Ok(Approval::Approved) => None,
                 Ok(Approval::Declined(why)) => Some((
                     RunOutcome::Declined,

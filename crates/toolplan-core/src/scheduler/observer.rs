@@ -1,5 +1,5 @@
-//! What a caller gives each run and hears back from it: [`RunControl`] (cancellation and an
-//! [`Observer`]) and the events the observer is told, [`StepStarted`] and [`StepFinished`].
+//! What a caller gives each run and hears back from it: [`RunControl`] (cancellation, an
+//! [`Observer`], an approver) and the events the observer is told, [`StepStarted`] and [`StepFinished`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::Approver;
 use crate::run::StepStatus;
 
 /// A step has started.
@@ -55,21 +56,25 @@ pub trait Observer: Send + Sync {
     fn step_finished(&self, _event: &StepFinished<'_>) {}
 }
 
-/// Per-run controls: cancellation and an observer.
+/// Per-run controls: cancellation, an observer, and who approves this run.
 #[derive(Clone, Default)]
 pub struct RunControl {
     /// Cancels the run when cancelled.
     pub cancel: CancellationToken,
     /// Told about every step start and end.
     pub observer: Option<Arc<dyn Observer>>,
+    /// Who approves this run when it needs approval ([`RunConfig::approval`](crate::RunConfig::approval)
+    /// says when), in place of the gate's approver: an MCP server asks the client that sent the
+    /// plan.
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 impl RunControl {
-    /// Controls with this cancellation token and no observer.
+    /// Controls with this cancellation token, no observer and the gate's approver.
     pub fn with_cancel(cancel: CancellationToken) -> Self {
         Self {
             cancel,
-            observer: None,
+            ..Self::default()
         }
     }
 }

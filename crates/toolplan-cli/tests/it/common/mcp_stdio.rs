@@ -17,6 +17,11 @@ pub struct McpStdio {
 
 impl McpStdio {
     pub fn start(args: &[&str]) -> McpStdio {
+        Self::start_with(args, json!({}))
+    }
+
+    /// Started with these client `capabilities` declared.
+    pub fn start_with(args: &[&str], capabilities: Value) -> McpStdio {
         let mut child = Command::new(toolplan())
             .arg("mcp")
             .args(args)
@@ -35,7 +40,7 @@ impl McpStdio {
         };
         s.request(
             "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            json!({"protocolVersion": "2025-06-18", "capabilities": capabilities,
                    "clientInfo": {"name": "hardening", "version": "1"}}),
         );
         s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
@@ -49,6 +54,19 @@ impl McpStdio {
 
     /// Sends a request and returns its result (or error), skipping notifications.
     pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.request_answering(method, params, |request| {
+            panic!("unexpected request from the server: {request}")
+        })
+    }
+
+    /// [`request`](Self::request), answering each request the server sends meanwhile with
+    /// `answer(request)` (its result; none when that is null: a client that never answers).
+    pub fn request_answering(
+        &mut self,
+        method: &str,
+        params: Value,
+        mut answer: impl FnMut(&Value) -> Value,
+    ) -> Value {
         self.next += 1;
         let id = self.next;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -59,6 +77,13 @@ impl McpStdio {
                 "no answer to {method}"
             );
             let message: Value = serde_json::from_str(&line).unwrap();
+            if message.get("method").is_some() && message.get("id").is_some() {
+                let result = answer(&message);
+                if !result.is_null() {
+                    self.send(&json!({"jsonrpc": "2.0", "id": message["id"], "result": result}));
+                }
+                continue;
+            }
             if message["id"] == json!(id) {
                 return if message.get("error").is_some() {
                     message["error"].clone()

@@ -71,6 +71,7 @@ async fn observer_sees_steps_stopped_by_cancellation() {
     let control = RunControl {
         cancel: cancel.clone(),
         observer: Some(recorder.clone()),
+        ..RunControl::default()
     };
     let stop = async {
         tokio::time::sleep(ms(20)).await;
