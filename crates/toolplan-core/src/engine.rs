@@ -99,7 +99,9 @@ impl Engine {
         scheduler::run(plan, &self.tools, &self.config, control).await
     }
 
-    /// Runs tools called directly, all at once, each as an independent step of one plan: a call gets
+    /// Runs tools called directly, all at once, each as an independent step of one plan (calls of a
+    /// tool that does not say it is read-only keep the order they were made in, as plan steps do:
+    /// [`WrittenOrder`](crate::WrittenOrder)): a call gets
     /// what a plan step gets (its arguments checked against the tool's schema, the concurrency limits,
     /// the step timeout and the deadline, the output limit, panic isolation, cancellation).
     ///
@@ -147,7 +149,14 @@ impl Engine {
                 steps: pending.iter().map(|(_, s)| s.clone()).collect(),
                 output_steps: Vec::new(),
             };
-            match plan::validate(draft, Vec::new(), &self.tools, RepeatedCalls::RunEach) {
+            // Calls of one turn on a tool that changes things run in the order they were made.
+            match plan::validate(
+                draft,
+                Vec::new(),
+                &self.tools,
+                RepeatedCalls::RunEach,
+                self.limits.written_order,
+            ) {
                 Ok(plan) => break Some(plan),
                 Err(invalid) => {
                     let mut refused = false;
@@ -214,7 +223,8 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 Ok(arguments.get("text").cloned().unwrap_or(Value::Null))
             },
-        );
+        )
+        .with_annotations(crate::ToolAnnotations::READ_ONLY);
         let boom = FnTool::new("boom", "Panics.", json!({"type": "object"}), |_, _| async {
             if true {
                 panic!("boom");

@@ -75,7 +75,7 @@ mod tool;
 pub use engine::{DirectCall, Engine};
 pub use error::{InvalidPlan, Problem, RegistryError, ToolError};
 pub use fn_tool::FnTool;
-pub use limits::{Limits, RepeatedCalls};
+pub use limits::{Limits, RepeatedCalls, WrittenOrder};
 pub use plan::{EXECUTE_TOOL_PLAN, Plan, Step};
 pub use run::{PlanRun, RunOutcome, StepRecord, StepStatus};
 pub use scheduler::{Observer, RunConfig, RunControl, Schedule, StepFinished, StepStarted};

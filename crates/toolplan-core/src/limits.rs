@@ -17,6 +17,28 @@ pub struct Limits {
     /// What validation does with steps that make the same call (default:
     /// [`RepeatedCalls::ShareHarmless`]).
     pub repeated_calls: RepeatedCalls,
+    /// Whether steps on a tool that changes things keep the order the plan wrote them in (default:
+    /// [`WrittenOrder::Kept`]).
+    pub written_order: WrittenOrder,
+}
+
+/// Most steps and references that putting one plan's steps in written order
+/// ([`WrittenOrder::Kept`]) visits (50 million: well under a second); a plan that needs more keeps
+/// no written-order wait and runs by its references alone.
+pub const WRITTEN_ORDER_WORK: usize = 50_000_000;
+
+/// The order of steps on a tool that does not say it is read-only
+/// ([`ToolAnnotations::read_only`](crate::ToolAnnotations::read_only)), when no reference orders
+/// them: two `scroll_down` steps, or a `write_file` and a `delete_file`, have no data between them,
+/// but their effects depend on which runs first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WrittenOrder {
+    /// Each such step waits for the step on the same tool written before it (and is skipped when
+    /// that one fails), unless the plan's references put it first: the data flow wins.
+    #[default]
+    Kept,
+    /// Steps wait only for the steps their references (and `depends_on`) name.
+    Free,
 }
 
 /// What validation does with steps that make the same call: the same tool with the same
@@ -60,6 +82,7 @@ impl Default for Limits {
             max_argument_bytes: 1024 * 1024,
             max_id_len: 128,
             repeated_calls: RepeatedCalls::ShareHarmless,
+            written_order: WrittenOrder::Kept,
         }
     }
 }

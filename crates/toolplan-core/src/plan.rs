@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::error::{InvalidPlan, Problem};
-use crate::limits::RepeatedCalls;
+use crate::limits::{RepeatedCalls, WRITTEN_ORDER_WORK, WrittenOrder};
 use crate::output::{self, Lookup};
 use crate::template::Template;
 use crate::tool::{ToolRegistry, closest};
@@ -157,6 +157,7 @@ pub fn validate(
     mut problems: Vec<Problem>,
     tools: &ToolRegistry,
     repeated_calls: RepeatedCalls,
+    written_order: WrittenOrder,
 ) -> Result<Plan, InvalidPlan> {
     let mut index: HashMap<String, usize> = HashMap::with_capacity(draft.steps.len());
     for (i, s) in draft.steps.iter().enumerate() {
@@ -253,6 +254,13 @@ pub fn validate(
     if !problems.is_empty() {
         return Err(InvalidPlan { problems });
     }
+    if written_order == WrittenOrder::Kept && keep_written_order(&mut steps, tools) {
+        // The order edges follow one topological order of the plan: no cycle.
+        for step in steps.iter_mut() {
+            step.wave = 0;
+        }
+        waves = levels(&mut steps).unwrap_or_default();
+    }
     if !repeats.is_empty() {
         waves = share_repeats(&mut steps, &repeats);
     }
@@ -267,6 +275,181 @@ pub fn validate(
         waves,
         index,
     })
+}
+
+/// Makes each step on a tool that does not say it is read-only wait for the step on the same tool
+/// written before it ([`WrittenOrder::Kept`]), unless the data flow puts it first; returns whether
+/// it added any wait.
+///
+/// An order edge that the references reverse (the step written first reads the later one) is not
+/// made. The rest are kept by Kahn's algorithm over the plan's own dependencies and these order edges,
+/// taking ready steps in written order. When it is stuck, the steps left wait for each other in a
+/// cycle, which (the plan's own dependencies having none) holds an order edge: the data flow puts
+/// a step before the one written ahead of it, and that order edge is dropped
+/// ([`order_edge_on_a_cycle`]). The edges kept follow the order found, so they make no cycle. Each
+/// stuck moment walks the steps once: at most one walk per order edge. All of it is bounded by
+/// [`WRITTEN_ORDER_WORK`] steps and references visited; a plan that needs more (built to be slow:
+/// thousands of such steps, each reading a long history) keeps no order edge and runs by its
+/// references alone.
+fn keep_written_order(steps: &mut [Step], tools: &ToolRegistry) -> bool {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    let n = steps.len();
+    // The step on the same tool written before each step, when that tool changes things.
+    let mut before: Vec<Option<usize>> = vec![None; n];
+    let mut last: HashMap<&str, usize> = HashMap::new();
+    for (i, step) in steps.iter().enumerate() {
+        let read_only = tools
+            .get(&step.tool)
+            .is_some_and(|t| t.tool().annotations().read_only == Some(true));
+        if read_only {
+            continue;
+        }
+        if let Some(p) = last.insert(step.tool.as_str(), i)
+            && steps[i].deps.binary_search(&p).is_err()
+        {
+            before[i] = Some(p);
+        }
+    }
+    // An order edge the references reverse (the earlier-written step reads, directly or not, the
+    // later one) goes first.
+    let mut seen = vec![usize::MAX; n];
+    let mut work = 0usize;
+    for (i, edge) in before.iter_mut().enumerate() {
+        if let Some(p) = *edge
+            && reads(steps, p, i, i, &mut seen, &mut work)
+        {
+            *edge = None;
+        }
+    }
+    if before.iter().all(Option::is_none) {
+        return false;
+    }
+    let mut after: Vec<Option<usize>> = vec![None; n];
+    for (i, p) in before.iter().enumerate() {
+        if let Some(p) = *p {
+            after[p] = Some(i);
+        }
+    }
+    let mut missing: Vec<usize> = steps.iter().map(|s| s.deps.len()).collect();
+    let mut waiting: Vec<bool> = before.iter().map(Option::is_some).collect();
+    let mut done = vec![false; n];
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..n)
+        .filter(|&i| missing[i] == 0 && !waiting[i])
+        .map(Reverse)
+        .collect();
+    let mut finished = 0;
+    while finished < n {
+        if work > WRITTEN_ORDER_WORK {
+            // A plan built to make this slow runs by its references alone.
+            return false;
+        }
+        let Some(Reverse(i)) = ready.pop() else {
+            // Stuck: the steps left wait for each other in a cycle, which has an order edge (the
+            // plan's own dependencies have none). Of the cycle's order edges, the one into the
+            // last-written step goes (the data flow needs it earlier than written: `a` reads `c`,
+            // so `c` runs before `b`).
+            let Some(i) = order_edge_on_a_cycle(steps, &done, &waiting, &before, &mut work) else {
+                // Cannot happen for a plan without cycles; keep no order edge then.
+                before.iter_mut().for_each(|b| *b = None);
+                break;
+            };
+            waiting[i] = false;
+            before[i] = None;
+            if missing[i] == 0 {
+                ready.push(Reverse(i));
+            }
+            continue;
+        };
+        done[i] = true;
+        finished += 1;
+        for k in 0..steps[i].dependents.len() {
+            let d = steps[i].dependents[k];
+            missing[d] -= 1;
+            if missing[d] == 0 && !waiting[d] {
+                ready.push(Reverse(d));
+            }
+        }
+        if let Some(d) = after[i]
+            && before[d] == Some(i)
+        {
+            waiting[d] = false;
+            if missing[d] == 0 {
+                ready.push(Reverse(d));
+            }
+        }
+    }
+    let mut added = false;
+    for (i, p) in before.into_iter().enumerate() {
+        if let Some(p) = p {
+            let at = steps[i].deps.binary_search(&p).unwrap_or_else(|at| at);
+            steps[i].deps.insert(at, p);
+            steps[p].dependents.push(i);
+            added = true;
+        }
+    }
+    added
+}
+
+/// Whether step `from` reads step `target`'s result, directly or through other steps' references
+/// (its dependencies so far). `seen` marks the steps visited with `mark` (one mark per question, so
+/// the array is allocated once).
+fn reads(
+    steps: &[Step],
+    from: usize,
+    target: usize,
+    mark: usize,
+    seen: &mut [usize],
+    work: &mut usize,
+) -> bool {
+    let mut stack = vec![from];
+    seen[from] = mark;
+    while let Some(x) = stack.pop() {
+        *work += steps[x].deps.len();
+        if *work > WRITTEN_ORDER_WORK {
+            return false;
+        }
+        for &d in &steps[x].deps {
+            if d == target {
+                return true;
+            }
+            if seen[d] != mark {
+                seen[d] = mark;
+                stack.push(d);
+            }
+        }
+    }
+    false
+}
+
+/// When [`keep_written_order`] is stuck: walks from the last-written step left along what each
+/// step waits for (its order edge when it has one, else a dependency not yet done) until a step
+/// comes again, and returns the last-written step of that cycle that waits by its order edge.
+/// One walk: at most every step once.
+fn order_edge_on_a_cycle(
+    steps: &[Step],
+    done: &[bool],
+    waiting: &[bool],
+    before: &[Option<usize>],
+    work: &mut usize,
+) -> Option<usize> {
+    let n = steps.len();
+    *work += n;
+    let mut at = vec![usize::MAX; n];
+    let mut path: Vec<usize> = Vec::new();
+    let mut x = (0..n).rev().find(|&i| !done[i])?;
+    while at[x] == usize::MAX {
+        at[x] = path.len();
+        path.push(x);
+        x = if waiting[x] {
+            before[x]?
+        } else {
+            *work += steps[x].deps.len();
+            steps[x].deps.iter().copied().find(|&d| !done[d])?
+        };
+    }
+    path[at[x]..].iter().copied().filter(|&i| waiting[i]).max()
 }
 
 /// The pairs (first, repeat) of steps that make the same call (same tool, same arguments) of a tool

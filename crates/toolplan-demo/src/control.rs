@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolplan_core::{FnTool, Tool, ToolError};
+use toolplan_core::{FnTool, Tool, ToolAnnotations, ToolError};
 
 /// The longest a `sleep` call may ask for, in milliseconds (ten minutes).
 pub const MAX_SLEEP_MS: u64 = 600_000;
@@ -25,7 +25,8 @@ pub fn sleep() -> Arc<dyn Tool> {
             tokio::time::sleep(Duration::from_millis(ms.min(MAX_SLEEP_MS))).await;
             Ok(args.get("value").cloned().unwrap_or(Value::Null))
         },
-    ))
+    )
+    .with_annotations(ToolAnnotations::READ_ONLY))
 }
 
 /// `fail`: always fails.
@@ -40,5 +41,6 @@ pub fn fail() -> Arc<dyn Tool> {
                 args["message"].as_str().unwrap_or("this tool always fails"),
             ))
         },
-    ))
+    )
+    .with_annotations(ToolAnnotations::READ_ONLY))
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use toolplan_core::{Tool, ToolContext, ToolError, ToolResult};
+use toolplan_core::{Tool, ToolAnnotations, ToolContext, ToolError, ToolResult};
 
 /// Passages returned per question.
 pub const DEFAULT_TOP_K: usize = 3;
@@ -185,6 +185,11 @@ impl Tool for DocumentTool {
         json!({"type": "object",
                "properties": {"input": {"type": "string", "description": "The question."}},
                "required": ["input"], "additionalProperties": false})
+    }
+
+    /// A lookup in a document: changes nothing.
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::READ_ONLY
     }
 
     async fn call(&self, arguments: Value, _ctx: ToolContext) -> ToolResult {

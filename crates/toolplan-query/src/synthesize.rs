@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolplan_core::{FnTool, Tool, ToolContext, ToolError, value_as_text};
+use toolplan_core::{FnTool, Tool, ToolAnnotations, ToolContext, ToolError, value_as_text};
 use toolplan_llm::{ChatModel, ChatRequest, Message};
 
 use crate::dialect::{SYNTH_CONTEXT, SYNTH_QUERY};
@@ -334,7 +334,9 @@ pub(crate) fn synthesize_tool(synthesizer: Arc<Synthesizer>) -> Arc<dyn Tool> {
                     .map_err(|e| ToolError::failed(e.to_string()))
             }
         },
-    ))
+    )
+    // An answer written from the children's: changes nothing, so branches run side by side.
+    .with_annotations(ToolAnnotations::READ_ONLY))
 }
 
 /// A child's answer as text: text as it is, anything else as JSON.

@@ -66,7 +66,13 @@ pub fn compile_value<D: Dialect>(
         }
         return Err(InvalidPlan { problems });
     };
-    let plan = plan::validate(draft, problems, tools, limits.repeated_calls)?;
+    let plan = plan::validate(
+        draft,
+        problems,
+        tools,
+        limits.repeated_calls,
+        limits.written_order,
+    )?;
     Ok((plan, extra))
 }
 

@@ -27,7 +27,13 @@ const STEP_FIELDS: &str = "\"id\", \"tool\", \"arguments\", \"depends_on\"";
 /// Parses and validates plan text against a registry.
 pub fn compile(text: &str, tools: &ToolRegistry, limits: &Limits) -> Result<Plan, InvalidPlan> {
     let (draft, problems) = parse_str(text, limits);
-    plan::validate(draft, problems, tools, limits.repeated_calls)
+    plan::validate(
+        draft,
+        problems,
+        tools,
+        limits.repeated_calls,
+        limits.written_order,
+    )
 }
 
 /// Parses and validates a plan already in JSON form.

@@ -11,3 +11,4 @@ mod repeats;
 mod scheduler;
 mod schemas;
 mod validation;
+mod written_order;

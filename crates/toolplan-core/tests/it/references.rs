@@ -9,12 +9,15 @@ use toolplan_core::{Engine, FnTool, Plan, PlanRun, RunControl, StepStatus, Tool,
 
 /// Returns its arguments unchanged, so a test can see exactly what references resolved to.
 fn capture() -> Arc<dyn Tool> {
-    Arc::new(FnTool::new(
-        "capture",
-        "Returns its arguments.",
-        json!({"type": "object"}),
-        |arguments, _| async move { Ok(arguments) },
-    ))
+    Arc::new(
+        FnTool::new(
+            "capture",
+            "Returns its arguments.",
+            json!({"type": "object"}),
+            |arguments, _| async move { Ok(arguments) },
+        )
+        .with_annotations(toolplan_core::ToolAnnotations::READ_ONLY),
+    )
 }
 
 fn engine() -> Engine {

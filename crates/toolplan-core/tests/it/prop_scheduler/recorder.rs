@@ -90,7 +90,13 @@ pub(super) fn engine(log: &Arc<Mutex<Log>>, config: RunConfig) -> Engine {
             }))
             .unwrap();
     }
-    Engine::new(Arc::new(tools)).with_config(config)
+    // The random plans' dependencies are the ones under test: no written-order waits.
+    Engine::new(Arc::new(tools))
+        .with_config(config)
+        .with_limits(toolplan_core::Limits {
+            written_order: toolplan_core::WrittenOrder::Free,
+            ..toolplan_core::Limits::default()
+        })
 }
 
 /// `n` cases, and no regression files written next to the tests.

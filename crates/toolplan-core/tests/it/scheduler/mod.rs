@@ -168,8 +168,16 @@ fn registry_with(extra: Vec<Arc<dyn Tool>>) -> Arc<ToolRegistry> {
     Arc::new(r)
 }
 
+/// An engine over the demo tools and `extra`. The scheduler's tests give it the dependencies to
+/// run by: steps on their test tools (which say nothing of their effects) are not put in written
+/// order ([`WrittenOrder::Free`]; `written_order.rs` tests that rule).
 fn engine_with(extra: Vec<Arc<dyn Tool>>, config: RunConfig) -> Engine {
-    Engine::new(registry_with(extra)).with_config(config)
+    Engine::new(registry_with(extra))
+        .with_config(config)
+        .with_limits(toolplan_core::Limits {
+            written_order: toolplan_core::WrittenOrder::Free,
+            ..toolplan_core::Limits::default()
+        })
 }
 
 fn compile(engine: &Engine, plan: Value) -> Plan {
