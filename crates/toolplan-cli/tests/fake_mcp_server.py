@@ -13,6 +13,9 @@ boolean parameter lists strings as its values (as a BFCL tool does).
 With --typed it also lists tools that declare an outputSchema (and readOnlyHint):
   lookup {name} -> structuredContent {name, city, team}
   liar   {}     -> structuredContent {city: 7}, though its schema says city is a string
+With --text it also lists tools that answer text which is not JSON (read-only):
+  pyuser {name} -> a Python dict: {'name': ..., 'city': 'London', 'active': True}
+  table  {}     -> a markdown table of people and cities
 """
 import json
 import os
@@ -51,6 +54,11 @@ if "--typed" in sys.argv:
     TOOLS.append({"name": "liar", "description": "Breaks its own output schema.",
                   "inputSchema": {"type": "object", "properties": {}},
                   "outputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}})
+if "--text" in sys.argv:
+    for name in ["pyuser", "table"]:
+        TOOLS.append({"name": name, "description": "Text that is not JSON.",
+                      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+                      "annotations": {"readOnlyHint": True}})
 
 
 def reply(id_, result):
@@ -79,6 +87,12 @@ def call(name, args):
     if name == "lookup":
         person = {"name": args.get("name", ""), "city": "Paris", "team": "design"}
         return {"content": [{"type": "text", "text": json.dumps(person)}], "structuredContent": person}
+    if name == "pyuser":
+        person = {"name": args.get("name", ""), "city": "London", "active": True}
+        return {"content": [{"type": "text", "text": repr(person)}]}
+    if name == "table":
+        rows = "| name | city |\n|---|---|\n| Bob | London |"
+        return {"content": [{"type": "text", "text": rows}]}
     if name == "liar":
         return {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"city": 7}}
     return {"content": [{"type": "text", "text": f"no tool {name}"}], "isError": True}

@@ -9,6 +9,8 @@
 //! A plan goes text → [`dialect`] → [`plan`] (validated IR) → the scheduler → a [`PlanRun`].
 //!
 //! * [`reference`](mod@reference) — the `$ref:step.path` grammar and path lookup into a step's output.
+//! * [`text_shapes`] — tool output that is text but not JSON: Python literals read as the JSON
+//!   they mean, and the shapes named in errors (a table, `key: value` lines …).
 //! * [`template`] — a step's arguments with their references found once, rendered per run.
 //! * [`dialect`] — the [`Dialect`](dialect::Dialect) interface a plan format implements to produce the
 //!   IR, and the native format, [`dialect::tool_plan`] (toolplan-query brings LlamaIndex query plans).
@@ -70,6 +72,7 @@ mod run;
 mod scheduler;
 mod schema_check;
 pub mod template;
+pub mod text_shapes;
 mod tool;
 
 pub use engine::{DirectCall, Engine};

@@ -142,13 +142,15 @@ pub fn split_pieces(s: &str) -> Option<Vec<Piece>> {
 pub enum PathError {
     /// The referenced output is plain text, so it has no fields.
     #[error(
-        "'{reference}': the output of step '{step}' is text, not JSON, so it has no field '{segment}'"
+        "'{reference}': the output of step '{step}' is text ({shape}), not JSON, so it has no field '{segment}'"
     )]
     TextHasNoFields {
         /// The reference as written.
         reference: String,
         /// The referenced step.
         step: String,
+        /// What the text looks like ([`crate::text_shapes::describe`]).
+        shape: String,
         /// The first path segment.
         segment: String,
     },
@@ -181,10 +183,11 @@ pub fn follow<'v>(
     let Some(first) = reference.path.first() else {
         return Ok(Some(output));
     };
-    if output.is_string() {
+    if let Value::String(text) = output {
         return Err(PathError::TextHasNoFields {
             reference: reference.to_string(),
             step: reference.step.clone(),
+            shape: crate::text_shapes::describe(text),
             segment: first.clone(),
         });
     }

@@ -105,14 +105,19 @@ impl ToolAnnotations {
     }
 }
 
-/// Turns a tool's text output into its JSON value: text that is valid JSON is JSON, anything else is a
-/// JSON string holding the text. Empty output is the empty string.
+/// Turns a tool's text output into its JSON value: text that is valid JSON is JSON; a Python
+/// literal dict or list (`{'city': 'London', 'ok': True}`) is the JSON it means
+/// ([`crate::text_shapes::read_python_literal`]); anything else is a JSON string holding the text.
+/// Empty output is the empty string.
 pub fn output_from_text(text: impl Into<String>) -> Value {
     let text = text.into();
     let trimmed = text.trim();
     if !trimmed.is_empty()
         && let Ok(v) = serde_json::from_str::<Value>(trimmed)
     {
+        return v;
+    }
+    if let Some(v) = crate::text_shapes::read_python_literal(trimmed) {
         return v;
     }
     Value::String(text)

@@ -23,3 +23,4 @@ mod query_plan;
 mod schemas;
 mod search;
 mod settings;
+mod text_results;

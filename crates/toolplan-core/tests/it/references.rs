@@ -255,7 +255,7 @@ async fn field_path_on_text_output_fails_the_step_naming_the_referenced_step() {
     assert_eq!(
         s2.error.as_deref(),
         Some(
-            "'$ref:s1.temp': the output of step 's1' is text, not JSON, so it has no field 'temp'"
+            "'$ref:s1.temp': the output of step 's1' is text (14 characters), not JSON, so it has no field 'temp'"
         )
     );
     assert_eq!(s2.started, None, "the tool was never called");
@@ -282,7 +282,7 @@ async fn field_path_on_text_inside_longer_string_also_fails() {
     assert_eq!(
         s2.error.as_deref(),
         Some(
-            "'$ref:s1.temp': the output of step 's1' is text, not JSON, so it has no field 'temp'"
+            "'$ref:s1.temp': the output of step 's1' is text (5 characters), not JSON, so it has no field 'temp'"
         )
     );
 }

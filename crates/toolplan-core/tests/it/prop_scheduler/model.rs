@@ -128,7 +128,12 @@ pub(super) fn check_run(
             prop_assert_eq!(rec.status, StepStatus::Failed);
             prop_assert_eq!(n_starts, 0, "step {} called its tool", id);
             let err = rec.error.as_deref().unwrap_or("");
-            prop_assert!(err.contains("is text, not JSON"), "step {}: {}", id, err);
+            prop_assert!(
+                err.contains("is text (") && err.contains("), not JSON"),
+                "step {}: {}",
+                id,
+                err
+            );
         } else {
             // Ran exactly once, after every dependency finished successfully.
             prop_assert_eq!(n_starts, 1, "step {} started {} times", id, n_starts);

@@ -153,7 +153,7 @@ async fn a_step_failing_before_its_call_does_not_strand_steps_waiting_for_the_sa
         (
             StepStatus::Failed,
             Some(
-                "'$ref:src.field': the output of step 'src' is text, not JSON, so it has no field 'field'"
+                "'$ref:src.field': the output of step 'src' is text (10 characters), not JSON, so it has no field 'field'"
                     .into()
             )
         )
