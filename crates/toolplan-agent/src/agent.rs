@@ -22,6 +22,7 @@ use toolplan_planner::{
 };
 
 use crate::answer::{forget_unused_answer, without_echoed_question};
+use crate::earlier::EarlierResults;
 use crate::error::AgentError;
 use crate::record::Record;
 use crate::repeats::CallMemory;
@@ -170,6 +171,7 @@ impl Agent {
         // The direct calls of this interaction: a call repeated with the same arguments is answered
         // from here instead of another run.
         let mut memory = CallMemory::new();
+        let mut earlier = EarlierResults::new();
         // Turns in a row whose calls were all answered from memory: a model that has every result
         // it asked for and keeps asking is not helped by more turns (small models repeat a call even
         // when told they have its result), so after such a turn the next one offers no tools and it
@@ -204,6 +206,10 @@ impl Agent {
                 for call in plans_of(&mut message.tool_calls) {
                     forget_unused_answer(&mut call.arguments, input);
                 }
+            }
+            // A plan after a plan may use the earlier plans' results by their ids.
+            for call in plans_of(&mut message.tool_calls) {
+                record.reused_results += earlier.inline(&mut call.arguments);
             }
             let calls = message.tool_calls.clone();
             // The first plan is checked against the question before it runs: one that leaves part
@@ -265,6 +271,7 @@ impl Agent {
                 record.repairs += 1;
                 reply_start = turn.restart;
             }
+            earlier.remember(turn.outputs);
             let (fresh_results, answer) = (turn.messages, turn.answer);
             for (call, result) in fresh.iter().zip(&fresh_results) {
                 memory.remember(call, result);

@@ -21,6 +21,8 @@
 //! * `answer` — the plan's `answer` field that lets a plan end the interaction
 //!   ([`Planning::OnlyWithAnswer`]): the answer step and its tool.
 //! * `record` — [`Record`], what an interaction cost.
+//! * `earlier` — the results of the interaction's earlier plans, which a follow-up plan may name by
+//!   id (`$ref:u.city`) instead of calling those tools again.
 //! * `repeats` — the calls of an interaction, so that a call repeated with the same arguments is
 //!   answered from memory instead of run again, where its tool says repeating it is harmless.
 //! * `error` — [`AgentError`].
@@ -29,6 +31,7 @@
 mod agent;
 mod answer;
 mod builder;
+mod earlier;
 mod error;
 mod record;
 mod repeats;

@@ -27,6 +27,10 @@ pub struct Record {
     /// with the same arguments of a read-only or idempotent tool (answered with its result), or of
     /// one that already failed twice (its error).
     pub repeated_calls: usize,
+    /// References of a plan to results of the interaction's earlier plans (`$ref:u.city`, where `u`
+    /// was a step of a plan before), answered from those results instead of calling the tools
+    /// again.
+    pub reused_results: usize,
     /// Wall time of the whole interaction.
     #[serde(rename = "elapsed_ms", serialize_with = "as_ms")]
     pub elapsed: Duration,

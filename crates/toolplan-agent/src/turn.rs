@@ -31,6 +31,9 @@ pub(crate) struct TurnResults {
     /// Where the reply that corrects the turn's plan starts, when the turn was that one faulty
     /// plan: the plan with the steps that succeeded, open for more ([`faulty_plan_start`]).
     pub restart: Option<ReplyStart>,
+    /// The results of the output steps that succeeded, of every plan of the turn, by step id: a
+    /// later plan may refer to them ([`crate::earlier`]).
+    pub outputs: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The start of the reply that corrects `plan`, whose failed steps used references that found no
@@ -112,6 +115,7 @@ impl Agent {
         let (plan_runs, direct_results) = tokio::join!(plan_runs, direct_run);
 
         let mut answer = None;
+        let mut outputs = serde_json::Map::new();
         let mut rejected_plans = 0;
         let mut faulty_plans = 0;
         let mut restart = None;
@@ -129,6 +133,7 @@ impl Agent {
                             .find_map(|s| s.output.as_ref().map(|v| value_as_text(v).into_owned()));
                     }
                     record.plan_steps += run.steps.len();
+                    outputs.extend(run.outputs_map());
                     record.tool_errors += run.problems().count();
                     let mut summary = run.summary_within(self.max_result_bytes);
                     let failed = || run.steps.iter().filter(|s| s.status == StepStatus::Failed);
@@ -185,6 +190,7 @@ impl Agent {
             run_plans: plans.len() - rejected_plans,
             faulty_plans,
             restart,
+            outputs,
         }
     }
 

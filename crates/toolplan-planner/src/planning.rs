@@ -33,7 +33,8 @@ A plan's answer, as in the example, goes to the user as it is, with the results 
 /// Follows the summary of a plan in which steps failed: the model may plan again (a replan costs one
 /// model call; answering from a broken plan costs the answer).
 pub const REPLAN_HINT: &str = "\nIf a failed step was planned wrong (a missing step, a wrong \
-reference or argument), call execute_tool_plan again with a corrected plan; otherwise answer from the \
+reference or argument), call execute_tool_plan again with a corrected plan, which may use the results \
+above by their ids ($ref:<id>) instead of calling those tools again; otherwise answer from the \
 results you have.";
 
 /// Follows the summary of a plan whose failed steps all failed because a reference found no value

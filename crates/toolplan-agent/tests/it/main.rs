@@ -8,6 +8,7 @@ mod offers;
 mod plan_failures;
 mod planning_modes;
 mod repeats;
+mod replans;
 mod round_trips;
 mod self_checks;
 mod support;
