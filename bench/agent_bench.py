@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -32,8 +33,23 @@ MODE_FLAGS = {"plan-only": ["--plan-only"], "plan-answer": ["--plan-only", "--an
               "plan": [], "no-plan": ["--no-plan"]}
 
 
-def run(binary, model, question, mode, timeout):
-    cmd = [binary, "ask", question, "--model", model, "--json", "--tools", "demo"] + MODE_FLAGS[mode]
+def flaky_config(binary, tools, directory):
+    """A configuration whose one MCP server is the demo tools behind bench/flaky_proxy.py, which
+    fails the first call of each of `tools`."""
+    path = os.path.join(directory, "flaky.toml")
+    proxy = [sys.executable, os.path.join(HERE, "flaky_proxy.py")]
+    for tool in tools:
+        proxy += ["--fail-first", tool]
+    proxy += ["--", os.path.abspath(binary), "mcp", "--tools", "demo", "--expose-tools"]
+    with open(path, "w") as f:
+        f.write("[[mcp_servers]]\nname = \"demo\"\n")
+        f.write(f"command = {json.dumps(proxy[0])}\nargs = {json.dumps(proxy[1:])}\n")
+    return path
+
+
+def run(binary, model, question, mode, timeout, config=None):
+    tools = ["--tools", "none", "--config", config] if config else ["--tools", "demo"]
+    cmd = [binary, "ask", question, "--model", model, "--json"] + tools + MODE_FLAGS[mode]
     started = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
@@ -70,7 +86,14 @@ def main():
     ap.add_argument("--timeout", type=int, default=900, help="seconds per question")
     ap.add_argument("--modes", default="plan-only,no-plan",
                     help="comma-separated: plan-only (only execute_tool_plan offered), plan-answer (plan-only, plans may end with the answer), plan (planner beside the tools), no-plan")
+    ap.add_argument("--flaky", default="",
+                    help="comma-separated tools that fail on their first call in each interaction "
+                         "(a busy service: the demo tools served through bench/flaky_proxy.py)")
     args = ap.parse_args()
+    config = None
+    if args.flaky:
+        config = flaky_config(args.bin, [t for t in args.flaky.split(",") if t],
+                              tempfile.mkdtemp(prefix="toolplan-flaky-"))
 
     tasks = json.load(open(args.tasks))
     if args.limit:
@@ -81,9 +104,11 @@ def main():
         print(line, flush=True)
         lines.append(line)
 
-    emit(f"# agent benchmark: {len(tasks)} tasks, model {args.model}, tools demo")
+    tools = f"demo, behind flaky_proxy.py failing the first call of {args.flaky}" if args.flaky else "demo"
+    emit(f"# agent benchmark: {len(tasks)} tasks, model {args.model}, tools {tools}")
     emit(f"# date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
-    emit(f"# command: python3 bench/agent_bench.py --model {args.model} --modes {args.modes}" + (f" --limit {args.limit}" if args.limit else ""))
+    emit(f"# command: python3 bench/agent_bench.py --model {args.model} --modes {args.modes}" + (f" --limit {args.limit}" if args.limit else "")
+         + (f" --flaky {args.flaky}" if args.flaky else ""))
     emit()
     emit(f"{'task':26} {'mode':11} {'ok':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'plans':>5} {'secs':>7}  answer")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -100,7 +125,7 @@ def main():
     by_kind = {(m, k): zero() for m in modes for k in kinds}
     for task in tasks:
         for mode in modes:
-            r = run(args.bin, args.model, task["question"], mode, args.timeout)
+            r = run(args.bin, args.model, task["question"], mode, args.timeout, config)
             answer = r.get("answer", "")
             ok = "error" not in r and all(re.search(p, answer, re.IGNORECASE) for p in task["expect"])
             for t in (totals[mode], by_kind[(mode, task.get("kind", "-"))]):

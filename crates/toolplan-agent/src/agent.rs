@@ -18,7 +18,8 @@ use toolplan_llm::{
 };
 use toolplan_planner::{
     CUT_OFF_NOTE, ExecuteToolPlan, incomplete_calls, incomplete_plan, mark_bare_references,
-    percentages_as_fractions, plan_arguments, plan_not_run, unused_numbers,
+    percentages_as_fractions, plan_arguments, plan_not_run, tool_text, unasked_plan, unasked_steps,
+    unused_numbers,
 };
 
 use crate::answer::{forget_unused_answer, without_echoed_question};
@@ -71,6 +72,35 @@ fn completing(message: &Message) -> Option<ReplyStart> {
 /// What a call is answered with when the turn it belongs to went back to be completed.
 const NOT_RUN_WITH_OTHERS: &str = "Not run: this turn's calls went back to be completed; make the \
 call again if it is still needed.";
+
+/// A first turn sent back by [`Agent::check_against_question`].
+struct SentBack {
+    /// One result per call of the turn.
+    results: Vec<Message>,
+    /// Whether the reply continues the turn (it left part of the question out) rather than being
+    /// written anew (it did more than the question asks).
+    completes: bool,
+    /// Steps sent back as not asked for by the question.
+    unasked: usize,
+}
+
+/// How much of the end of a reply that was cut off unusable [`cut_off_retry`] quotes.
+const CUT_RETRY_TAIL_CHARS: usize = 120;
+
+/// What the model reads, after the conversation, when its reply was cut off at the token limit
+/// before any call in it was whole: how it ended, and to write a shorter reply.
+fn cut_off_retry(tokens: u64, reply: &str) -> String {
+    let count = reply.chars().count();
+    let ended: String = reply
+        .chars()
+        .skip(count.saturating_sub(CUT_RETRY_TAIL_CHARS))
+        .collect();
+    format!(
+        "Your last reply was cut off at the output-token limit ({tokens} tokens) before any call \
+         in it was complete, so nothing ran; it ended: …{ended}\nReply again, shorter: write each \
+         call, step and value once."
+    )
+}
 
 /// What the next model reply may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,10 +251,11 @@ impl Agent {
             {
                 record.tool_calls += calls.len();
                 record.repairs += 1;
+                record.unasked_steps += returned.unasked;
                 repairing = true;
-                reply_start = completing(&message);
+                reply_start = returned.completes.then(|| completing(&message)).flatten();
                 messages.push(message);
-                messages.extend(returned);
+                messages.extend(returned.results);
                 continue;
             }
             messages.push(message);
@@ -345,10 +376,13 @@ impl Agent {
             )
         } else {
             let returned = self.check_against_question(input, &message.tool_calls);
-            if returned.is_some() {
-                reply_start = completing(&message);
+            if let Some(sent) = &returned {
+                record.unasked_steps += sent.unasked;
+                if sent.completes {
+                    reply_start = completing(&message);
+                }
             }
-            returned
+            returned.map(|sent| sent.results)
         };
         if self.max_repairs > 0
             && let Some(results) = returned
@@ -448,11 +482,16 @@ impl Agent {
             .collect()
     }
 
-    /// The first turn's calls checked against the question ([`toolplan_planner::unused_numbers`])
-    /// when planning is on: `None` when they pass, otherwise one result per call, the first plan's
-    /// (or, without plans, the first call's) naming the numbers the turn leaves out (nothing is
-    /// run). Without planning the model's calls are taken as they are.
-    fn check_against_question(&self, input: &str, calls: &[ToolCall]) -> Option<Vec<Message>> {
+    /// The first turn's calls checked against the question when planning is on: `None` when they
+    /// pass, otherwise one result per call (nothing is run). Without planning the model's calls are
+    /// taken as they are.
+    ///
+    /// Two checks, the first that fails goes back: numbers the question gives that no call uses
+    /// ([`toolplan_planner::unused_numbers`]; named with the first plan, or the first call when
+    /// there is none; the reply then continues the turn, open for more), and steps of a plan that
+    /// the question does not ask for ([`toolplan_planner::unasked_steps`]; the reply is written
+    /// anew).
+    fn check_against_question(&self, input: &str, calls: &[ToolCall]) -> Option<SentBack> {
         if self.planner.is_none() || calls.is_empty() {
             return None;
         }
@@ -465,29 +504,48 @@ impl Agent {
             (!plan).then_some(&c.arguments).into_iter().chain(steps)
         });
         let unused = unused_numbers(input, arguments);
-        if unused.is_empty() {
-            return None;
-        }
-        // The numbers are named once: with the first plan, or the first call when there is none.
-        let told = calls
+        let first_plan = calls.iter().position(|c| c.name == EXECUTE_TOOL_PLAN);
+        let (told, told_what, completes, unasked) = if !unused.is_empty() {
+            let told = first_plan.unwrap_or(0);
+            let what = if first_plan.is_some() {
+                incomplete_plan(&unused)
+            } else {
+                incomplete_calls(&unused)
+            };
+            (told, what, true, 0)
+        } else {
+            let tools = self.engine.tools();
+            let text_of = |name: &str| {
+                tools
+                    .get(name)
+                    .map(|t| tool_text(name, t.tool().description(), t.schema()))
+            };
+            let (told, unasked) = calls.iter().enumerate().find_map(|(i, c)| {
+                let unasked = if c.name == EXECUTE_TOOL_PLAN {
+                    unasked_steps(input, &c.arguments, text_of)
+                } else {
+                    Vec::new()
+                };
+                (!unasked.is_empty()).then_some((i, unasked))
+            })?;
+            (told, unasked_plan(&unasked), false, unasked.len())
+        };
+        let results = calls
             .iter()
-            .position(|c| c.name == EXECUTE_TOOL_PLAN)
-            .unwrap_or(0);
-        Some(
-            calls
-                .iter()
-                .enumerate()
-                .map(
-                    |(i, call)| match (i == told, call.name == EXECUTE_TOOL_PLAN) {
-                        (true, true) => Message::tool_result(call, incomplete_plan(&unused), true),
-                        (true, false) => {
-                            Message::tool_result(call, incomplete_calls(&unused), true)
-                        }
-                        (false, _) => Message::tool_result(call, NOT_RUN_WITH_OTHERS, true),
-                    },
-                )
-                .collect(),
-        )
+            .enumerate()
+            .map(|(i, call)| {
+                if i == told {
+                    Message::tool_result(call, told_what.clone(), true)
+                } else {
+                    Message::tool_result(call, NOT_RUN_WITH_OTHERS, true)
+                }
+            })
+            .collect();
+        Some(SentBack {
+            results,
+            completes,
+            unasked,
+        })
     }
 
     /// Where planning is on, the percentages of the question that `calls` (direct calls and plan
@@ -561,7 +619,22 @@ impl Agent {
             ..ChatRequest::default()
         };
         let asked = Instant::now();
-        let response = self.model.chat(&request, cancel).await?;
+        let response = match self.model.chat(&request, cancel).await {
+            // A reply cut off before anything in it could be used (a value written again and
+            // again): asked once more, told so; the note is not kept in the conversation.
+            Err(LlmError::CutOff { tokens, reply, .. }) => {
+                record.llm_calls += 1;
+                record.output_tokens += tokens;
+                record.unusable_cut_replies += 1;
+                record.turns += 1;
+                let mut again = request.clone();
+                again
+                    .messages
+                    .push(Message::user(cut_off_retry(tokens, &reply)));
+                self.model.chat(&again, cancel).await?
+            }
+            other => other?,
+        };
         let took = asked.elapsed();
         record.llm_calls += 1;
         record.input_tokens += response.usage.input_tokens;

@@ -46,11 +46,18 @@ pub struct Record {
     /// Model replies with tool calls that were cut off at the output-token limit: the calls (and
     /// plan steps) written whole were kept and run, and the model was told the rest was lost.
     pub cut_replies: usize,
+    /// Model replies cut off at the output-token limit before any call in them was whole (a value
+    /// written again and again): the model was asked once more, told how the reply ended. Each
+    /// counts as a model call and a turn.
+    pub unusable_cut_replies: usize,
     /// Rejected plans sent back with the request to fix them, the next reply made to call a tool
     /// ([`AgentBuilder::repairs`](crate::AgentBuilder::repairs)).
     pub repairs: usize,
     /// Of those, the repairs whose next reply was a plan that passed validation.
     pub repaired: usize,
+    /// Steps of a first plan sent back because the question does not ask for them
+    /// ([`toolplan_planner::unasked_steps`]); the sending back is counted in `repairs`.
+    pub unasked_steps: usize,
     /// Whether the answer was a plan's `answer` step (no model call after the plan).
     pub answered_by_plan: bool,
 }

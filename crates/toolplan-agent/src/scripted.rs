@@ -14,16 +14,31 @@ use toolplan_llm::{
 /// Replays replies in order; fails when it runs out.
 #[derive(Default)]
 pub struct ScriptedModel {
-    replies: Mutex<VecDeque<ChatResponse>>,
+    replies: Mutex<VecDeque<Result<ChatResponse, LlmError>>>,
     requests: Mutex<Vec<ChatRequest>>,
 }
 
 impl ScriptedModel {
     /// A model that will give these replies, in order.
     pub fn new(replies: impl IntoIterator<Item = ChatResponse>) -> Self {
+        Self::with_errors(replies.into_iter().map(Ok))
+    }
+
+    /// A model that will give these replies or fail with these errors, in order.
+    pub fn with_errors(replies: impl IntoIterator<Item = Result<ChatResponse, LlmError>>) -> Self {
         Self {
             replies: Mutex::new(replies.into_iter().collect()),
             requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The error of a reply cut off at the output-token limit (`tokens`) before any call in it was
+    /// whole, as the local model reports it.
+    pub fn cut_off(tokens: u64, reply: &str) -> LlmError {
+        LlmError::CutOff {
+            provider: "scripted".into(),
+            tokens,
+            reply: reply.into(),
         }
     }
 
@@ -104,7 +119,7 @@ impl ChatModel for ScriptedModel {
             .lock()
             .ok()
             .and_then(|mut q| q.pop_front())
-            .ok_or_else(|| LlmError::Local("the scripted model has no more replies".into()))?;
+            .ok_or_else(|| LlmError::Local("the scripted model has no more replies".into()))??;
         if reply.usage == Usage::default() {
             reply.usage = Usage {
                 input_tokens: approx_tokens(request),

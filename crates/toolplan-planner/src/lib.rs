@@ -21,6 +21,7 @@
 //!   what the model reads when a plan fails or is rejected.
 //! * `self_check` — a first plan checked against its question before it runs (numbers the
 //!   question gives that no step uses), and references written without their marker marked.
+//! * `relevance` — steps of a first plan that its question does not ask for ([`unasked_steps`]).
 //!
 //! ## Example
 //!
@@ -38,6 +39,7 @@
 mod description;
 mod execute_tool_plan;
 mod planning;
+mod relevance;
 mod schema;
 mod self_check;
 mod signature;
@@ -47,6 +49,9 @@ pub use execute_tool_plan::ExecuteToolPlan;
 pub use planning::{
     ANSWER_IN_PLAN_INSTRUCTIONS, CUT_OFF_NOTE, FIX_PLAN_HINT, PLAN_ONLY_INSTRUCTIONS,
     PLANNING_INSTRUCTIONS, Planning, REPLAN_HINT, plan_not_run,
+};
+pub use relevance::{
+    MAX_CHECKED_STEPS, MAX_COMPARED_WORDS, UnaskedStep, tool_text, unasked_plan, unasked_steps,
 };
 pub use schema::{
     ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, MAX_STATED_STEPS, THOUGHT_MAX_CHARS,

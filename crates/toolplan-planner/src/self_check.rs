@@ -215,7 +215,7 @@ pub fn incomplete_calls(unused: &[String]) -> String {
 }
 
 /// "a", "a and b", "a, b and c".
-fn listed(items: &[String]) -> String {
+pub(crate) fn listed(items: &[String]) -> String {
     match items {
         [] => String::new(),
         [one] => one.clone(),

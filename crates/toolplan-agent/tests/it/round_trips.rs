@@ -216,3 +216,60 @@ async fn a_plan_cut_off_at_the_token_limit_runs_its_whole_steps_and_says_so() {
         results[0].content
     );
 }
+
+#[tokio::test]
+async fn a_reply_cut_off_before_any_call_was_whole_is_asked_once_more_and_then_fails() {
+    // The reply wrote one value again and again until the token limit: nothing in it is usable.
+    let looping = format!(
+        r#"{{"tool_calls": [{{"name": "execute_tool_plan", "arguments": {{"steps": [{{"items": [{}"#,
+        r#""pumpkin", "#.repeat(200)
+    );
+    let plan = json!({"steps": [{"id": "a", "tool": "echo", "arguments": {"text": "pumpkin"}}]});
+    let model = Arc::new(ScriptedModel::with_errors([
+        Err(ScriptedModel::cut_off(2048, &looping)),
+        Ok(ScriptedModel::calls(&[("execute_tool_plan", plan)])),
+        Ok(ScriptedModel::answer("done")),
+    ]));
+    let out = agent(Arc::clone(&model), true)
+        .interact("go")
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "done");
+    assert_eq!(out.record.unusable_cut_replies, 1);
+    assert_eq!(out.record.llm_calls, 3);
+    assert!(out.record.output_tokens >= 2048);
+    // The second request is the first with a note after it that quotes how the reply ended; the
+    // note is not kept in the conversation.
+    let requests = model.requests();
+    let first = &requests[0].messages;
+    let second = &requests[1].messages;
+    assert_eq!(second.len(), first.len() + 1);
+    let note = &second[first.len()].content;
+    assert!(note.starts_with("Your last reply was cut off"), "{note}");
+    assert!(note.contains(r#""pumpkin", "pumpkin""#), "{note}");
+    assert!(
+        note.len() < 600,
+        "the note quotes only the reply's end: {note}"
+    );
+    assert!(
+        requests[2]
+            .messages
+            .iter()
+            .all(|m| !m.content.starts_with("Your last reply was cut off"))
+    );
+
+    // Cut off twice: the second error ends the interaction, with both calls counted.
+    let model = Arc::new(ScriptedModel::with_errors([
+        Err(ScriptedModel::cut_off(2048, &looping)),
+        Err(ScriptedModel::cut_off(2048, &looping)),
+    ]));
+    let err = agent(Arc::clone(&model), true)
+        .interact("go")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("cut off"), "{err}");
+    let record = err.record().expect("a model error carries its record");
+    assert_eq!(record.llm_calls, 1);
+    assert_eq!(record.unusable_cut_replies, 1);
+    assert_eq!(model.requests().len(), 2);
+}

@@ -1,6 +1,7 @@
 //! A first plan checked against its question before it runs (numbers the question gives that no
-//! step uses) and a plan that failed through its own references: each goes back once, and the reply
-//! must call a tool. Results named without their `$ref:` marker get it.
+//! step uses, steps it does not ask for) and a plan that failed through its own references: each
+//! goes back once, and the reply must call a tool. Results named without their `$ref:` marker get
+//! it.
 
 use std::sync::Arc;
 
@@ -125,6 +126,61 @@ async fn a_plan_sent_back_unchanged_runs_and_no_repairs_means_no_check() {
         .unwrap();
     assert_eq!((out.record.llm_calls, out.record.repairs), (2, 0));
     assert!(tool_messages(&out.messages)[0].content.contains("- s: 27"));
+}
+
+#[tokio::test]
+async fn a_step_the_question_does_not_ask_for_goes_back_and_the_plan_is_written_anew() {
+    // The question is about London's weather; the directory lookup is a step nobody asked for.
+    let extra = json!({"steps": [weather("l", "London"),
+        {"id": "a", "tool": "get_user", "arguments": {"name": "Alice"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", extra)]),
+        ScriptedModel::calls(&[(
+            "execute_tool_plan",
+            json!({"steps": [weather("l", "London")]}),
+        )]),
+        ScriptedModel::answer("Cloudy, 14 °C."),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact("What is the weather in London?")
+        .await
+        .unwrap();
+    let results = tool_messages(&out.messages);
+    assert!(results[0].is_error);
+    assert!(
+        results[0].content.starts_with(
+            "Error: the plan was not run. Step a (get_user) calls a tool that the question does \
+             not ask about."
+        ),
+        "{}",
+        results[0].content
+    );
+    // Only the corrected plan ran, with its one step.
+    assert_eq!((out.record.plans, out.record.plan_steps), (1, 1));
+    assert_eq!(out.record.unasked_steps, 1);
+    assert_eq!((out.record.repairs, out.record.repaired), (1, 1));
+    // The corrected plan is written anew, not continued from the first.
+    assert_eq!(starts(&model), [None, None, None]);
+    assert_eq!(
+        choices(&model),
+        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
+    );
+
+    // A lookup whose result another step reads is asked for: the plan runs as written.
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[(
+            "execute_tool_plan",
+            json!({"steps": [{"id": "a", "tool": "get_user", "arguments": {"name": "Alice"}},
+                {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:a.city"}}]}),
+        )]),
+        ScriptedModel::answer("Sunny."),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact("What is the weather in London for Alice?")
+        .await
+        .unwrap();
+    assert_eq!((out.record.repairs, out.record.unasked_steps), (0, 0));
+    assert_eq!(out.record.plan_steps, 2);
 }
 
 #[tokio::test]
