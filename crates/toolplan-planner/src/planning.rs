@@ -31,11 +31,13 @@ pub const ANSWER_IN_PLAN_INSTRUCTIONS: &str = "\
 A plan's answer, as in the example, goes to the user as it is, with the results inserted.";
 
 /// Follows the summary of a plan in which steps failed: the model may plan again (a replan costs one
-/// model call; answering from a broken plan costs the answer).
+/// model call; answering from a broken plan costs the answer). A tool whose error asks to be tried
+/// again (a busy service) is a reason to plan again too: told only of plans planned wrong, the 1.5B
+/// model answered a busy weather service with a made-up forecast.
 pub const REPLAN_HINT: &str = "\nIf a failed step was planned wrong (a missing step, a wrong \
-reference or argument), call execute_tool_plan again with a corrected plan, which may use the results \
-above by their ids ($ref:<id>) instead of calling those tools again; otherwise answer from the \
-results you have.";
+reference or argument) or its error says to try again, call execute_tool_plan again with a plan for \
+what failed, which may use the results above by their ids ($ref:<id>) instead of calling those tools \
+again; otherwise answer from the results you have and say what could not be found.";
 
 /// Follows the summary of a plan whose failed steps all failed because a reference found no value
 /// (a field the producing step's output lacks: a lookup left out, a wrong field), when the agent
