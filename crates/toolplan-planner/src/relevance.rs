@@ -8,10 +8,10 @@
 //! [`unasked_steps`] finds them by the words of the question and of each tool: a step is unasked
 //! when its tool's words (its name, description, parameter names, parameter descriptions and enum
 //! values) share no word with the question, while another step's tool does, and it stands alone:
-//! it reads no other step's result and nothing in the plan reads its own. Words are compared by their English stems (Snowball), and two stems also match when
-//! one starts with the other ("art" and "artwork") or when they share their first five letters
-//! ("discovered" and "discovery", "convert" and "conversion"), so that a question need not use the
-//! tool's own word forms.
+//! it reads no other step's result and nothing in the plan reads its own. Words are compared by
+//! their English stems (Snowball), and two stems also match when one starts with the other ("art"
+//! and "artwork") or when they share their first five letters ("discovered" and "discovery",
+//! "convert" and "conversion"), so that a question need not use the tool's own word forms.
 //!
 //! The rule is deliberately narrow, because a step it wrongly calls unasked may be dropped by the
 //! model it goes back to: a plan whose steps all miss the question (a question about rain answered
@@ -23,7 +23,7 @@
 
 use rust_stemmers::{Algorithm, Stemmer};
 use serde_json::Value;
-use toolplan_core::reference::{REF_PREFIX, is_id_char};
+use toolplan_core::reference::{Piece, split_pieces};
 
 /// Most words of a question, or of one tool, that [`unasked_steps`] compares; the rest are not
 /// read. Bounds the check's work at this number squared per step.
@@ -164,7 +164,7 @@ fn stems(stemmer: &Stemmer, text: &str) -> Vec<String> {
 
 /// The words of `text`, lowercased: runs of ASCII letters, a run also split where a lowercase
 /// letter is followed by an uppercase one (`getCurrentTime` is get, current, time).
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut previous_lower = false;
@@ -185,7 +185,7 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     if !word.is_empty() {
         out.push(word);
     }
-    out.into_iter()
+    out
 }
 
 /// Whether two stems name the same thing: equal, one a prefix of the other (of three letters or
@@ -246,15 +246,28 @@ pub fn unasked_steps(
     }
     let stemmer = Stemmer::create(Algorithm::English);
     let asked = stems(&stemmer, question);
-    // Steps whose results something in the plan reads (another step, the plan's answer).
+    // Steps whose results something in the plan reads: another step, or the plan's other fields
+    // (its answer).
     let mut read: Vec<String> = Vec::new();
-    referenced_ids(plan, &mut read, 0);
-    // Each step: (id, tool, whether its tool touches the question). Tools are stemmed once each.
+    if let Some(fields) = plan.as_object() {
+        for (key, value) in fields {
+            if key != "steps" {
+                referenced_ids(value, &mut read, 0);
+            }
+        }
+    }
+    // Each step: (id, tool, whether its tool touches the question, whether it reads another
+    // step). Tools are stemmed once each.
     let mut touched: Vec<(String, bool)> = Vec::new();
     let mut relevant = Vec::with_capacity(steps.len());
     for step in steps {
         let id = step.get("id").and_then(Value::as_str).unwrap_or_default();
         let tool = step.get("tool").and_then(Value::as_str).unwrap_or_default();
+        let before = read.len();
+        if let Some(arguments) = step.get("arguments") {
+            referenced_ids(arguments, &mut read, 0);
+        }
+        let reads = read.len() > before;
         let touches = match touched.iter().find(|(t, _)| t == tool) {
             Some((_, touches)) => *touches,
             None => {
@@ -268,23 +281,15 @@ pub fn unasked_steps(
                 touches
             }
         };
-        relevant.push((id, tool, touches));
+        relevant.push((id, tool, touches, reads));
     }
-    if !relevant.iter().any(|(_, _, touches)| *touches) {
+    if !relevant.iter().any(|(_, _, touches, _)| *touches) {
         return Vec::new();
     }
     relevant
         .into_iter()
-        .zip(steps)
-        .filter(|((id, _, touches), step)| {
-            let mut reads = Vec::new();
-            if let Some(arguments) = step.get("arguments") {
-                referenced_ids(arguments, &mut reads, 0);
-            }
-            !touches && reads.is_empty() && !read.iter().any(|r| r == id)
-        })
-        .map(|(found, _)| found)
-        .map(|(id, tool, _)| UnaskedStep {
+        .filter(|(id, _, touches, reads)| !touches && !reads && !read.iter().any(|r| r == id))
+        .map(|(id, tool, _, _)| UnaskedStep {
             id: id.to_owned(),
             tool: tool.to_owned(),
         })
@@ -294,20 +299,17 @@ pub fn unasked_steps(
 /// Deepest nesting of arguments that [`referenced_ids`] walks.
 const MAX_DEPTH: usize = 64;
 
-/// Adds the step ids that the strings in `value` reference (`$ref:<id>`, whole or inside text).
+/// Adds the step ids that the strings in `value` reference, whole or inside text, as the engine
+/// reads references ([`split_pieces`]); an id read twice is added twice.
 fn referenced_ids(value: &Value, ids: &mut Vec<String>, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }
     match value {
         Value::String(s) => {
-            let mut rest = s.as_str();
-            while let Some(at) = rest.find(REF_PREFIX) {
-                rest = &rest[at + REF_PREFIX.len()..];
-                let end = rest.bytes().take_while(|b| is_id_char(*b)).count();
-                let id = &rest[..end];
-                if !id.is_empty() && !ids.iter().any(|i| i == id) {
-                    ids.push(id.to_owned());
+            for piece in split_pieces(s).into_iter().flatten() {
+                if let Piece::Ref(reference) = piece {
+                    ids.push(reference.step);
                 }
             }
         }
