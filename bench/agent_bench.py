@@ -110,7 +110,7 @@ def main():
     emit(f"# command: python3 bench/agent_bench.py --model {args.model} --modes {args.modes}" + (f" --limit {args.limit}" if args.limit else "")
          + (f" --flaky {args.flaky}" if args.flaky else ""))
     emit()
-    emit(f"{'task':26} {'mode':11} {'ok':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'plans':>5} {'secs':>7}  answer")
+    emit(f"{'task':26} {'mode':11} {'ok':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'plans':>5} {'reused':>6} {'secs':>7}  answer")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in modes:
         if m not in MODE_FLAGS:
@@ -144,7 +144,7 @@ def main():
                 t["out"] += r["output_tokens"]
                 t["secs"] += r["elapsed_ms"] / 1000
             shown = " ".join(answer.split())[:70] if "error" not in r else "ERROR " + r["error"][:64]
-            emit(f"{task['id']:26} {mode:11} {'yes' if ok else 'no':>3} {r['llm_calls']:5} {r['input_tokens']:7} {r['output_tokens']:7} {r['plans']:5} {r['elapsed_ms']/1000:7.1f}  {shown}")
+            emit(f"{task['id']:26} {mode:11} {'yes' if ok else 'no':>3} {r['llm_calls']:5} {r['input_tokens']:7} {r['output_tokens']:7} {r['plans']:5} {r.get('reused_results', 0):6} {r['elapsed_ms']/1000:7.1f}  {shown}")
     emit()
     emit(f"{'mode':11} {'success':>9} {'model calls':>11} {'input tokens':>12} {'output tokens':>13} {'seconds':>8}")
     for mode, t in totals.items():

@@ -66,6 +66,7 @@ fn completing(message: &Message) -> Option<ReplyStart> {
         thought: message.content.clone(),
         calls: calls.clone(),
         open_in,
+        may_end: false,
     })
 }
 
@@ -300,6 +301,7 @@ impl Agent {
                 && record.repairs < self.max_repairs;
             if repairing {
                 record.repairs += 1;
+                record.busy_replans += turn.busy_plans;
                 reply_start = turn.restart;
             }
             earlier.remember(turn.outputs);

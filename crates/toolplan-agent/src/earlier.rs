@@ -2,7 +2,8 @@
 //! completed steps of the plans already run in an interaction, so that a follow-up plan refers to
 //! them by id (`$ref:u.city`) instead of calling those tools again.
 //!
-//! The summary a model reads after a plan lists the results of its output steps by id; a later plan
+//! The summary a model reads after a plan lists the results of its output steps by id, and of the
+//! steps its failed steps read ([`toolplan_core::PlanRun::failure_inputs`]); a later plan
 //! of the same interaction may name those ids. Before the plan is checked or run,
 //! [`EarlierResults::inline`] puts the value in place of each such reference (a whole-value
 //! reference becomes the value, one inside longer text its text), so the engine sees a plan of
@@ -18,7 +19,7 @@ use toolplan_core::value_as_text;
 /// left as they are (the plan's own depth limit applies to them when it is compiled).
 const MAX_DEPTH: usize = 128;
 
-/// The results of the completed output steps of an interaction's plans, by step id (a later
+/// The results an interaction's plan summaries listed, by step id (a later
 /// plan's step with the same id replaces an earlier one's).
 #[derive(Debug, Default)]
 pub struct EarlierResults {
@@ -31,7 +32,8 @@ impl EarlierResults {
         Self::default()
     }
 
-    /// Keeps `outputs` (a run's output steps that succeeded, by id).
+    /// Keeps `outputs` (the results a run's summary listed: output steps that succeeded, and the
+    /// steps its failed steps read, by id).
     pub fn remember(&mut self, outputs: Map<String, Value>) {
         self.outputs.extend(outputs);
     }

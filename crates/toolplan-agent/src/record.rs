@@ -58,6 +58,9 @@ pub struct Record {
     /// Steps of a first plan sent back because the question does not ask for them
     /// ([`toolplan_planner::unasked_steps`]); the sending back is counted in `repairs`.
     pub unasked_steps: usize,
+    /// Plans whose failed steps all failed with an error that asks to try again (a busy service):
+    /// the next reply was made to call a tool and started with those steps; counted in `repairs`.
+    pub busy_replans: usize,
     /// Whether the answer was a plan's `answer` step (no model call after the plan).
     pub answered_by_plan: bool,
 }

@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use toolplan_core::limits::truncate_string;
-use toolplan_core::{DirectCall, EXECUTE_TOOL_PLAN, RunControl, StepStatus, value_as_text};
+use toolplan_core::{
+    DirectCall, EXECUTE_TOOL_PLAN, RunControl, RunOutcome, StepStatus, value_as_text,
+};
 use toolplan_llm::{Message, ReplyStart, ToolCall};
-use toolplan_planner::{FIX_PLAN_HINT, REPLAN_HINT, plan_not_run};
+use toolplan_planner::{BUSY_HINT, FIX_PLAN_HINT, REPLAN_HINT, plan_not_run};
 
 use crate::agent::Agent;
 use crate::answer::{ANSWER_TOOL, prepare_answers};
@@ -28,30 +30,40 @@ pub(crate) struct TurnResults {
     /// Plans that ran and whose failed steps all failed on a reference that found no value (the
     /// plan's fault), when `may_fix` was given: their summaries ask for a corrected plan.
     pub faulty_plans: usize,
+    /// Of those, the plans whose failed steps all failed with an error that asks to try again
+    /// ([`asks_to_try_again`]): their summaries ask for the failed steps again, on the results
+    /// the plan has.
+    pub busy_plans: usize,
     /// Where the reply that corrects the turn's plan starts, when the turn was that one faulty
     /// plan: the plan with the steps that succeeded, open for more ([`faulty_plan_start`]).
     pub restart: Option<ReplyStart>,
-    /// The results of the output steps that succeeded, of every plan of the turn, by step id: a
-    /// later plan may refer to them ([`crate::earlier`]).
+    /// The results of the output steps that succeeded, and of the steps that failed steps read,
+    /// of every plan of the turn, by step id: a later plan may refer to them
+    /// ([`crate::earlier`]).
     pub outputs: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The start of the reply that corrects `plan`, whose failed steps used references that found no
-/// value: the plan's arguments before its steps (its thought) and the steps that succeeded
-/// (`succeeded` names them), open for more steps. The steps it takes are the model's own, so the
-/// correction adds the missing lookups instead of writing the same plan again.
-fn faulty_plan_start(plan: &ToolCall, succeeded: &[&str]) -> Option<ReplyStart> {
+/// The start of the reply that follows `plan`: the plan's arguments before its steps (its thought)
+/// and the steps `kept` names, open for more steps (with `may_end`, the model may also end the plan
+/// there). The steps it takes are the model's own. For a
+/// plan whose failed steps used references that found no value, the steps that succeeded: the
+/// correction adds the missing lookups instead of writing the same plan again. For a plan whose
+/// failed steps' tools asked to be tried again, the steps that did not succeed: they run again on
+/// the results the plan has (their references to its other steps name earlier results), and the
+/// model may add to them or not.
+fn plan_start(plan: &ToolCall, kept: &[&str], may_end: bool) -> Option<ReplyStart> {
     let mut plan = plan.clone();
     let steps = plan.arguments.get_mut("steps")?.as_array_mut()?;
     steps.retain(|step| {
         step.get("id")
             .and_then(serde_json::Value::as_str)
-            .is_some_and(|id| succeeded.contains(&id))
+            .is_some_and(|id| kept.contains(&id))
     });
     Some(ReplyStart {
         thought: String::new(),
         calls: vec![plan],
         open_in: Some("steps".to_owned()),
+        may_end,
     })
 }
 
@@ -118,6 +130,7 @@ impl Agent {
         let mut outputs = serde_json::Map::new();
         let mut rejected_plans = 0;
         let mut faulty_plans = 0;
+        let mut busy_plans = 0;
         let mut restart = None;
         let only_call = calls.len() == 1;
         for ((i, _), outcome) in plans.iter().zip(plan_runs) {
@@ -133,24 +146,39 @@ impl Agent {
                             .find_map(|s| s.output.as_ref().map(|v| value_as_text(v).into_owned()));
                     }
                     record.plan_steps += run.steps.len();
+                    // The results the failed steps read too: the summary lists them, and a
+                    // follow-up plan may use them by id.
                     outputs.extend(run.outputs_map());
+                    outputs.extend(run.failure_inputs());
                     record.tool_errors += run.problems().count();
                     let mut summary = run.summary_within(self.max_result_bytes);
                     let failed = || run.steps.iter().filter(|s| s.status == StepStatus::Failed);
                     let faulty = may_fix
                         && failed().next().is_some()
                         && failed().all(|s| s.unresolved_reference);
+                    let busy = may_fix
+                        && run.outcome == RunOutcome::Completed
+                        && failed().next().is_some()
+                        && failed().all(|s| asks_to_try_again(s.error.as_deref()));
+                    let ids = |ok: bool| -> Vec<&str> {
+                        run.steps
+                            .iter()
+                            .filter(|s| (s.status == StepStatus::Ok) == ok)
+                            .map(|s| s.id.as_str())
+                            .collect()
+                    };
                     if faulty {
                         faulty_plans += 1;
                         summary.push_str(FIX_PLAN_HINT);
                         if only_call {
-                            let succeeded: Vec<&str> = run
-                                .steps
-                                .iter()
-                                .filter(|s| s.status == StepStatus::Ok)
-                                .map(|s| s.id.as_str())
-                                .collect();
-                            restart = faulty_plan_start(&calls[*i], &succeeded);
+                            restart = plan_start(&calls[*i], &ids(true), false);
+                        }
+                    } else if busy {
+                        faulty_plans += 1;
+                        busy_plans += 1;
+                        summary.push_str(BUSY_HINT);
+                        if only_call {
+                            restart = plan_start(&calls[*i], &ids(false), true);
                         }
                     } else if !run.all_ok() {
                         summary.push_str(REPLAN_HINT);
@@ -189,6 +217,7 @@ impl Agent {
             rejected_plans,
             run_plans: plans.len() - rejected_plans,
             faulty_plans,
+            busy_plans,
             restart,
             outputs,
         }
@@ -264,5 +293,53 @@ impl Agent {
             ),
             true,
         )
+    }
+}
+
+/// Words of a tool's error that say the failure is passing (a busy or rate-limited service):
+/// the same call may succeed when tried again. Compared in lower case.
+const TRY_AGAIN_WORDS: &[&str] = &[
+    "try again",
+    "retry",
+    "temporarily",
+    "service unavailable",
+    "too many requests",
+    "rate limit",
+    "busy",
+    "overloaded",
+];
+
+/// HTTP statuses that say the same: 429 (too many requests), 502, 503, 504 (a gateway or the
+/// service unavailable), when they stand as words of the error.
+const TRY_AGAIN_STATUSES: &[&str] = &["429", "502", "503", "504"];
+
+/// Whether a failed step's error says to try again ([`TRY_AGAIN_WORDS`], [`TRY_AGAIN_STATUSES`]).
+/// The engine's own messages (a step timeout, a limit, a skip) never do.
+pub(crate) fn asks_to_try_again(error: Option<&str>) -> bool {
+    let Some(error) = error else {
+        return false;
+    };
+    let error = error.to_lowercase();
+    TRY_AGAIN_WORDS.iter().any(|w| error.contains(w))
+        || error
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| TRY_AGAIN_STATUSES.contains(&word))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asks_to_try_again as again;
+
+    #[test]
+    fn errors_that_ask_to_try_again() {
+        assert!(again(Some(
+            "503 Service Unavailable: the weather service is busy, try again"
+        )));
+        assert!(again(Some("HTTP status 429")));
+        assert!(again(Some("Rate limit exceeded")));
+        assert!(!again(Some("no weather data for 'Atlantis'")));
+        assert!(!again(Some("found 4290 results, more than the limit")));
+        assert!(!again(Some("the step timed out after 30s (step_timeout)")));
+        assert!(!again(None));
     }
 }

@@ -86,6 +86,8 @@ pub struct LimitsConfig {
     pub max_resolved_argument_bytes: Option<usize>,
     /// Most bytes of outputs one run holds at once.
     pub max_kept_output_bytes: Option<usize>,
+    /// Most bytes of the results that failed steps read, kept for the report.
+    pub max_failure_input_bytes: Option<usize>,
     /// Deepest nesting of arrays and objects in outputs and resolved arguments.
     pub max_value_depth: Option<usize>,
     /// Longest error message kept for one step, in bytes.

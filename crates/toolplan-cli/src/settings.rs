@@ -281,6 +281,9 @@ fn resolve_run(config: &Config, flags: &LimitFlags, base: RunConfig) -> anyhow::
     if let Some(n) = l.max_kept_output_bytes {
         run.max_kept_output_bytes = n;
     }
+    if let Some(n) = l.max_failure_input_bytes {
+        run.max_failure_input_bytes = n;
+    }
     if let Some(n) = l.max_value_depth {
         run.max_value_depth = n;
     }
@@ -310,7 +313,8 @@ mod tests {
     fn flags_win_over_the_config_which_wins_over_defaults() {
         let c = config(
             "[limits]\nmax_steps = 3\nconcurrency = 2\nstep_timeout = \"1s\"\ndeadline = \"none\"\nmax_output_bytes = 10\n\
-             max_resolved_argument_bytes = 11\nmax_kept_output_bytes = 12\nmax_value_depth = 13\nmax_error_bytes = 14\n",
+             max_resolved_argument_bytes = 11\nmax_kept_output_bytes = 12\nmax_value_depth = 13\nmax_error_bytes = 14\n\
+             max_failure_input_bytes = 15\n",
         );
         let base = RunConfig {
             step_timeout: Some(Duration::from_secs(60)),
@@ -324,6 +328,7 @@ mod tests {
         assert_eq!(run.max_output_bytes, 10);
         assert_eq!(run.max_resolved_argument_bytes, 11);
         assert_eq!(run.max_kept_output_bytes, 12);
+        assert_eq!(run.max_failure_input_bytes, 15);
         assert_eq!(run.max_value_depth, 13);
         assert_eq!(run.max_error_bytes, 14);
         assert_eq!(limits(&c, &LimitFlags::default()).max_steps, 3);

@@ -66,6 +66,10 @@ pub const DEFAULT_MAX_VALUE_DEPTH: usize = 128;
 pub const DEFAULT_MAX_RESOLVED_ARGUMENT_BYTES: usize = 32 * 1024 * 1024;
 /// Default of [`crate::RunConfig::max_output_bytes`] (16 MiB).
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
+/// Default of [`crate::RunConfig::max_failure_input_bytes`] (1 MiB): the results a model reads
+/// after a failed plan fit in far less.
+pub const DEFAULT_MAX_FAILURE_INPUT_BYTES: usize = 1024 * 1024;
+
 /// Default of [`crate::RunConfig::max_kept_output_bytes`] (256 MiB).
 pub const DEFAULT_MAX_KEPT_OUTPUT_BYTES: usize = 256 * 1024 * 1024;
 /// The text of a plan's results that goes back to a model (the `execute_tool_plan` tool's output,

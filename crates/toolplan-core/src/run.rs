@@ -55,7 +55,8 @@ pub struct StepRecord {
     pub tool: String,
     /// How it ended.
     pub status: StepStatus,
-    /// Its output, kept only for output steps that succeeded.
+    /// Its output, kept only for steps that succeeded and are output steps or were read by a step
+    /// that failed or was skipped ([`PlanRun::failure_inputs`]).
     pub output: Option<Value>,
     /// Why it failed or was skipped.
     pub error: Option<String>,
@@ -129,6 +130,18 @@ impl PlanRun {
             .collect()
     }
 
+    /// The results that steps which failed or were skipped had read (or would have read), keyed
+    /// by id, in plan order; output steps are left out ([`outputs_map`](Self::outputs_map) has
+    /// them). A follow-up plan can use them instead of calling their tools again.
+    pub fn failure_inputs(&self) -> Map<String, Value> {
+        self.steps
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.outputs.contains(i))
+            .filter_map(|(_, s)| s.output.clone().map(|v| (s.id.clone(), v)))
+            .collect()
+    }
+
     /// Every failed or skipped step's message keyed by id.
     pub fn errors_map(&self) -> Map<String, Value> {
         self.problems()
@@ -175,7 +188,8 @@ impl PlanRun {
     }
 
     /// The text that goes back to an LLM: the output steps' results, then every failed or skipped step
-    /// with its reason. Intermediate results are left out: they never enter the model's context.
+    /// with its reason, and the results those steps read ([`failure_inputs`](Self::failure_inputs)).
+    /// Other intermediate results are left out: they never enter the model's context.
     /// Whole: for a model's context, [`summary_within`](Self::summary_within).
     pub fn summary(&self) -> String {
         self.summary_within(usize::MAX)
@@ -211,16 +225,10 @@ impl PlanRun {
             }
         };
         let outputs = self.outputs_map();
-        let share = (max_bytes / (outputs.len() + failed + skipped).max(1)).max(1000);
-        if !outputs.is_empty() {
-            text.push_str("\nResults:");
-            for (id, v) in &outputs {
-                text.push_str("\n- ");
-                text.push_str(id);
-                text.push_str(": ");
-                text.push_str(&truncate_text(&value_as_text(v), share));
-            }
-        }
+        let inputs = self.failure_inputs();
+        let share =
+            (max_bytes / (outputs.len() + inputs.len() + failed + skipped).max(1)).max(1000);
+        list_results(&mut text, "Results", &outputs, share);
         if failed + skipped > 0 {
             text.push_str("\nErrors:");
             for s in self.problems() {
@@ -232,6 +240,24 @@ impl PlanRun {
                 ));
             }
         }
+        list_results(&mut text, "Results the failed steps used", &inputs, share);
         text
+    }
+}
+
+/// Adds `results` under `heading` to a summary, one line each, each cut to `share` bytes; nothing
+/// when there are none.
+fn list_results(text: &mut String, heading: &str, results: &Map<String, Value>, share: usize) {
+    if results.is_empty() {
+        return;
+    }
+    text.push('\n');
+    text.push_str(heading);
+    text.push(':');
+    for (id, v) in results {
+        text.push_str("\n- ");
+        text.push_str(id);
+        text.push_str(": ");
+        text.push_str(&truncate_text(&value_as_text(v), share));
     }
 }

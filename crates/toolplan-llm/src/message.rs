@@ -293,6 +293,10 @@ pub struct ReplyStart {
     /// argument `key` (the model writes at least one more item, then the rest of that call's
     /// arguments). The arguments written after `key` are not kept: the model writes them again.
     pub open_in: Option<String>,
+    /// Whether the model may end the reply's list there (close the array `open_in` names, or the
+    /// list of calls) instead of adding at least one more item: for a start that may already be
+    /// the whole reply.
+    pub may_end: bool,
 }
 
 /// The heading of the system-message section that lists the tools shown but not callable, for

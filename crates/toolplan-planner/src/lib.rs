@@ -47,7 +47,7 @@ mod signature;
 pub use description::{EXAMPLE_ANSWER, ToolListing, answer_example, copies_example_answer};
 pub use execute_tool_plan::ExecuteToolPlan;
 pub use planning::{
-    ANSWER_IN_PLAN_INSTRUCTIONS, CUT_OFF_NOTE, FIX_PLAN_HINT, PLAN_ONLY_INSTRUCTIONS,
+    ANSWER_IN_PLAN_INSTRUCTIONS, BUSY_HINT, CUT_OFF_NOTE, FIX_PLAN_HINT, PLAN_ONLY_INSTRUCTIONS,
     PLANNING_INSTRUCTIONS, Planning, REPLAN_HINT, plan_not_run,
 };
 pub use relevance::{

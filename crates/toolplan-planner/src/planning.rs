@@ -46,6 +46,13 @@ pub const FIX_PLAN_HINT: &str = "\nThe failed steps used a result that does not 
 refer to, so the plan is wrong: a step is missing or a reference names the wrong field. Call \
 execute_tool_plan again with a corrected plan, with a step for every lookup the answer needs.";
 
+/// Follows the summary of a plan whose failed steps all failed with an error that asks to try again
+/// (a busy service), when the agent then asks for those steps again: the reply starts with them, as
+/// the plan wrote them, and their references to the plan's other steps use the results listed.
+pub const BUSY_HINT: &str = "\nThe failed steps' tools asked to be tried again. Call \
+execute_tool_plan again with the steps that failed or were skipped; their references to the other \
+steps use the results above ($ref:<id>), so those tools are not called again.";
+
 /// Follows each result of a turn whose reply was cut off at the output-token limit: only the calls
 /// and plan steps written whole ran.
 pub const CUT_OFF_NOTE: &str = "\nNote: your reply was cut off at the output-token limit, so only \

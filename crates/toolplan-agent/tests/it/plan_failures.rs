@@ -14,7 +14,7 @@ use crate::support::{agent, tool_messages};
 #[tokio::test]
 async fn fail_forward_errors_reach_the_model() {
     let plan = json!({"steps": [
-        {"id": "s1", "tool": "fail", "arguments": {"message": "upstream 503"}},
+        {"id": "s1", "tool": "fail", "arguments": {"message": "upstream broke"}},
         {"id": "s2", "tool": "get_weather", "arguments": {"location": "Paris"}},
         {"id": "s3", "tool": "echo", "arguments": {"text": "$ref:s1"}}
     ], "output_steps": ["s2", "s3"]});
@@ -35,7 +35,7 @@ async fn fail_forward_errors_reach_the_model() {
         "{}",
         result.content
     );
-    assert!(result.content.contains("- s1 (failed): upstream 503"));
+    assert!(result.content.contains("- s1 (failed): upstream broke"));
     assert!(
         result
             .content

@@ -35,9 +35,13 @@ pub struct RunConfig {
     /// step fails before anything is copied (one output referenced thousands of times cannot fill
     /// memory).
     pub max_resolved_argument_bytes: usize,
-    /// Most bytes of outputs that a run holds at once (outputs that later steps still read, and
-    /// output steps' results); a step whose output would go past it fails.
+    /// Most bytes of outputs that a run holds at once (outputs that steps still read or are
+    /// running on, and output steps' results); a step whose output would go past it fails.
     pub max_kept_output_bytes: usize,
+    /// Most bytes of the results that failed or skipped steps read, kept to the end of the run
+    /// once no other step needs them ([`PlanRun::failure_inputs`](crate::PlanRun::failure_inputs));
+    /// a result that does not fit is let go (the report then lacks it; no step fails for it).
+    pub max_failure_input_bytes: usize,
     /// Deepest nesting of arrays and objects in a step's output and in its arguments once references
     /// are resolved; deeper fails the step. Bounds every recursive walk over values (copying,
     /// schema checks, serialisation, dropping).
@@ -60,6 +64,7 @@ impl Default for RunConfig {
             max_output_bytes: crate::limits::DEFAULT_MAX_OUTPUT_BYTES,
             max_resolved_argument_bytes: crate::limits::DEFAULT_MAX_RESOLVED_ARGUMENT_BYTES,
             max_kept_output_bytes: crate::limits::DEFAULT_MAX_KEPT_OUTPUT_BYTES,
+            max_failure_input_bytes: crate::limits::DEFAULT_MAX_FAILURE_INPUT_BYTES,
             max_value_depth: crate::limits::DEFAULT_MAX_VALUE_DEPTH,
             max_error_bytes: crate::limits::DEFAULT_MAX_ERROR_BYTES,
             approval: None,

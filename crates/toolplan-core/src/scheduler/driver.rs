@@ -41,8 +41,10 @@ pub(super) struct Driver<'p> {
     wave_left: Vec<usize>,
     current_wave: usize,
     tasks: JoinSet<(usize, CallResult)>,
-    /// Bytes of the outputs held in `slots` now.
+    /// Bytes of the outputs held in `slots` now for steps and outputs.
     kept: usize,
+    /// Bytes of the outputs held only because a failed or skipped step read them.
+    failure_kept: usize,
     inline_budget: usize,
     outcome: RunOutcome,
 }
@@ -75,6 +77,7 @@ impl<'p> Driver<'p> {
                 missing: s.deps.len(),
                 consumers: s.dependents.len(),
                 is_output: false,
+                used_by_failure: false,
                 status: StepStatus::Skipped,
                 output: None,
                 size: 0,
@@ -105,6 +108,7 @@ impl<'p> Driver<'p> {
             current_wave: 0,
             tasks: JoinSet::new(),
             kept: 0,
+            failure_kept: 0,
             inline_budget: INLINE_BUDGET,
             outcome: RunOutcome::Completed,
         }
@@ -272,7 +276,8 @@ impl<'p> Driver<'p> {
                 unresolved: true,
             }));
         }
-        self.release_inputs(i);
+        // The inputs are released when the step is decided: if it fails, the results it read are
+        // kept for the report (a replan can use them instead of calling their tools again).
         let arguments = match rendered {
             Ok(r) => r.value,
             Err(e) => return self.decide(i, StepStatus::Failed, None, Some(e.to_string())),
@@ -331,7 +336,6 @@ impl<'p> Driver<'p> {
     fn share_result(&mut self, i: usize, first: usize) {
         let output = self.slots[first].output.clone();
         let size = self.slots[first].size;
-        self.release_inputs(i);
         let at = self.now();
         self.slots[i].started = Some(at);
         self.succeed(i, output, size);
@@ -353,13 +357,31 @@ impl<'p> Driver<'p> {
         self.decide(i, StepStatus::Ok, output, None)
     }
 
-    /// A step no longer needs its dependencies' outputs: drop those nobody else needs.
-    fn release_inputs(&mut self, i: usize) {
+    /// Step `i` is decided and no longer needs its dependencies' outputs: drop those nobody else
+    /// needs. When it did not succeed, the outputs it read are kept to the end of the run instead
+    /// (reported as [`PlanRun::failure_inputs`](crate::PlanRun::failure_inputs)).
+    fn release_inputs(&mut self, i: usize, succeeded: bool) {
         for &d in &self.plan.steps()[i].deps {
             let slot = &mut self.slots[d];
             slot.consumers = slot.consumers.saturating_sub(1);
-            if slot.consumers == 0 && !slot.is_output && slot.output.take().is_some() {
+            if !succeeded {
+                // Also when the dependency has not finished yet (a step skipped for another
+                // dependency): its output is kept when it comes, if it fits.
+                slot.used_by_failure = true;
+            }
+            if slot.consumers == 0
+                && !slot.is_output
+                && let Some(output) = slot.output.take()
+            {
                 self.kept -= slot.size;
+                // Kept on for the report within its own budget, else let go.
+                if slot.used_by_failure
+                    && self.failure_kept.saturating_add(slot.size)
+                        <= self.config.max_failure_input_bytes
+                {
+                    self.failure_kept += slot.size;
+                    slot.output = Some(output);
+                }
             }
         }
     }
@@ -407,18 +429,26 @@ impl<'p> Driver<'p> {
             slot.status = status;
             slot.finished = at;
             let keep = status == StepStatus::Ok && (slot.is_output || slot.consumers > 0);
+            // Read only by steps that failed or were skipped already: kept for the report if it
+            // fits that budget.
+            let keep_for_failure = status == StepStatus::Ok
+                && !keep
+                && slot.used_by_failure
+                && self.failure_kept.saturating_add(slot.size)
+                    <= self.config.max_failure_input_bytes;
             slot.set_error(error.map(|mut e| {
                 truncate_string(&mut e, self.config.max_error_bytes);
                 e
             }));
             self.done += 1;
-            if status == StepStatus::Skipped {
-                self.release_inputs(i);
-            }
+            self.release_inputs(i, status == StepStatus::Ok);
             // The observer sees the output even when no one keeps it.
             self.notify_finished(i, output.as_ref());
             if keep {
                 self.kept += self.slots[i].size;
+                self.slots[i].output = output;
+            } else if keep_for_failure {
+                self.failure_kept += self.slots[i].size;
                 self.slots[i].output = output;
             }
 
@@ -522,7 +552,11 @@ impl<'p> Driver<'p> {
                 id: step.id.clone(),
                 tool: step.tool.clone(),
                 status: slot.status,
-                output: if slot.is_output { slot.output } else { None },
+                output: if slot.is_output || slot.used_by_failure {
+                    slot.output
+                } else {
+                    None
+                },
                 unresolved_reference: slot.status == StepStatus::Failed
                     && slot.trouble.as_ref().is_some_and(|t| t.unresolved),
                 error: slot.trouble.and_then(|t| t.error),

@@ -13,7 +13,10 @@
 //! future returned by [`run`] aborts every running tool call.
 //!
 //! Outputs are kept only while a dependent still has to read them, or when they are output steps, so a
-//! long pipeline does not hold every intermediate result in memory.
+//! long pipeline does not hold every intermediate result in memory. The outputs a step read are
+//! released when that step is decided; if it failed or was skipped they are kept to the end of the
+//! run and reported ([`PlanRun::failure_inputs`](crate::PlanRun::failure_inputs)), so that a
+//! follow-up plan can use them instead of calling their tools again.
 //!
 //! [`Schedule::WaveBarrier`] runs the same plans the way wave executors do (each wave waits for the
 //! previous one to finish): it exists to compare against, and for users who want that behaviour.

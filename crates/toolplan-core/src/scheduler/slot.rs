@@ -22,6 +22,9 @@ pub(super) struct Slot {
     pub(super) missing: usize,
     pub(super) consumers: usize,
     pub(super) is_output: bool,
+    /// Whether a step that read this output failed or was skipped: the output is then kept to the
+    /// end of the run and reported.
+    pub(super) used_by_failure: bool,
     pub(super) status: StepStatus,
     pub(super) output: Option<Value>,
     /// The size of `output` in bytes of JSON text, counted in the run's kept bytes while it is held.

@@ -301,6 +301,56 @@ async fn summary_lists_failed_and_skipped_steps() {
 }
 
 #[tokio::test]
+async fn the_results_failed_steps_read_are_kept_and_listed() {
+    // A replan can use `u` instead of calling get_user again: the summary shows it, though it is
+    // not an output step; `side`, read by a step that succeeded, is not kept.
+    let run = run(json!({
+        "steps": [
+            {"id": "u", "tool": "get_user", "arguments": {"name": "Alice"}},
+            {"id": "side", "tool": "echo", "arguments": {"text": "fine"}},
+            {"id": "w", "tool": "fail", "arguments": {"message": "busy in $ref:u.city, try again"}},
+            {"id": "n", "tool": "echo", "arguments": {"text": "label"}},
+            {"id": "x", "tool": "concat", "arguments": {"a": "$ref:w", "b": "$ref:n"}},
+            {"id": "y", "tool": "echo", "arguments": {"text": "$ref:side"}}
+        ],
+        "output_steps": ["x", "y"]
+    }))
+    .await;
+    let kept: Vec<String> = run.failure_inputs().keys().cloned().collect();
+    assert_eq!(kept, ["u", "n"]);
+    assert_eq!(run.step("side").unwrap().output, None);
+    assert_eq!(
+        run.summary(),
+        "Plan completed with errors: 1 of 6 steps failed, 1 skipped.\nResults:\n- y: fine\nErrors:\n- w (failed): busy in Tokyo, try again\n- x (skipped): Skipped because dependency 'w' failed\nResults the failed steps used:\n- u: {\"name\":\"Alice\",\"city\":\"Tokyo\",\"team\":\"research\"}\n- n: label"
+    );
+}
+
+#[tokio::test]
+async fn results_failed_steps_read_are_kept_within_their_own_budget() {
+    // Two 600-byte results read by a step that fails, and a budget of 1,000 bytes for them: the
+    // first fits, the second is let go; no step fails for the budget.
+    let big = |c: char| c.to_string().repeat(598);
+    let engine = engine().with_config(toolplan_core::RunConfig {
+        max_failure_input_bytes: 1000,
+        ..toolplan_core::RunConfig::default()
+    });
+    let plan = engine
+        .compile_value(json!({
+            "steps": [
+                {"id": "a", "tool": "echo", "arguments": {"text": big('a')}},
+                {"id": "b", "tool": "echo", "arguments": {"text": big('b')}},
+                {"id": "x", "tool": "fail", "arguments": {"message": "$ref:a$ref:b"}}
+            ],
+            "output_steps": ["x"]
+        }))
+        .unwrap();
+    let run = engine.run(&plan, RunControl::default()).await;
+    assert_eq!(run.count(StepStatus::Failed), 1);
+    let kept: Vec<String> = run.failure_inputs().keys().cloned().collect();
+    assert_eq!(kept, ["a"]);
+}
+
+#[tokio::test]
 async fn summary_when_nothing_succeeded() {
     let run = run(json!({"steps": [
         {"id": "s1", "tool": "fail", "arguments": {}}

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 use toolplan_llm::provider::local::{self, LocalModel, LocalOptions};
@@ -566,6 +566,20 @@ async fn without_the_prompt_cache_the_reply_depends_on_the_request_alone() {
     assert_eq!(cold.last_stats().unwrap().cached_tokens, 0);
 }
 
+/// The steps of the plan `model` writes for `req`, checked against its tools.
+async fn plan_steps(
+    model: &LocalModel,
+    req: &ChatRequest,
+    cancel: &CancellationToken,
+) -> Vec<Value> {
+    let response = model.chat(req, cancel).await.unwrap();
+    assert_valid_calls(&response.message.tool_calls, &req.tools);
+    response.message.tool_calls[0].arguments["steps"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
 #[tokio::test]
 async fn a_reply_start_is_kept_and_the_model_adds_to_it() {
     let model = model().await;
@@ -587,15 +601,30 @@ async fn a_reply_start_is_kept_and_the_model_adds_to_it() {
         thought: String::new(),
         calls: vec![plan],
         open_in: Some("steps".into()),
+        may_end: false,
     });
-    let response = model.chat(&req, &cancel).await.unwrap();
-    assert_valid_calls(&response.message.tool_calls, &req.tools);
-    let steps = response.message.tool_calls[0].arguments["steps"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let steps = plan_steps(model, &req, &cancel).await;
     assert_eq!(steps[0], paris, "{steps:?}");
     assert!(steps.len() >= 2, "{steps:?}");
+
+    // A start that may be the whole reply: its steps are kept (their odd ids show it was not
+    // dropped), and the model may close the plan there.
+    let whole: Vec<Value> = [("p7", "Paris"), ("t7", "Tokyo"), ("o7", "Oslo")]
+        .iter()
+        .map(|(id, city)| json!({"id": id, "tool": "get_weather", "arguments": {"location": city}}))
+        .collect();
+    req.reply_start = Some(ReplyStart {
+        thought: String::new(),
+        calls: vec![ToolCall {
+            id: "call_0".into(),
+            name: "execute_tool_plan".into(),
+            arguments: json!({"steps": whole.clone()}),
+        }],
+        open_in: Some("steps".into()),
+        may_end: true,
+    });
+    let steps = plan_steps(model, &req, &cancel).await;
+    assert_eq!(steps[..3], whole[..], "{steps:?}");
 
     // Direct calls open for one more: the reply has the given call, then others.
     let tools = vec![weather_tool()];
@@ -614,6 +643,7 @@ async fn a_reply_start_is_kept_and_the_model_adds_to_it() {
         thought: String::new(),
         calls: vec![call.clone()],
         open_in: None,
+        may_end: false,
     });
     let response = model.chat(&req, &cancel).await.unwrap();
     assert_valid_calls(&response.message.tool_calls, &tools);
@@ -630,6 +660,7 @@ async fn a_reply_start_is_kept_and_the_model_adds_to_it() {
             ..call
         }],
         open_in: None,
+        may_end: false,
     });
     let response = model.chat(&req, &cancel).await.unwrap();
     assert_valid_calls(&response.message.tool_calls, &tools);

@@ -161,17 +161,30 @@ pub(super) fn check_run(
         }
     }
 
-    // Outputs: the successful output steps (all steps when output_steps is omitted).
+    // Outputs: the successful output steps (all steps when output_steps is omitted), and the
+    // successful steps that a failed or skipped step read.
     let outputs: BTreeSet<usize> = if dag.outputs.is_empty() {
         (0..n).collect()
     } else {
         dag.outputs.iter().copied().collect()
     };
+    let read_by_failure: BTreeSet<usize> = (0..n)
+        .filter(|&j| expected[j] != StepStatus::Ok)
+        .flat_map(|j| dag.steps[j].dep_set())
+        .collect();
     for (i, &status) in expected.iter().enumerate() {
         let id = id_of(i);
-        let want = (outputs.contains(&i) && status == StepStatus::Ok)
-            .then(|| output_of(&id, dag.steps[i].text_output));
+        let kept = outputs.contains(&i) || read_by_failure.contains(&i);
+        let want =
+            (kept && status == StepStatus::Ok).then(|| output_of(&id, dag.steps[i].text_output));
         prop_assert_eq!(run.output(&id), want.as_ref(), "output of {}", id);
+        let listed = run.failure_inputs().contains_key(&id);
+        prop_assert_eq!(
+            listed,
+            want.is_some() && !outputs.contains(&i),
+            "{} in failure_inputs",
+            id
+        );
     }
 
     // Wave barrier: a step of wave w starts after every step of the earlier waves that ran has ended.

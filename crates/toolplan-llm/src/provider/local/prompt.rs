@@ -206,9 +206,11 @@ pub fn reply_start_text(start: &ReplyStart, think: bool) -> Option<String> {
         text.push_str(&call(c));
         text.push_str(", ");
     }
+    // After the last item: a separator, so the model adds one more, unless it may end there.
+    let separator = if start.may_end { "" } else { ", " };
     let Some(key) = &start.open_in else {
         text.push_str(&call(last));
-        text.push_str(", ");
+        text.push_str(separator);
         return Some(text);
     };
     let Value::Object(arguments) = &last.arguments else {
@@ -225,9 +227,10 @@ pub fn reply_start_text(start: &ReplyStart, think: bool) -> Option<String> {
         text.push_str(&format!("{}: {}, ", spaced_json(k), spaced_json(v)));
     }
     text.push_str(&format!("{}: [", spaced_json(key)));
-    for item in items {
-        text.push_str(&spaced_json(item));
-        text.push_str(", ");
+    let items: Vec<String> = items.iter().map(spaced_json).collect();
+    text.push_str(&items.join(", "));
+    if !items.is_empty() {
+        text.push_str(separator);
     }
     Some(text)
 }
@@ -451,6 +454,7 @@ mod tests {
             thought: "Paris first.".into(),
             calls: vec![weather.clone()],
             open_in: None,
+            may_end: false,
         };
         assert_eq!(
             reply_start_text(&calls, false).unwrap(),
@@ -469,6 +473,7 @@ mod tests {
             thought: String::new(),
             calls: vec![weather.clone(), plan.clone()],
             open_in: Some("steps".into()),
+            may_end: false,
         };
         assert_eq!(
             reply_start_text(&open, false).unwrap(),
@@ -483,6 +488,25 @@ mod tests {
             reply_start_text(&empty, false)
                 .unwrap()
                 .ends_with(r#""steps": ["#)
+        );
+        // A start that may be the whole reply ends after its last item: the model may close.
+        let whole = ReplyStart {
+            may_end: true,
+            ..open.clone()
+        };
+        assert!(
+            reply_start_text(&whole, false)
+                .unwrap()
+                .ends_with(r#""steps": [{"id": "a"}, {"id": "b"}"#)
+        );
+        let whole_calls = ReplyStart {
+            may_end: true,
+            ..calls.clone()
+        };
+        assert!(
+            reply_start_text(&whole_calls, false)
+                .unwrap()
+                .ends_with(r#"{"location": "Paris"}}"#)
         );
         // Nothing to start with: no calls, or no such array.
         assert_eq!(reply_start_text(&ReplyStart::default(), false), None);
