@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolplan_core::limits::truncate_string;
 use toolplan_core::{
-    DirectCall, EXECUTE_TOOL_PLAN, RunControl, RunOutcome, StepStatus, value_as_text,
+    DirectCall, EXECUTE_TOOL_PLAN, RunControl, RunOutcome, StepRecord, StepStatus, value_as_text,
 };
 use toolplan_llm::{Message, ReplyStart, ToolCall};
 use toolplan_planner::{BUSY_HINT, FIX_PLAN_HINT, REPLAN_HINT, plan_not_run};
@@ -34,8 +34,9 @@ pub(crate) struct TurnResults {
     /// ([`asks_to_try_again`]): their summaries ask for the failed steps again, on the results
     /// the plan has.
     pub busy_plans: usize,
-    /// Where the reply that corrects the turn's plan starts, when the turn was that one faulty
-    /// plan: the plan with the steps that succeeded, open for more ([`faulty_plan_start`]).
+    /// Where the reply that follows the turn's plan starts, when the turn was that one plan and it
+    /// was faulty (the steps that succeeded, open for more) or busy (the steps that did not,
+    /// open for more or an end) ([`plan_start`]).
     pub restart: Option<ReplyStart>,
     /// The results of the output steps that succeeded, and of the steps that failed steps read,
     /// of every plan of the turn, by step id: a later plan may refer to them
@@ -45,9 +46,9 @@ pub(crate) struct TurnResults {
 
 /// The start of the reply that follows `plan`: the plan's arguments before its steps (its thought)
 /// and the steps `kept` names, open for more steps (with `may_end`, the model may also end the plan
-/// there). The steps it takes are the model's own. For a
-/// plan whose failed steps used references that found no value, the steps that succeeded: the
-/// correction adds the missing lookups instead of writing the same plan again. For a plan whose
+/// there). The steps it takes are the model's own. For a plan whose failed steps used references
+/// that found no value, the steps that succeeded: the correction adds the missing lookups instead
+/// of writing the same plan again. For a plan whose
 /// failed steps' tools asked to be tried again, the steps that did not succeed: they run again on
 /// the results the plan has (their references to its other steps name earlier results), and the
 /// model may add to them or not.
@@ -152,14 +153,16 @@ impl Agent {
                     outputs.extend(run.failure_inputs());
                     record.tool_errors += run.problems().count();
                     let mut summary = run.summary_within(self.max_result_bytes);
-                    let failed = || run.steps.iter().filter(|s| s.status == StepStatus::Failed);
-                    let faulty = may_fix
-                        && failed().next().is_some()
-                        && failed().all(|s| s.unresolved_reference);
+                    // Whether steps failed, and every one of them as `why` says.
+                    let all_failed = |why: fn(&StepRecord) -> bool| {
+                        let mut failed =
+                            run.steps.iter().filter(|s| s.status == StepStatus::Failed);
+                        failed.next().is_some_and(why) && failed.all(why)
+                    };
+                    let faulty = may_fix && all_failed(|s| s.unresolved_reference);
                     let busy = may_fix
                         && run.outcome == RunOutcome::Completed
-                        && failed().next().is_some()
-                        && failed().all(|s| asks_to_try_again(s.error.as_deref()));
+                        && all_failed(|s| asks_to_try_again(s.error.as_deref()));
                     let ids = |ok: bool| -> Vec<&str> {
                         run.steps
                             .iter()
