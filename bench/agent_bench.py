@@ -49,7 +49,10 @@ def flaky_config(binary, tools, directory):
 
 def run(binary, model, question, mode, timeout, config=None):
     tools = ["--tools", "none", "--config", config] if config else ["--tools", "demo"]
-    cmd = [binary, "ask", question, "--model", model, "--json"] + tools + MODE_FLAGS[mode]
+    # `plan-only:FORM` (and `plan-answer:FORM`): the planner lists the tools in that form.
+    base, _, listing = mode.partition(":")
+    flags = MODE_FLAGS[base] + (["--plan-listing", listing] if listing else [])
+    cmd = [binary, "ask", question, "--model", model, "--json"] + tools + flags
     started = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
@@ -85,7 +88,7 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="only the first N tasks")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per question")
     ap.add_argument("--modes", default="plan-only,no-plan",
-                    help="comma-separated: plan-only (only execute_tool_plan offered), plan-answer (plan-only, plans may end with the answer), plan (planner beside the tools), no-plan")
+                    help="comma-separated: plan-only (only execute_tool_plan offered), plan-answer (plan-only, plans may end with the answer), plan (planner beside the tools), no-plan; plan-only:FORM and plan-answer:FORM list the tools as --plan-listing FORM")
     ap.add_argument("--flaky", default="",
                     help="comma-separated tools that fail on their first call in each interaction "
                          "(a busy service: the demo tools served through bench/flaky_proxy.py)")
@@ -113,7 +116,7 @@ def main():
     emit(f"{'task':26} {'mode':11} {'ok':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'plans':>5} {'reused':>6} {'secs':>7}  answer")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in modes:
-        if m not in MODE_FLAGS:
+        if m.partition(":")[0] not in MODE_FLAGS:
             ap.error(f"unknown mode {m!r}")
     kinds = sorted({t.get("kind", "-") for t in tasks})
 

@@ -124,6 +124,11 @@ pub struct RunArgs {
     /// No live progress display, even on a terminal.
     #[arg(long)]
     pub quiet: bool,
+    /// With `-` (standard input), read the whole plan before running it. By default a plan piped in
+    /// runs while it is written: each step joins when its text is complete, and a step on a
+    /// read-only tool whose references are done starts at once.
+    #[arg(long)]
+    pub no_stream: bool,
 }
 
 /// `toolplan validate`.

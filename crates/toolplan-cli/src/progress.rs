@@ -65,6 +65,8 @@ impl Observer for Progress {
                 event.error.unwrap_or("failed")
             ));
         }
+        // A plan run while it is written grows.
+        self.bar.set_length(event.total as u64);
         self.bar.set_position(event.done as u64);
     }
 }

@@ -99,6 +99,41 @@ impl Engine {
         scheduler::run(plan, &self.tools, &self.config, control).await
     }
 
+    /// Runs a tool plan while its JSON text is still being written (by a model, a pipe): each step
+    /// joins the run when its text is complete, and steps on read-only tools whose references are
+    /// done start before the rest is written. The result is what [`compile`](Self::compile) and
+    /// [`run`](Self::run) of the whole text give, apart from timings: the same problems for an
+    /// invalid plan, the same report for a valid one, with when each step was written
+    /// ([`StepRecord::written`]). See [`run_streamed_at`](Self::run_streamed_at) for a plan inside a
+    /// larger JSON document.
+    pub async fn run_streamed(
+        &self,
+        text: impl futures::Stream<Item = String> + Send,
+        control: RunControl,
+    ) -> Result<PlanRun, InvalidPlan> {
+        self.run_streamed_at(text, &[], control).await
+    }
+
+    /// [`run_streamed`](Self::run_streamed) for a plan at `plan_path` inside the JSON document
+    /// the text holds: `["arguments"]` for a whole tool call, `{"name": "execute_tool_plan",
+    /// "arguments": {…}}`. Text around the document (a `<tool_call>` tag) is ignored.
+    pub async fn run_streamed_at(
+        &self,
+        text: impl futures::Stream<Item = String> + Send,
+        plan_path: &[&str],
+        control: RunControl,
+    ) -> Result<PlanRun, InvalidPlan> {
+        scheduler::run_streamed(
+            text,
+            plan_path,
+            &self.tools,
+            &self.limits,
+            &self.config,
+            control,
+        )
+        .await
+    }
+
     /// Runs tools called directly, all at once, each as an independent step of one plan (calls of a
     /// tool that does not say it is read-only keep the order they were made in, as plan steps do:
     /// [`WrittenOrder`](crate::WrittenOrder)): a call gets

@@ -13,7 +13,8 @@
 //!   they mean, and the shapes named in errors (a table, `key: value` lines …).
 //! * [`template`] — a step's arguments with their references found once, rendered per run.
 //! * [`dialect`] — the [`Dialect`](dialect::Dialect) interface a plan format implements to produce the
-//!   IR, and the native format, [`dialect::tool_plan`] (toolplan-query brings LlamaIndex query plans).
+//!   IR, and the native format, [`dialect::tool_plan`] (toolplan-query brings LlamaIndex query plans);
+//!   [`dialect::incremental`] hands over a plan's steps one by one while its text is still arriving.
 //! * [`output`](mod@output) — tools' output schemas: what a `$ref:step.path` can find, and its
 //!   type, looked up before the plan runs.
 //! * [`plan`] — the IR ([`Plan`], [`Step`]) and [`plan::validate`]: unknown tools and steps, cycles,

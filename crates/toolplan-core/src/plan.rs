@@ -164,60 +164,7 @@ pub fn validate(
         index.entry(s.id.clone()).or_insert(i);
     }
 
-    let mut steps: Vec<Step> = Vec::with_capacity(draft.steps.len());
-    for draft_step in draft.steps {
-        let DraftStep {
-            id,
-            tool,
-            arguments,
-            depends_on,
-            ..
-        } = draft_step;
-        if let Some(tool) = &tool {
-            check_tool(&id, tool, arguments.as_ref(), tools, &mut problems);
-        }
-        let tool = tool.unwrap_or_default();
-        let mut arguments =
-            arguments.unwrap_or(Template::Literal(Value::Object(Default::default())));
-
-        let mut deps = Vec::new();
-        let mut reported: HashSet<String> = HashSet::new();
-        arguments.for_each_ref_mut(&mut |r| match index.get(&r.step) {
-            Some(&slot) => {
-                r.slot = slot;
-                deps.push(slot);
-            }
-            None => {
-                if reported.insert(r.step.clone()) {
-                    problems.push(Problem::UnknownReference {
-                        step: id.clone(),
-                        target: r.step.clone(),
-                        reference: r.to_string(),
-                    });
-                }
-            }
-        });
-        for target in depends_on {
-            match index.get(&target) {
-                Some(&slot) => deps.push(slot),
-                None => problems.push(Problem::UnknownDependency {
-                    step: id.clone(),
-                    target,
-                }),
-            }
-        }
-        deps.sort_unstable();
-        deps.dedup();
-        steps.push(Step {
-            id,
-            tool,
-            arguments,
-            deps,
-            dependents: Vec::new(),
-            wave: 0,
-            same_call_as: None,
-        });
-    }
+    let mut steps = resolve_steps(draft.steps, &index, tools, &mut problems, None);
     check_outputs(&steps, tools, &mut problems);
     let repeats = if repeated_calls == RepeatedCalls::RunEach {
         Vec::new()
@@ -275,6 +222,142 @@ pub fn validate(
         waves,
         index,
     })
+}
+
+/// The first steps of a plan still being written, as far as they can be checked: what
+/// [`validate_prefix`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Prefix {
+    /// The steps, with the references and dependencies that name steps already written resolved.
+    pub(crate) steps: Vec<Step>,
+    /// Per step: whether it names a step not yet written (it waits for the rest of the plan).
+    pub(crate) pending: Vec<bool>,
+    /// Per step: whether it makes the same call (tool and arguments) as an earlier step (how
+    /// repeats are run is decided on the whole plan).
+    pub(crate) repeat: Vec<bool>,
+}
+
+/// Validates the steps written so far of a plan whose text is still arriving: the checks of
+/// [`validate`] that the rest of the plan cannot undo (tools, literal arguments against schemas,
+/// references into output schemas, ids, cycles among these steps). A name no step written so far
+/// has is not a problem: the step is marked [`Prefix::pending`]. `output_steps` are not looked at.
+pub(crate) fn validate_prefix(
+    draft: DraftPlan,
+    mut problems: Vec<Problem>,
+    tools: &ToolRegistry,
+) -> Result<Prefix, InvalidPlan> {
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(draft.steps.len());
+    for (i, s) in draft.steps.iter().enumerate() {
+        index.entry(s.id.clone()).or_insert(i);
+    }
+    let mut pending = Vec::with_capacity(draft.steps.len());
+    let mut steps = resolve_steps(
+        draft.steps,
+        &index,
+        tools,
+        &mut problems,
+        Some(&mut pending),
+    );
+    check_outputs(&steps, tools, &mut problems);
+    for i in 0..steps.len() {
+        for k in 0..steps[i].deps.len() {
+            let d = steps[i].deps[k];
+            steps[d].dependents.push(i);
+        }
+    }
+    if let Err(cycles) = levels(&mut steps) {
+        problems.extend(cycles.into_iter().map(|cycle| Problem::Cycle { cycle }));
+    }
+    if !problems.is_empty() {
+        return Err(InvalidPlan { problems });
+    }
+    let repeat = steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            steps[..i]
+                .iter()
+                .any(|s| s.tool == step.tool && s.arguments == step.arguments)
+        })
+        .collect();
+    Ok(Prefix {
+        steps,
+        pending,
+        repeat,
+    })
+}
+
+/// The steps of a draft with their tools checked and their references and `depends_on` resolved to
+/// indexes through `index`. A name `index` lacks is a problem, unless `pending` is given (a plan still
+/// being written, whose later steps may bring it): the step is then marked there and waits.
+fn resolve_steps(
+    draft_steps: Vec<DraftStep>,
+    index: &HashMap<String, usize>,
+    tools: &ToolRegistry,
+    problems: &mut Vec<Problem>,
+    mut pending: Option<&mut Vec<bool>>,
+) -> Vec<Step> {
+    let mut steps: Vec<Step> = Vec::with_capacity(draft_steps.len());
+    for draft_step in draft_steps {
+        let DraftStep {
+            id,
+            tool,
+            arguments,
+            depends_on,
+            ..
+        } = draft_step;
+        if let Some(tool) = &tool {
+            check_tool(&id, tool, arguments.as_ref(), tools, problems);
+        }
+        let tool = tool.unwrap_or_default();
+        let mut arguments =
+            arguments.unwrap_or(Template::Literal(Value::Object(Default::default())));
+
+        let mut deps = Vec::new();
+        let mut waits = false;
+        let mut reported: HashSet<String> = HashSet::new();
+        arguments.for_each_ref_mut(&mut |r| match index.get(&r.step) {
+            Some(&slot) => {
+                r.slot = slot;
+                deps.push(slot);
+            }
+            None if pending.is_some() => waits = true,
+            None => {
+                if reported.insert(r.step.clone()) {
+                    problems.push(Problem::UnknownReference {
+                        step: id.clone(),
+                        target: r.step.clone(),
+                        reference: r.to_string(),
+                    });
+                }
+            }
+        });
+        for target in depends_on {
+            match index.get(&target) {
+                Some(&slot) => deps.push(slot),
+                None if pending.is_some() => waits = true,
+                None => problems.push(Problem::UnknownDependency {
+                    step: id.clone(),
+                    target,
+                }),
+            }
+        }
+        deps.sort_unstable();
+        deps.dedup();
+        if let Some(pending) = pending.as_deref_mut() {
+            pending.push(waits);
+        }
+        steps.push(Step {
+            id,
+            tool,
+            arguments,
+            deps,
+            dependents: Vec::new(),
+            wave: 0,
+            same_call_as: None,
+        });
+    }
+    steps
 }
 
 /// Makes each step on a tool that does not say it is read-only wait for the step on the same tool

@@ -63,6 +63,9 @@ pub struct StepRecord {
     /// Whether it failed after a reference in its arguments found no value (a field its producer's
     /// output lacks, a null result): a failure the plan caused, which a corrected plan can avoid.
     pub unresolved_reference: bool,
+    /// When its text was complete, from the start of the run, for a plan run while it was being
+    /// written (`None` for a plan read whole).
+    pub written: Option<Duration>,
     /// When it started, from the start of the run (`None` for skipped steps).
     pub started: Option<Duration>,
     /// When it finished (or was skipped), from the start of the run.
@@ -165,16 +168,17 @@ impl PlanRun {
             .steps
             .iter()
             .map(|s| {
-                (
-                    s.id.clone(),
-                    json!({
-                        "tool": s.tool,
-                        "status": s.status,
-                        "started_ms": s.started.map(ms),
-                        "finished_ms": ms(s.finished),
-                        "wave": s.wave,
-                    }),
-                )
+                let mut step = json!({
+                    "tool": s.tool,
+                    "status": s.status,
+                    "started_ms": s.started.map(ms),
+                    "finished_ms": ms(s.finished),
+                    "wave": s.wave,
+                });
+                if let (Some(written), Some(fields)) = (s.written, step.as_object_mut()) {
+                    fields.insert("written_ms".into(), json!(ms(written)));
+                }
+                (s.id.clone(), step)
             })
             .collect();
         json!({

@@ -1,9 +1,9 @@
 //! `toolplan run`: validate a plan, run it, print the results (human-readable or `--json`).
 
 use std::io::IsTerminal;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use toolplan_core::{Observer, RunControl, Schedule};
+use toolplan_core::{Engine, Observer, PlanRun, RunControl, Schedule};
 
 use crate::Outcome;
 use crate::args::{RunArgs, ScheduleArg};
@@ -15,7 +15,12 @@ use crate::{render, toolset};
 
 /// Runs the subcommand.
 pub async fn execute(args: RunArgs, mut settings: Settings) -> anyhow::Result<Outcome> {
-    let text = read_plan(&args.input.plan, settings.limits.max_plan_bytes)?;
+    let streamed = args.input.plan.as_os_str() == "-" && !args.no_stream;
+    let text = if streamed {
+        String::new()
+    } else {
+        read_plan(&args.input.plan, settings.limits.max_plan_bytes)?
+    };
     // The flags of `run` alone, which neither the environment nor the configuration sets.
     settings.run.tool_concurrency = args.tool_limits.iter().cloned().collect();
     settings.run.schedule = match args.schedule {
@@ -27,6 +32,9 @@ pub async fn execute(args: RunArgs, mut settings: Settings) -> anyhow::Result<Ou
         if !engine.tools().contains(tool) {
             eprintln!("warning: --tool-limit names '{tool}', which is not a tool of this tool set");
         }
+    }
+    if streamed {
+        return run_streamed(&args, &engine, settings.run.approval.is_none()).await;
     }
     let plan = match engine.compile(&text) {
         Ok(plan) => plan,
@@ -51,10 +59,110 @@ pub async fn execute(args: RunArgs, mut settings: Settings) -> anyhow::Result<Ou
     if let Some(p) = progress {
         p.finish();
     }
+    print_run(&args, &run)?;
+    Ok(Outcome::Ok)
+}
+
+fn print_run(args: &RunArgs, run: &PlanRun) -> anyhow::Result<()> {
     if args.json {
         outln!("{}", run.to_json())?;
     } else {
-        out!("{}", render::report(&run))?;
+        out!("{}", render::report(run))?;
     }
-    Ok(Outcome::Ok)
+    Ok(())
+}
+
+/// Runs the plan on standard input while it is being written ([`Engine::run_streamed`]).
+async fn run_streamed(args: &RunArgs, engine: &Engine, live: bool) -> anyhow::Result<Outcome> {
+    let cancel = cancel_on_interrupt();
+    let progress = (live && !args.quiet && std::io::stderr().is_terminal())
+        .then(|| Arc::new(Progress::new(0)));
+    let control = RunControl {
+        cancel,
+        observer: progress.clone().map(|p| p as Arc<dyn Observer>),
+        ..RunControl::default()
+    };
+    let trouble = Arc::new(Mutex::new(None));
+    let text = stdin_text(Arc::clone(&trouble));
+    let result = engine.run_streamed(text, control).await;
+    if let Some(p) = progress {
+        p.finish();
+    }
+    // A read error or text that is not UTF-8 ends the text; that, not the plan it cut, is the error.
+    if let Some(e) = trouble.lock().ok().and_then(|mut t| t.take()) {
+        return Err(e);
+    }
+    match result {
+        Ok(run) => {
+            print_run(args, &run)?;
+            Ok(Outcome::Ok)
+        }
+        Err(invalid) => {
+            print_problems(&args.input.plan, &invalid);
+            Ok(Outcome::InvalidPlan)
+        }
+    }
+}
+
+/// Standard input as text chunks, as they arrive. A read error, or bytes that are not UTF-8, end the
+/// text and are put in `trouble`.
+fn stdin_text(
+    trouble: Arc<Mutex<Option<anyhow::Error>>>,
+) -> impl futures::Stream<Item = String> + Send {
+    use tokio::io::AsyncReadExt;
+    /// Bytes read at a time.
+    const CHUNK: usize = 8192;
+    let state = (tokio::io::stdin(), Vec::<u8>::new(), false);
+    futures::stream::unfold(state, move |(mut stdin, mut carry, done)| {
+        let trouble = Arc::clone(&trouble);
+        async move {
+            if done {
+                return None;
+            }
+            let mut buf = vec![0u8; CHUNK];
+            let fail = |e: anyhow::Error| {
+                if let Ok(mut t) = trouble.lock() {
+                    *t = Some(e);
+                }
+            };
+            loop {
+                let n = match stdin.read(&mut buf).await {
+                    Ok(n) => n,
+                    Err(e) => {
+                        fail(
+                            anyhow::Error::new(e)
+                                .context("cannot read the plan from standard input"),
+                        );
+                        return None;
+                    }
+                };
+                if n == 0 {
+                    if !carry.is_empty() {
+                        fail(anyhow::anyhow!(
+                            "the plan from standard input is not UTF-8 text"
+                        ));
+                    }
+                    return None;
+                }
+                carry.extend_from_slice(&buf[..n]);
+                // A character cut at the end of a read waits for the rest of its bytes.
+                let valid = match std::str::from_utf8(&carry) {
+                    Ok(_) => carry.len(),
+                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                    Err(_) => {
+                        fail(anyhow::anyhow!(
+                            "the plan from standard input is not UTF-8 text"
+                        ));
+                        return None;
+                    }
+                };
+                if valid == 0 {
+                    continue;
+                }
+                let rest = carry.split_off(valid);
+                let text = String::from_utf8(std::mem::replace(&mut carry, rest)).ok()?;
+                return Some((text, (stdin, carry, false)));
+            }
+        }
+    })
 }

@@ -23,4 +23,5 @@ mod query_plan;
 mod schemas;
 mod search;
 mod settings;
+mod streamed_run;
 mod text_results;

@@ -6,7 +6,10 @@
 //! the size limit, the JSON parse, validation. [`tool_plan`] is the native format; other crates bring
 //! their own (toolplan-query's LlamaIndex query plans). [`take_items`] and [`json_type`] are for
 //! dialects: the list of steps out of the top-level object, and a value's JSON type in problems.
+//! [`incremental`] reads a plan's list of steps while its text is still arriving: each step as
+//! soon as it is written whole.
 
+pub mod incremental;
 pub mod tool_plan;
 
 use serde_json::{Map, Value};

@@ -97,6 +97,44 @@ pub async fn run(
     driver.finish()
 }
 
+/// Runs a plan while its text is still being written: `text` brings it in chunks of any size, and
+/// its end is the end of the plan. Each step joins the run when its text is complete; a step on a
+/// read-only tool whose references are written and done starts at once (see the streaming driver's
+/// rules), every other step when the whole plan is known. The whole text is then compiled as
+/// [`crate::Engine::compile`] would: an invalid plan is an error with the same problems (steps
+/// started early are stopped), and a valid one runs on as if it had been read whole. Its report is
+/// the same, plus when each step's text was complete ([`StepRecord::written`]).
+///
+/// `plan_path` holds the keys that lead from the text's JSON document to the plan: empty when the
+/// text is the plan, `["arguments"]` when it is a whole tool call (`{"name": …, "arguments": {…}}`;
+/// arguments written as a JSON string are read too, but then no step starts before the end). Text
+/// before the document's first `{` and after its end is ignored.
+///
+/// The text is bounded by the plan size limit and its steps by the step limit (`limits`); waiting
+/// for it is bounded by the run's cancellation and deadline (the run starts when this is called).
+/// With an approval gate configured ([`RunConfig::approval`]) nothing starts early: the plan is
+/// read whole, then approved and run.
+pub async fn run_streamed<'a>(
+    text: impl futures::Stream<Item = String> + Send + 'a,
+    plan_path: &[&str],
+    tools: &'a ToolRegistry,
+    limits: &'a crate::limits::Limits,
+    config: &'a RunConfig,
+    control: RunControl,
+) -> Result<PlanRun, crate::error::InvalidPlan> {
+    let writing = driver::Writing::new(Box::pin(text), plan_path, limits);
+    let mut driver = Driver::streaming(tools, config, control.clone(), writing);
+    driver.drive().await;
+    match driver.take_ended() {
+        Some(driver::Written::Invalid(invalid)) => Err(invalid),
+        // The steps streamed were not the plan's (a document naming its steps twice): the plan
+        // runs from the start, as read whole. Steps that started early were read-only.
+        Some(driver::Written::Differs(plan)) => Ok(run(&plan, tools, config, control).await),
+        Some(driver::Written::NeedsApproval(plan)) => Ok(run(&plan, tools, config, control).await),
+        Some(driver::Written::Plan) | None => Ok(driver.finish()),
+    }
+}
+
 /// The record of a plan none of whose steps ran: each skipped, with `reason`.
 fn not_run(plan: &Plan, outcome: RunOutcome, reason: &str, elapsed: Duration) -> PlanRun {
     PlanRun {
@@ -110,6 +148,7 @@ fn not_run(plan: &Plan, outcome: RunOutcome, reason: &str, elapsed: Duration) ->
                 output: None,
                 error: Some(reason.to_owned()),
                 unresolved_reference: false,
+                written: None,
                 started: None,
                 finished: elapsed,
                 wave: s.wave,

@@ -50,6 +50,23 @@ pub(super) struct Trouble {
 }
 
 impl Slot {
+    /// A step that waits to start, its dependencies not yet counted.
+    pub(super) fn waiting() -> Self {
+        Self {
+            state: State::Waiting,
+            missing: 0,
+            consumers: 0,
+            is_output: false,
+            used_by_failure: false,
+            status: StepStatus::Skipped,
+            output: None,
+            size: 0,
+            trouble: None,
+            started: None,
+            finished: Duration::ZERO,
+        }
+    }
+
     pub(super) fn error(&self) -> Option<&str> {
         self.trouble.as_ref()?.error.as_deref()
     }

@@ -10,5 +10,6 @@ mod references;
 mod repeats;
 mod scheduler;
 mod schemas;
+mod streaming;
 mod validation;
 mod written_order;

@@ -23,6 +23,7 @@ mod dags;
 mod makespan;
 mod model;
 mod recorder;
+mod streamed;
 
 use dags::*;
 use model::*;

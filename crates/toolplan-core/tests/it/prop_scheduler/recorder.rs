@@ -27,6 +27,9 @@ pub(super) struct Log {
 pub(super) struct Rec {
     pub(super) name: &'static str,
     pub(super) log: Arc<Mutex<Log>>,
+    /// Whether it says it is read-only (its steps may then start while a streamed plan is still
+    /// being written).
+    pub(super) read_only: bool,
 }
 
 #[async_trait]
@@ -36,6 +39,13 @@ impl Tool for Rec {
     }
     fn description(&self) -> &str {
         "records its calls"
+    }
+    fn annotations(&self) -> toolplan_core::ToolAnnotations {
+        if self.read_only {
+            toolplan_core::ToolAnnotations::READ_ONLY
+        } else {
+            toolplan_core::ToolAnnotations::default()
+        }
     }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"ms": {"type": "integer"}, "fail": {"type": "boolean"}},
@@ -81,12 +91,18 @@ impl Tool for Rec {
 }
 
 pub(super) fn engine(log: &Arc<Mutex<Log>>, config: RunConfig) -> Engine {
+    engine_of(log, config, false)
+}
+
+/// [`engine`], with `rec` read-only when `read_only` (`rec2` never is).
+pub(super) fn engine_of(log: &Arc<Mutex<Log>>, config: RunConfig, read_only: bool) -> Engine {
     let mut tools = ToolRegistry::new();
     for name in ["rec", "rec2"] {
         tools
             .register(Arc::new(Rec {
                 name,
                 log: Arc::clone(log),
+                read_only: read_only && name == "rec",
             }))
             .unwrap();
     }

@@ -3,6 +3,7 @@
 //! dependents whose last dependency just finished, skips the dependents of a failed step, and stops the
 //! run at the deadline or on cancellation.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,19 +14,28 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+mod streaming;
+
+pub(super) use streaming::{Writing, Written};
+use streaming::{may_start_early, waits_for_more};
+
 use super::call::{Call, CallResult};
 use super::config::{RunConfig, Schedule};
 use super::observer::{Observer, RunControl, StepFinished, StepStarted};
 use super::slot::{Slot, State, Trouble};
 use crate::error::format_duration;
 use crate::limits::truncate_string;
-use crate::plan::Plan;
+use crate::plan::{Plan, Step};
 use crate::run::{PlanRun, RunOutcome, StepRecord, StepStatus};
 use crate::template::Budget;
 use crate::tool::{ToolContext, ToolRegistry};
 
 pub(super) struct Driver<'p> {
-    plan: &'p Plan,
+    /// The plan's steps: borrowed from a whole plan, owned while a streamed plan grows.
+    steps: Cow<'p, [Step]>,
+    outputs: Cow<'p, [usize]>,
+    explicit_outputs: bool,
+    waves: Cow<'p, [Vec<usize>]>,
     tools: &'p ToolRegistry,
     config: &'p RunConfig,
     observer: Option<Arc<dyn Observer>>,
@@ -34,8 +44,8 @@ pub(super) struct Driver<'p> {
     start: Instant,
     slots: Vec<Slot>,
     ready: VecDeque<usize>,
-    blocked: HashMap<&'p str, VecDeque<usize>>,
-    tool_running: HashMap<&'p str, usize>,
+    blocked: HashMap<String, VecDeque<usize>>,
+    tool_running: HashMap<String, usize>,
     running: usize,
     done: usize,
     wave_left: Vec<usize>,
@@ -47,6 +57,13 @@ pub(super) struct Driver<'p> {
     failure_kept: usize,
     inline_budget: usize,
     outcome: RunOutcome,
+    /// While a streamed plan is being written: its text and what is known of it.
+    writing: Option<Box<Writing<'p>>>,
+    /// Per step of a streamed plan: when its text was complete (empty for a plan read whole).
+    written: Vec<Option<Duration>>,
+    /// How a streamed plan's text ended, when that stopped the run (not valid, or not the steps
+    /// streamed).
+    ended: Option<Written>,
 }
 
 /// Most steps one `launch` completes inline before the driver yields to the runtime (and checks for
@@ -91,7 +108,10 @@ impl<'p> Driver<'p> {
         }
         let run_cancel = control.cancel.child_token();
         Self {
-            plan,
+            steps: Cow::Borrowed(plan.steps()),
+            outputs: Cow::Borrowed(plan.outputs()),
+            explicit_outputs: plan.has_explicit_outputs(),
+            waves: Cow::Borrowed(plan.waves()),
             tools,
             config,
             observer: control.observer,
@@ -111,7 +131,54 @@ impl<'p> Driver<'p> {
             failure_kept: 0,
             inline_budget: INLINE_BUDGET,
             outcome: RunOutcome::Completed,
+            writing: None,
+            written: Vec::new(),
+            ended: None,
         }
+    }
+
+    /// A driver for a plan whose text is still being written: `writing` brings its steps.
+    pub(super) fn streaming(
+        tools: &'p ToolRegistry,
+        config: &'p RunConfig,
+        control: RunControl,
+        writing: Writing<'p>,
+    ) -> Self {
+        let run_cancel = control.cancel.child_token();
+        Self {
+            steps: Cow::Owned(Vec::new()),
+            outputs: Cow::Owned(Vec::new()),
+            explicit_outputs: false,
+            waves: Cow::Owned(Vec::new()),
+            tools,
+            config,
+            observer: control.observer,
+            user_cancel: control.cancel,
+            run_cancel,
+            start: Instant::now(),
+            slots: Vec::new(),
+            ready: VecDeque::new(),
+            blocked: HashMap::new(),
+            tool_running: HashMap::new(),
+            running: 0,
+            done: 0,
+            wave_left: Vec::new(),
+            current_wave: 0,
+            tasks: JoinSet::new(),
+            kept: 0,
+            failure_kept: 0,
+            inline_budget: INLINE_BUDGET,
+            outcome: RunOutcome::Completed,
+            writing: Some(Box::new(writing)),
+            written: Vec::new(),
+            ended: None,
+        }
+    }
+
+    /// How a streamed plan's text ended when that stopped the run: not valid, or not the steps
+    /// that were streamed (then the run is to start again from the plan).
+    pub(super) fn take_ended(&mut self) -> Option<Written> {
+        self.ended.take()
     }
 
     fn now(&self) -> Duration {
@@ -124,9 +191,9 @@ impl<'p> Driver<'p> {
         let _cancel_on_drop = self.run_cancel.clone().drop_guard();
         match self.config.schedule {
             Schedule::Dependency => {
-                for (i, s) in self.plan.steps().iter().enumerate() {
+                for (i, s) in self.steps.iter().enumerate() {
                     if s.deps.is_empty() {
-                        self.enqueue(i);
+                        enqueue(&mut self.slots, &mut self.ready, i);
                     }
                 }
             }
@@ -144,7 +211,7 @@ impl<'p> Driver<'p> {
         };
         tokio::pin!(timer);
 
-        while self.done < self.slots.len() {
+        while self.writing.is_some() || self.done < self.slots.len() {
             // Checked here too, not only in the select below: steps that finish inline never reach it.
             if self.user_cancel.is_cancelled() {
                 self.stop(RunOutcome::Cancelled);
@@ -159,9 +226,11 @@ impl<'p> Driver<'p> {
                 tokio::task::yield_now().await;
                 continue;
             }
-            if self.done == self.slots.len() {
+            if self.writing.is_none() && self.done == self.slots.len() {
                 break;
             }
+            let writing = self.writing.is_some();
+            let idle = self.tasks.is_empty();
             tokio::select! {
                 biased;
                 _ = &mut cancelled => {
@@ -172,7 +241,27 @@ impl<'p> Driver<'p> {
                     self.stop(RunOutcome::DeadlineExceeded);
                     return;
                 }
-                joined = self.tasks.join_next() => {
+                chunk = next_chunk(&mut self.writing), if writing => {
+                    let ended = match chunk {
+                        Some(chunk) => self.on_chunk(&chunk),
+                        None => Some(self.on_text_end()),
+                    };
+                    match ended {
+                        None | Some(Written::Plan) => {}
+                        Some(stop) => {
+                            let reason = match &stop {
+                                Written::Invalid(_) => "the plan is not valid",
+                                Written::NeedsApproval(_) => "the plan needs approval first",
+                                _ => "the plan is run again as read whole",
+                            };
+                            self.writing = None;
+                            self.stop_with(RunOutcome::Cancelled, reason);
+                            self.ended = Some(stop);
+                            return;
+                        }
+                    }
+                }
+                joined = self.tasks.join_next(), if !(writing && idle) => {
                     match joined {
                         Some(Ok((i, result))) => self.complete(i, result),
                         // Tasks are only aborted in `stop`, and panics are caught inside them.
@@ -194,18 +283,17 @@ impl<'p> Driver<'p> {
     }
 
     fn enqueue(&mut self, i: usize) {
-        self.slots[i].state = State::Queued;
-        self.ready.push_back(i);
+        enqueue(&mut self.slots, &mut self.ready, i);
     }
 
     /// Wave-barrier mode: makes every undecided step of `wave` ready (all their dependencies are done).
     fn open_wave(&mut self, wave: usize) {
         self.current_wave = wave;
-        if let Some(steps) = self.plan.waves().get(wave) {
-            for &i in steps {
-                if self.slots[i].state == State::Waiting {
-                    self.enqueue(i);
-                }
+        let count = self.waves.get(wave).map_or(0, Vec::len);
+        for k in 0..count {
+            let i = self.waves[wave][k];
+            if self.slots[i].state == State::Waiting {
+                self.enqueue(i);
             }
         }
     }
@@ -222,9 +310,14 @@ impl<'p> Driver<'p> {
                 self.ready.push_front(i);
                 return Launch::BudgetSpent;
             }
-            let tool = self.plan.steps()[i].tool.as_str();
+            let tool = self.steps[i].tool.as_str();
             if self.at_tool_limit(tool) {
-                self.blocked.entry(tool).or_default().push_back(i);
+                match self.blocked.get_mut(tool) {
+                    Some(queue) => queue.push_back(i),
+                    None => {
+                        self.blocked.insert(tool.to_owned(), VecDeque::from([i]));
+                    }
+                }
                 continue;
             }
             self.start_step(i);
@@ -247,12 +340,12 @@ impl<'p> Driver<'p> {
             .blocked
             .iter()
             .find(|(tool, queue)| !queue.is_empty() && !self.at_tool_limit(tool))
-            .map(|(tool, _)| *tool)?;
-        self.blocked.get_mut(tool)?.pop_front()
+            .map(|(tool, _)| tool.clone())?;
+        self.blocked.get_mut(&tool)?.pop_front()
     }
 
     fn start_step(&mut self, i: usize) {
-        let step = &self.plan.steps()[i];
+        let step = &self.steps[i];
         if let Some(first) = step.same_call_as {
             return self.share_result(i, first);
         }
@@ -307,7 +400,12 @@ impl<'p> Driver<'p> {
         slot.state = State::Running;
         slot.started = Some(at);
         self.running += 1;
-        *self.tool_running.entry(step.tool.as_str()).or_default() += 1;
+        match self.tool_running.get_mut(step.tool.as_str()) {
+            Some(n) => *n += 1,
+            None => {
+                self.tool_running.insert(step.tool.clone(), 1);
+            }
+        }
         if let Some(o) = &self.observer {
             o.step_started(&StepStarted {
                 index: i,
@@ -345,7 +443,8 @@ impl<'p> Driver<'p> {
     /// budget for kept outputs allows, else the step fails for the budget.
     fn succeed(&mut self, i: usize, output: Option<Value>, size: usize) {
         let slot = &mut self.slots[i];
-        let kept = slot.is_output || slot.consumers > 0;
+        // While the plan is being written, a step not yet written may read any output.
+        let kept = self.writing.is_some() || slot.is_output || slot.consumers > 0;
         if kept && self.kept.saturating_add(size) > self.config.max_kept_output_bytes {
             let error = format!(
                 "the output ({size} bytes) would take the outputs this run holds ({} bytes) past the limit of {} bytes (max_kept_output_bytes)",
@@ -361,8 +460,14 @@ impl<'p> Driver<'p> {
     /// needs. When it did not succeed, the outputs it read are kept to the end of the run instead
     /// (reported as [`PlanRun::failure_inputs`](crate::PlanRun::failure_inputs)).
     fn release_inputs(&mut self, i: usize, succeeded: bool) {
-        for &d in &self.plan.steps()[i].deps {
+        for &d in &self.steps[i].deps {
             let slot = &mut self.slots[d];
+            if self.writing.is_some() {
+                // Nothing is released before the whole plan is known (its consumers are counted
+                // then).
+                slot.used_by_failure |= !succeeded;
+                continue;
+            }
             slot.consumers = slot.consumers.saturating_sub(1);
             if !succeeded {
                 // Also when the dependency has not finished yet (a step skipped for another
@@ -375,19 +480,23 @@ impl<'p> Driver<'p> {
             {
                 self.kept -= slot.size;
                 // Kept on for the report within its own budget, else let go.
-                if slot.used_by_failure
-                    && self.failure_kept.saturating_add(slot.size)
-                        <= self.config.max_failure_input_bytes
-                {
-                    self.failure_kept += slot.size;
-                    slot.output = Some(output);
+                let size = slot.size;
+                if slot.used_by_failure && self.fits_failure_budget(size) {
+                    self.failure_kept += size;
+                    self.slots[d].output = Some(output);
                 }
             }
         }
     }
 
+    /// Whether an output of `size` bytes still fits the budget for results kept because a failed
+    /// or skipped step read them (`max_failure_input_bytes`).
+    fn fits_failure_budget(&self, size: usize) -> bool {
+        self.failure_kept.saturating_add(size) <= self.config.max_failure_input_bytes
+    }
+
     fn complete(&mut self, i: usize, result: CallResult) {
-        let tool = self.plan.steps()[i].tool.as_str();
+        let tool = self.steps[i].tool.as_str();
         self.running -= 1;
         if let Some(n) = self.tool_running.get_mut(tool) {
             *n -= 1;
@@ -428,18 +537,19 @@ impl<'p> Driver<'p> {
             slot.state = State::Done;
             slot.status = status;
             slot.finished = at;
-            let keep = status == StepStatus::Ok && (slot.is_output || slot.consumers > 0);
-            // Read only by steps that failed or were skipped already: kept for the report if it
-            // fits that budget.
-            let keep_for_failure = status == StepStatus::Ok
-                && !keep
-                && slot.used_by_failure
-                && self.failure_kept.saturating_add(slot.size)
-                    <= self.config.max_failure_input_bytes;
+            let keep = status == StepStatus::Ok
+                && (self.writing.is_some() || slot.is_output || slot.consumers > 0);
+            let read_by_failure = slot.used_by_failure;
             slot.set_error(error.map(|mut e| {
                 truncate_string(&mut e, self.config.max_error_bytes);
                 e
             }));
+            // Read only by steps that failed or were skipped already: kept for the report if it
+            // fits that budget.
+            let keep_for_failure = status == StepStatus::Ok
+                && !keep
+                && read_by_failure
+                && self.fits_failure_budget(self.slots[i].size);
             self.done += 1;
             self.release_inputs(i, status == StepStatus::Ok);
             // The observer sees the output even when no one keeps it.
@@ -452,7 +562,7 @@ impl<'p> Driver<'p> {
                 self.slots[i].output = output;
             }
 
-            let step = &self.plan.steps()[i];
+            let step = &self.steps[i];
             for &d in &step.dependents {
                 let dep = &mut self.slots[d];
                 if dep.state != State::Waiting {
@@ -460,10 +570,13 @@ impl<'p> Driver<'p> {
                 }
                 if status == StepStatus::Ok {
                     dep.missing -= 1;
-                    if dep.missing == 0 && self.config.schedule == Schedule::Dependency {
-                        self.enqueue(d);
+                    if dep.missing == 0
+                        && self.config.schedule == Schedule::Dependency
+                        && may_start_early(self.writing.as_deref(), d)
+                    {
+                        enqueue(&mut self.slots, &mut self.ready, d);
                     }
-                } else {
+                } else if !waits_for_more(self.writing.as_deref(), d) {
                     // Mark it now so no other path decides it twice.
                     dep.state = State::Done;
                     let reason = format!("Skipped because dependency '{}' failed", step.id);
@@ -471,8 +584,10 @@ impl<'p> Driver<'p> {
                 }
             }
 
-            let wave = step.wave;
-            self.wave_left[wave] -= 1;
+            // (No waves are counted while a streamed plan is being written.)
+            if let Some(left) = self.wave_left.get_mut(step.wave) {
+                *left -= 1;
+            }
             if self.config.schedule == Schedule::WaveBarrier {
                 while self.current_wave < self.wave_left.len()
                     && self.wave_left[self.current_wave] == 0
@@ -485,7 +600,7 @@ impl<'p> Driver<'p> {
 
     fn notify_finished(&self, i: usize, output: Option<&Value>) {
         if let Some(o) = &self.observer {
-            let step = &self.plan.steps()[i];
+            let step = &self.steps[i];
             let slot = &self.slots[i];
             o.step_finished(&StepFinished {
                 index: i,
@@ -543,12 +658,14 @@ impl<'p> Driver<'p> {
 
     pub(super) fn finish(self) -> PlanRun {
         let elapsed = self.now();
+        let written = self.written;
         let steps = self
-            .plan
-            .steps()
+            .steps
             .iter()
             .zip(self.slots)
-            .map(|(step, slot)| StepRecord {
+            .enumerate()
+            .map(|(i, (step, slot))| StepRecord {
+                written: written.get(i).copied().flatten(),
                 id: step.id.clone(),
                 tool: step.tool.clone(),
                 status: slot.status,
@@ -567,11 +684,26 @@ impl<'p> Driver<'p> {
             .collect();
         PlanRun {
             steps,
-            outputs: self.plan.outputs().to_vec(),
-            explicit_outputs: self.plan.has_explicit_outputs(),
-            waves: self.plan.waves().to_vec(),
+            outputs: self.outputs.into_owned(),
+            explicit_outputs: self.explicit_outputs,
+            waves: self.waves.into_owned(),
             elapsed,
             outcome: self.outcome,
         }
+    }
+}
+
+/// Puts step `i` in the ready queue.
+fn enqueue(slots: &mut [Slot], ready: &mut VecDeque<usize>, i: usize) {
+    slots[i].state = State::Queued;
+    ready.push_back(i);
+}
+
+/// The next chunk of a streamed plan's text (`None` at its end; never ready without a writing).
+async fn next_chunk(writing: &mut Option<Box<Writing<'_>>>) -> Option<String> {
+    use futures::StreamExt;
+    match writing {
+        Some(w) => w.text.next().await,
+        None => std::future::pending().await,
     }
 }
