@@ -90,50 +90,22 @@ impl<'p> Driver<'p> {
             .steps()
             .iter()
             .map(|s| Slot {
-                state: State::Waiting,
                 missing: s.deps.len(),
                 consumers: s.dependents.len(),
-                is_output: false,
-                used_by_failure: false,
-                status: StepStatus::Skipped,
-                output: None,
-                size: 0,
-                trouble: None,
-                started: None,
-                finished: Duration::ZERO,
+                ..Slot::waiting()
             })
             .collect();
         for &i in plan.outputs() {
             slots[i].is_output = true;
         }
-        let run_cancel = control.cancel.child_token();
         Self {
             steps: Cow::Borrowed(plan.steps()),
             outputs: Cow::Borrowed(plan.outputs()),
             explicit_outputs: plan.has_explicit_outputs(),
             waves: Cow::Borrowed(plan.waves()),
-            tools,
-            config,
-            observer: control.observer,
-            user_cancel: control.cancel,
-            run_cancel,
-            start: Instant::now(),
             slots,
-            ready: VecDeque::new(),
-            blocked: HashMap::new(),
-            tool_running: HashMap::new(),
-            running: 0,
-            done: 0,
             wave_left: plan.waves().iter().map(Vec::len).collect(),
-            current_wave: 0,
-            tasks: JoinSet::new(),
-            kept: 0,
-            failure_kept: 0,
-            inline_budget: INLINE_BUDGET,
-            outcome: RunOutcome::Completed,
-            writing: None,
-            written: Vec::new(),
-            ended: None,
+            ..Self::without_steps(tools, config, control)
         }
     }
 
@@ -144,6 +116,14 @@ impl<'p> Driver<'p> {
         control: RunControl,
         writing: Writing<'p>,
     ) -> Self {
+        Self {
+            writing: Some(Box::new(writing)),
+            ..Self::without_steps(tools, config, control)
+        }
+    }
+
+    /// A driver with no steps yet, nothing running and nothing kept, its clock started.
+    fn without_steps(tools: &'p ToolRegistry, config: &'p RunConfig, control: RunControl) -> Self {
         let run_cancel = control.cancel.child_token();
         Self {
             steps: Cow::Owned(Vec::new()),
@@ -169,7 +149,7 @@ impl<'p> Driver<'p> {
             failure_kept: 0,
             inline_budget: INLINE_BUDGET,
             outcome: RunOutcome::Completed,
-            writing: Some(Box::new(writing)),
+            writing: None,
             written: Vec::new(),
             ended: None,
         }
@@ -460,7 +440,8 @@ impl<'p> Driver<'p> {
     /// needs. When it did not succeed, the outputs it read are kept to the end of the run instead
     /// (reported as [`PlanRun::failure_inputs`](crate::PlanRun::failure_inputs)).
     fn release_inputs(&mut self, i: usize, succeeded: bool) {
-        for &d in &self.steps[i].deps {
+        for k in 0..self.steps[i].deps.len() {
+            let d = self.steps[i].deps[k];
             let slot = &mut self.slots[d];
             if self.writing.is_some() {
                 // Nothing is released before the whole plan is known (its consumers are counted
@@ -474,17 +455,24 @@ impl<'p> Driver<'p> {
                 // dependency): its output is kept when it comes, if it fits.
                 slot.used_by_failure = true;
             }
-            if slot.consumers == 0
-                && !slot.is_output
-                && let Some(output) = slot.output.take()
-            {
-                self.kept -= slot.size;
-                // Kept on for the report within its own budget, else let go.
-                let size = slot.size;
-                if slot.used_by_failure && self.fits_failure_budget(size) {
-                    self.failure_kept += size;
-                    self.slots[d].output = Some(output);
-                }
+            self.release_output(d);
+        }
+    }
+
+    /// Drops step `d`'s output if no step still to be decided reads it and it is not an output
+    /// step; a result that a failed or skipped step read is kept on for the report instead, within
+    /// its own budget, else let go.
+    fn release_output(&mut self, d: usize) {
+        let slot = &mut self.slots[d];
+        if slot.consumers == 0
+            && !slot.is_output
+            && let Some(output) = slot.output.take()
+        {
+            self.kept -= slot.size;
+            let size = slot.size;
+            if slot.used_by_failure && self.fits_failure_budget(size) {
+                self.failure_kept += size;
+                self.slots[d].output = Some(output);
             }
         }
     }

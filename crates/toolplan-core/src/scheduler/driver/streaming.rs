@@ -194,7 +194,6 @@ impl Driver<'_> {
                 && !(writing && waits_for_more(self.writing.as_deref(), i))
             {
                 let reason = format!("Skipped because dependency '{}' failed", self.steps[d].id);
-                self.slots[i].state = State::Done;
                 self.decide(i, StepStatus::Skipped, None, Some(reason));
                 continue;
             }
@@ -264,18 +263,8 @@ impl Driver<'_> {
         }
         // Outputs held while the plan was written that nothing will read now.
         for i in 0..self.slots.len() {
-            let slot = &mut self.slots[i];
-            if slot.state == State::Done
-                && slot.consumers == 0
-                && !slot.is_output
-                && let Some(output) = slot.output.take()
-            {
-                self.kept -= slot.size;
-                let size = slot.size;
-                if slot.used_by_failure && self.fits_failure_budget(size) {
-                    self.failure_kept += size;
-                    self.slots[i].output = Some(output);
-                }
+            if self.slots[i].state == State::Done {
+                self.release_output(i);
             }
         }
     }
