@@ -27,6 +27,7 @@ use crate::earlier::EarlierResults;
 use crate::error::AgentError;
 use crate::record::Record;
 use crate::repeats::CallMemory;
+use crate::streamed::{self, StreamedPlan};
 
 /// Turns in a row made only of repeated calls after which the model must answer (no tools offered).
 /// One: with the local 1.5B model, a second turn after a repeat brought the same call again.
@@ -159,6 +160,9 @@ pub struct Agent {
     pub(crate) planner: Option<Arc<ExecuteToolPlan>>,
     pub(crate) definitions: Vec<ToolDefinition>,
     pub(crate) answer_in_plan: bool,
+    /// Whether plans start running while the model writes them
+    /// ([`AgentBuilder::stream_plans`](crate::AgentBuilder::stream_plans)).
+    pub(crate) stream_plans: bool,
     pub(crate) max_turns: usize,
     pub(crate) max_repairs: usize,
     pub(crate) max_result_bytes: usize,
@@ -220,12 +224,13 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
-            let (mut message, cut_off) = self
-                .ask_model(
+            let (mut message, cut_off, streamed) = self
+                .ask_model_streaming(
                     &messages,
                     Choice::of(repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER, repairing),
                     after_plan,
                     reply_start.take(),
+                    self.stream_plans,
                     &mut record,
                     cancel,
                 )
@@ -290,7 +295,11 @@ impl Agent {
                 0
             };
             let may_fix = record.repairs < self.max_repairs;
-            let turn = self.run_calls(&fresh, may_fix, cancel, &mut record).await;
+            // A plan that started while the model wrote it goes on if it is the turn's one call.
+            let streamed = streamed.filter(|s| s.is_the_plan_of(&fresh));
+            let turn = self
+                .run_calls(&fresh, may_fix, streamed, cancel, &mut record)
+                .await;
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
@@ -605,6 +614,33 @@ impl Agent {
         record: &mut Record,
         cancel: &CancellationToken,
     ) -> Result<(Message, bool), LlmError> {
+        let (message, cut_off, _) = self
+            .ask_model_streaming(
+                messages,
+                choice,
+                after_plan,
+                reply_start,
+                false,
+                record,
+                cancel,
+            )
+            .await?;
+        Ok((message, cut_off))
+    }
+
+    /// [`ask_model`](Self::ask_model); with `stream` (and a planner), a plan the reply begins
+    /// starts running while it is written ([`crate::streamed`]), and comes back with the reply.
+    #[allow(clippy::too_many_arguments)]
+    async fn ask_model_streaming(
+        &self,
+        messages: &[Message],
+        choice: Choice,
+        after_plan: bool,
+        reply_start: Option<ReplyStart>,
+        stream: bool,
+        record: &mut Record,
+        cancel: &CancellationToken,
+    ) -> Result<(Message, bool, Option<StreamedPlan>), LlmError> {
         record.turns += 1;
         let request = ChatRequest {
             messages: messages.to_vec(),
@@ -621,7 +657,13 @@ impl Agent {
             ..ChatRequest::default()
         };
         let asked = Instant::now();
-        let response = match self.model.chat(&request, cancel).await {
+        let (response, mut streamed) = match self.planner.as_ref().filter(|_| stream) {
+            Some(planner) => {
+                streamed::ask(self.model.as_ref(), &request, planner.engine(), cancel).await
+            }
+            None => (self.model.chat(&request, cancel).await, None),
+        };
+        let response = match response {
             // A reply cut off before anything in it could be used (a value written again and
             // again): asked once more, told so; the note is not kept in the conversation.
             Err(LlmError::CutOff { tokens, reply, .. }) => {
@@ -629,6 +671,7 @@ impl Agent {
                 record.output_tokens += tokens;
                 record.unusable_cut_replies += 1;
                 record.turns += 1;
+                streamed = None;
                 let mut again = request.clone();
                 again
                     .messages
@@ -656,6 +699,6 @@ impl Agent {
         if cut_off {
             record.cut_replies += 1;
         }
-        Ok((response.message, cut_off))
+        Ok((response.message, cut_off, streamed))
     }
 }

@@ -42,6 +42,7 @@ pub struct AgentBuilder {
     max_result_bytes: usize,
     run_config: RunConfig,
     limits: Limits,
+    stream_plans: bool,
 }
 
 impl AgentBuilder {
@@ -62,6 +63,16 @@ impl AgentBuilder {
     /// better for the thought that reads them first).
     pub fn think_first(mut self, on: bool) -> Self {
         self.think_first = Some(on);
+        self
+    }
+
+    /// Whether a plan starts running while the model writes it (default: on): each step on a
+    /// read-only tool starts as soon as its text and the steps it refers to are complete, the
+    /// rest when the reply is done; the results are those of the plan run after the reply. Off,
+    /// a plan runs once the whole reply has come. Models that cannot stream hand over their reply
+    /// whole, which is the same as off.
+    pub fn stream_plans(mut self, on: bool) -> Self {
+        self.stream_plans = on;
         self
     }
 
@@ -258,6 +269,7 @@ impl AgentBuilder {
             planner,
             definitions,
             answer_in_plan,
+            stream_plans: self.stream_plans,
             max_turns: self.max_turns,
             max_repairs: self.max_repairs,
             max_result_bytes: self.max_result_bytes,
@@ -290,6 +302,7 @@ impl Agent {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             run_config: RunConfig::default(),
             limits: Limits::default(),
+            stream_plans: true,
         }
     }
 }

@@ -37,6 +37,7 @@ mod record;
 mod repeats;
 #[cfg(feature = "test-util")]
 pub mod scripted;
+mod streamed;
 mod turn;
 
 pub use agent::{Agent, Interaction, Proposal, REPEAT_TURNS_BEFORE_ANSWER};

@@ -63,6 +63,9 @@ pub struct Record {
     pub busy_replans: usize,
     /// Whether the answer was a plan's `answer` step (no model call after the plan).
     pub answered_by_plan: bool,
+    /// Plans that started running while the model wrote them (with streaming on, a reply whose one
+    /// call is a plan).
+    pub streamed_plans: usize,
 }
 
 fn as_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

@@ -3,12 +3,14 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolplan_llm::{
-    ChatModel, ChatRequest, ChatResponse, LlmError, Message, StopReason, ToolCall, Usage,
+    ChatModel, ChatRequest, ChatResponse, LlmError, Message, ReplyDelta, ReplySink, StopReason,
+    ToolCall, Usage,
 };
 
 /// Replays replies in order; fails when it runs out.
@@ -16,6 +18,8 @@ use toolplan_llm::{
 pub struct ScriptedModel {
     replies: Mutex<VecDeque<Result<ChatResponse, LlmError>>>,
     requests: Mutex<Vec<ChatRequest>>,
+    /// How long each token of a reply takes to write ([`writing_at`](Self::writing_at)).
+    per_token: Option<Duration>,
 }
 
 impl ScriptedModel {
@@ -29,7 +33,18 @@ impl ScriptedModel {
         Self {
             replies: Mutex::new(replies.into_iter().collect()),
             requests: Mutex::new(Vec::new()),
+            per_token: None,
         }
+    }
+
+    /// Writes each reply at `tokens_per_second`, a token being [`TOKEN_BYTES`] bytes of its text
+    /// and its calls' arguments: `chat` returns when the whole reply is written, `chat_streamed`
+    /// hands over each token when it is. A model of known speed, for measuring what streaming
+    /// saves without a model's noise.
+    pub fn writing_at(mut self, tokens_per_second: f64) -> Self {
+        self.per_token =
+            (tokens_per_second > 0.0).then(|| Duration::from_secs_f64(1.0 / tokens_per_second));
+        self
     }
 
     /// The error of a reply cut off at the output-token limit (`tokens`) before any call in it was
@@ -104,6 +119,89 @@ impl ChatModel for ScriptedModel {
     }
 
     async fn chat(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, LlmError> {
+        let reply = self.next_reply(request, cancel)?;
+        if let Some(per_token) = self.per_token {
+            let tokens = pieces(&reply.message).count() as u32;
+            wait(per_token * tokens, cancel).await?;
+        }
+        Ok(reply)
+    }
+
+    async fn chat_streamed(
+        &self,
+        request: &ChatRequest,
+        sink: &ReplySink,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, LlmError> {
+        let reply = self.next_reply(request, cancel)?;
+        let Some(per_token) = self.per_token else {
+            ReplyDelta::send_whole(&reply.message, sink);
+            return Ok(reply);
+        };
+        for piece in pieces(&reply.message) {
+            wait(per_token, cancel).await?;
+            let _ = sink.send(piece);
+        }
+        Ok(reply)
+    }
+}
+
+/// How many bytes of a reply [`ScriptedModel::writing_at`] counts as one token.
+pub const TOKEN_BYTES: usize = 4;
+
+/// The pieces of a reply a token at a time: its text, then each call's name (with its first
+/// token) and arguments.
+fn pieces(message: &Message) -> impl Iterator<Item = ReplyDelta> + '_ {
+    let chunks = |text: String| {
+        let mut pieces = Vec::new();
+        let mut piece = String::new();
+        for c in text.chars() {
+            piece.push(c);
+            if piece.len() >= TOKEN_BYTES {
+                pieces.push(std::mem::take(&mut piece));
+            }
+        }
+        if !piece.is_empty() {
+            pieces.push(piece);
+        }
+        pieces
+    };
+    let text = chunks(message.content.clone())
+        .into_iter()
+        .map(ReplyDelta::Text);
+    let calls = message
+        .tool_calls
+        .iter()
+        .enumerate()
+        .flat_map(move |(index, call)| {
+            let start = ReplyDelta::CallStart {
+                index,
+                name: call.name.clone(),
+            };
+            std::iter::once(start).chain(
+                chunks(call.arguments.to_string())
+                    .into_iter()
+                    .map(move |text| ReplyDelta::Arguments { index, text }),
+            )
+        });
+    text.chain(calls)
+}
+
+/// Waits `time`, or fails when `cancel` fires first.
+async fn wait(time: Duration, cancel: &CancellationToken) -> Result<(), LlmError> {
+    tokio::select! {
+        _ = cancel.cancelled() => Err(LlmError::Cancelled),
+        _ = tokio::time::sleep(time) => Ok(()),
+    }
+}
+
+impl ScriptedModel {
+    /// The next reply, with its usage filled in when the script gave none; the request is kept.
+    fn next_reply(
         &self,
         request: &ChatRequest,
         cancel: &CancellationToken,

@@ -15,6 +15,7 @@ use toolplan_planner::{BUSY_HINT, FIX_PLAN_HINT, REPLAN_HINT, plan_not_run};
 use crate::agent::Agent;
 use crate::answer::{ANSWER_TOOL, prepare_answers};
 use crate::record::Record;
+use crate::streamed::StreamedPlan;
 
 /// What one turn's tool calls gave.
 pub(crate) struct TurnResults {
@@ -71,11 +72,14 @@ fn plan_start(plan: &ToolCall, kept: &[&str], may_end: bool) -> Option<ReplyStar
 impl Agent {
     /// Runs one turn's tool calls: plans through the planner, the other calls together as one plan of
     /// independent steps. With `may_fix`, a plan that failed through its own references is counted
-    /// in [`TurnResults::faulty_plans`] and its summary asks for a corrected plan.
+    /// in [`TurnResults::faulty_plans`] and its summary asks for a corrected plan. `streamed` is
+    /// the run of the turn's one call, a plan, that started while the model wrote it: the plan
+    /// runs on there.
     pub(crate) async fn run_calls(
         &self,
         calls: &[ToolCall],
         may_fix: bool,
+        streamed: Option<StreamedPlan>,
         cancel: &CancellationToken,
         record: &mut Record,
     ) -> TurnResults {
@@ -115,6 +119,10 @@ impl Agent {
             }
         }
 
+        if streamed.is_some() {
+            record.streamed_plans += 1;
+        }
+        let mut streamed = streamed;
         let plan_runs = futures::future::join_all(plans.iter().map(|(i, planner)| {
             let control = RunControl::with_cancel(cancel.child_token());
             let arguments = if self.answer_in_plan {
@@ -122,7 +130,13 @@ impl Agent {
             } else {
                 calls[*i].arguments.clone()
             };
-            planner.execute(arguments, control)
+            let streamed = streamed.take();
+            async move {
+                match streamed {
+                    Some(run) => run.finish(arguments, planner, control).await,
+                    None => planner.execute(arguments, control).await,
+                }
+            }
         }));
         let direct_run = self.run_direct(calls, &direct, cancel);
         let (plan_runs, direct_results) = tokio::join!(plan_runs, direct_run);

@@ -190,6 +190,11 @@ pub struct AskArgs {
     /// whose steps all succeed then needs no second model call.
     #[arg(long, conflicts_with = "no_plan")]
     pub answer_in_plan: bool,
+    /// Run a plan only once the model has written all of it. By default a plan runs while it is
+    /// written: each step on a read-only tool starts as soon as its text and the steps it refers
+    /// to are complete (the rest when the reply is done), so tools overlap the model's writing.
+    #[arg(long)]
+    pub no_stream: bool,
     /// The planner offered to the model: tool-plan (execute_tool_plan beside the tools) or
     /// query-plan (query_plan_tool only: a DAG of sub-questions, branches answered by the model).
     #[arg(long, value_enum, default_value = "tool-plan", conflicts_with_all = ["no_plan", "plan_only"])]

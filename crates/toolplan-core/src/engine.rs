@@ -12,7 +12,7 @@ use crate::error::{InvalidPlan, Problem};
 use crate::limits::{Limits, RepeatedCalls};
 use crate::plan::{self, DraftPlan, DraftStep, Plan};
 use crate::run::{PlanRun, StepRecord};
-use crate::scheduler::{self, RunConfig, RunControl};
+use crate::scheduler::{self, PlanPiece, RunConfig, RunControl};
 use crate::template::Template;
 use crate::tool::ToolRegistry;
 
@@ -114,6 +114,28 @@ impl Engine {
         self.run_streamed_at(text, &[], control).await
     }
 
+    /// [`run_streamed`](Self::run_streamed) for a caller that reads the text too and ends it with
+    /// the plan as it will have it run ([`PlanPiece::Whole`]): an agent that fills in a field of
+    /// the model's plan or adds an answer step at its end before it runs. Steps start early from
+    /// the text; the whole plan given is what is compiled and run (the early steps count where it
+    /// keeps them, at the same places). Without a `Whole` piece it is `run_streamed`. To drop the
+    /// plan instead, cancel the run ([`RunControl`]).
+    pub async fn run_streamed_pieces(
+        &self,
+        pieces: impl futures::Stream<Item = PlanPiece> + Send,
+        control: RunControl,
+    ) -> Result<PlanRun, InvalidPlan> {
+        scheduler::run_streamed(
+            pieces,
+            &[],
+            &self.tools,
+            &self.limits,
+            &self.config,
+            control,
+        )
+        .await
+    }
+
     /// [`run_streamed`](Self::run_streamed) for a plan at `plan_path` inside the JSON document
     /// the text holds: `["arguments"]` for a whole tool call, `{"name": "execute_tool_plan",
     /// "arguments": {…}}`. Text around the document (a `<tool_call>` tag) is ignored.
@@ -123,8 +145,9 @@ impl Engine {
         plan_path: &[&str],
         control: RunControl,
     ) -> Result<PlanRun, InvalidPlan> {
+        use futures::StreamExt;
         scheduler::run_streamed(
-            text,
+            text.map(PlanPiece::Text),
             plan_path,
             &self.tools,
             &self.limits,

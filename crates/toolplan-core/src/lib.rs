@@ -82,7 +82,9 @@ pub use fn_tool::FnTool;
 pub use limits::{Limits, RepeatedCalls, WrittenOrder};
 pub use plan::{EXECUTE_TOOL_PLAN, Plan, Step};
 pub use run::{PlanRun, RunOutcome, StepRecord, StepStatus};
-pub use scheduler::{Observer, RunConfig, RunControl, Schedule, StepFinished, StepStarted};
+pub use scheduler::{
+    Observer, PlanPiece, RunConfig, RunControl, Schedule, StepFinished, StepStarted,
+};
 pub use schema_check::{MAX_SCHEMA_DEPTH, Reconciled, reconcile};
 pub use tool::{
     RegisteredTool, Tool, ToolAnnotations, ToolContext, ToolRegistry, ToolResult, output_from_text,

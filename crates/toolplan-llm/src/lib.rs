@@ -14,7 +14,10 @@
 //!   providers ([`provider::openai`], [`provider::anthropic`], [`provider::bedrock`]) keep only
 //!   their wire format and share one request path (base-URL checks, client, timeout and retries
 //!   under the [`CallPolicy`], the response-size cap, error mapping, settings from the
-//!   environment). The local provider (`provider::local`) is split by job: model files and
+//!   environment). Each streams its replies ([`ChatModel::chat_streamed`]) through that path's
+//!   bounded stream reader, with its own event mapping beside its wire format (`openai/stream`,
+//!   `anthropic/stream`, `bedrock/stream` and `bedrock/frames`, the AWS event-stream framing).
+//!   The local provider (`provider::local`) is split by job: model files and
 //!   loading, prompt rendering, the reply schema and its grammar, sampling, KV-cache reuse,
 //!   generation, and turning the reply into a [`ChatResponse`].
 //! * [`error`] — [`LlmError`].
@@ -27,8 +30,8 @@ pub mod spec;
 
 pub use error::LlmError;
 pub use message::{
-    ChatRequest, ChatResponse, Message, ReplyStart, Role, StepReferences, StopReason, ToolCall,
-    ToolChoice, ToolDefinition, Usage,
+    ChatRequest, ChatResponse, Message, ReplyDelta, ReplySink, ReplyStart, Role, StepReferences,
+    StopReason, ToolCall, ToolChoice, ToolDefinition, Usage,
 };
 pub use model::{CallPolicy, ChatModel};
 pub use spec::ModelSpec;

@@ -386,8 +386,62 @@ pub struct ChatResponse {
     pub stop: StopReason,
     /// The provider's response body as it arrived, for callers that read provider-specific parts
     /// (a JSONPath `response_filter`). The local model gives its reply in the shape of an
-    /// OpenAI-compatible chat completion, as llama.cpp's server does; `None` where there is none.
+    /// OpenAI-compatible chat completion, as llama.cpp's server does; `None` where there is none,
+    /// as in a streamed reply of an HTTP provider (a stream of events has no one body).
     pub raw: Option<serde_json::Value>,
+}
+
+/// A piece of a reply, handed over while the model writes it
+/// ([`ChatModel::chat_streamed`](crate::ChatModel::chat_streamed)). The pieces of a call that
+/// succeeds add up to its [`ChatResponse`]: the [`Text`](Self::Text) pieces to the message's
+/// content, and for each tool call a [`CallStart`](Self::CallStart) and then
+/// [`Arguments`](Self::Arguments) pieces whose text, joined, is the JSON of its arguments (what
+/// [`parse_arguments`] reads as the call's `arguments`). The response is what counts: a provider
+/// that corrects a reply after writing it (the local model drops a plan's repeated steps) returns
+/// less than its pieces held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyDelta {
+    /// More of the reply's text.
+    Text(String),
+    /// Tool call `index` (its place among the reply's calls, from 0) begins.
+    CallStart {
+        /// Its place among the reply's calls.
+        index: usize,
+        /// The tool it calls.
+        name: String,
+    },
+    /// More of the JSON text of tool call `index`'s arguments.
+    Arguments {
+        /// The call's place among the reply's calls.
+        index: usize,
+        /// The next piece of the text.
+        text: String,
+    },
+}
+
+/// Where a streamed call hands over the pieces of its reply. Unbounded: a reply is bounded by its
+/// output-token limit, and the caller's reading never holds the model up.
+pub type ReplySink = tokio::sync::mpsc::UnboundedSender<ReplyDelta>;
+
+impl ReplyDelta {
+    /// Sends the pieces of a whole reply at once (text, then each call and its arguments): what a
+    /// provider that does not stream hands over when its reply has come. A closed sink is ignored
+    /// (the caller stopped listening).
+    pub fn send_whole(message: &Message, sink: &ReplySink) {
+        if !message.content.is_empty() {
+            let _ = sink.send(ReplyDelta::Text(message.content.clone()));
+        }
+        for (index, call) in message.tool_calls.iter().enumerate() {
+            let _ = sink.send(ReplyDelta::CallStart {
+                index,
+                name: call.name.clone(),
+            });
+            let _ = sink.send(ReplyDelta::Arguments {
+                index,
+                text: call.arguments.to_string(),
+            });
+        }
+    }
 }
 
 /// Parses a tool call's arguments text: JSON when it parses, otherwise the text as a JSON string.

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::LlmError;
-use crate::message::{ChatRequest, ChatResponse};
+use crate::message::{ChatRequest, ChatResponse, ReplyDelta, ReplySink};
 
 /// A chat model with tool calling. Object-safe: agents hold `Arc<dyn ChatModel>`.
 #[async_trait]
@@ -21,6 +21,25 @@ pub trait ChatModel: Send + Sync {
         request: &ChatRequest,
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError>;
+
+    /// [`chat`](Self::chat), handing over the reply to `sink` while it is written
+    /// ([`ReplyDelta`]): text as it comes, each tool call's name as soon as it is known and its
+    /// arguments' JSON text in pieces. The response returned is the one `chat` would return, and
+    /// the pieces sent add up to it (or to more, where the provider corrects a reply after writing
+    /// it, see [`ReplyDelta`]). A provider retries a failed attempt only before it has sent
+    /// anything; a stream that breaks after that fails the call (the pieces sent were the start of
+    /// a reply that will not come). The default sends the whole reply once it has come, for
+    /// providers that cannot stream.
+    async fn chat_streamed(
+        &self,
+        request: &ChatRequest,
+        sink: &ReplySink,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, LlmError> {
+        let response = self.chat(request, cancel).await?;
+        ReplyDelta::send_whole(&response.message, sink);
+        Ok(response)
+    }
 }
 
 /// Per-call timeout and retries with exponential backoff on retryable errors (429, 5xx, transport).

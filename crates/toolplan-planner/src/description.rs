@@ -1,5 +1,6 @@
 //! The description of `execute_tool_plan`: how plans are written, then the tools a plan can call, in
-//! one of the forms of [`ToolListing`]; with the compact form, a worked example of a chain.
+//! one of the forms of [`ToolListing`]; where the tools chain ([`tools_chain`]), a worked example of
+//! a chain.
 
 use serde_json::Value;
 
@@ -11,10 +12,14 @@ pub enum ToolListing {
     /// The plan format, then `- name: description` per tool (no list when there are no tools).
     #[default]
     Descriptions,
-    /// The plan format, then each tool's name, JSON Schema of its arguments and description: for
-    /// callers that offer only the planner (the model learns the arguments from here).
+    /// The plan format, the worked example of a chain where the tools chain (as [`Signatures`](Self::Signatures)),
+    /// then each tool's name, JSON Schema of its arguments (and of its result, when it declares one)
+    /// and description: for callers that offer only the planner (the model learns the arguments
+    /// from here).
     Schemas,
-    /// The plan format in few words, a worked example of a chain, then each tool as a one-line
+    /// The plan format in few words, a worked example of a chain (only where some tool declares
+    /// the fields of its result and there is another tool; elsewhere small models copy its steps into
+    /// plans that need none), then each tool as a one-line
     /// signature (`name(arg: type): what it does`, see [`tool_signature`]): the shortest description
     /// that still tells a model every tool's arguments, for callers that offer only the planner.
     /// The plan schema is then shown without its explanations (the description has them), and the
@@ -79,24 +84,28 @@ pub(crate) fn describe(
     answer_field: bool,
     tools: &[ListedTool<'_>],
 ) -> String {
-    let mut text = match listing {
+    let format = match listing {
         ToolListing::Signatures | ToolListing::Documented | ToolListing::Native => {
-            let example = if answer_field {
-                answer_example()
-            } else {
-                worked_example(None, r#""output_steps": ["e"]"#)
-            };
-            format!("{COMPACT_PLAN_FORMAT}{example}")
+            COMPACT_PLAN_FORMAT
         }
-        _ => PLAN_FORMAT.to_owned(),
+        _ => PLAN_FORMAT,
     };
+    let example = match listing {
+        ToolListing::Descriptions | ToolListing::Omitted => String::new(),
+        _ if !tools_chain(tools) && answer_field => format!("\n{}", ANSWER_FIELD_USE.trim_start()),
+        _ if !tools_chain(tools) => String::new(),
+        _ if answer_field => answer_example(),
+        _ => worked_example(None, r#""output_steps": ["e"]"#),
+    };
+    let mut text = format!("{format}{example}");
     let heading = match listing {
         ToolListing::Descriptions if tools.is_empty() => return text,
         ToolListing::Descriptions | ToolListing::Signatures | ToolListing::Documented => {
             "\nTools a plan can call:"
         }
         ToolListing::Schemas => {
-            "\nTools a plan can call (name, JSON Schema of its arguments, what it does):"
+            "\nTools a plan can call (name, JSON Schema of its arguments, -> that of its result when \
+             known, what it does):"
         }
         ToolListing::Omitted | ToolListing::Native => return text,
     };
@@ -104,9 +113,13 @@ pub(crate) fn describe(
     for tool in tools {
         text.push_str("\n- ");
         text.push_str(&match listing {
-            ToolListing::Schemas => {
-                format!("{} {}: {}", tool.name, tool.schema, tool.description)
-            }
+            ToolListing::Schemas => match tool.output {
+                Some(output) => format!(
+                    "{} {} -> {}: {}",
+                    tool.name, tool.schema, output, tool.description
+                ),
+                None => format!("{} {}: {}", tool.name, tool.schema, tool.description),
+            },
             ToolListing::Signatures => {
                 tool_signature(tool.name, tool.description, tool.schema, tool.output)
             }
@@ -117,6 +130,37 @@ pub(crate) fn describe(
         });
     }
     text
+}
+
+/// Whether a plan over `tools` can chain knowingly: some tool declares the fields of its result
+/// (an output schema, at the top or of the objects of a top-level list) and there is another tool
+/// to pass them to. The worked example of a chain ([`worked_example`]), which references results'
+/// fields, is shown only then: it teaches small models to chain lookups (the agent bench's chains),
+/// and where no result's fields are known they copy its steps into plans that need none (BFCL's
+/// multiple category with the local model: 8/16 with it, 14/16 without).
+pub(crate) fn tools_chain(tools: &[ListedTool<'_>]) -> bool {
+    tools.len() > 1
+        && tools
+            .iter()
+            .any(|t| t.output.is_some_and(|o| !output_fields(o).is_empty()))
+}
+
+/// The field names of an output schema: its properties, or those of its items when it is a list.
+fn output_fields(schema: &Value) -> Vec<&str> {
+    let mut fields: Vec<&str> = property_names(schema).collect();
+    if let Some(items) = schema.get("items") {
+        fields.extend(property_names(items));
+    }
+    fields
+}
+
+/// The names of a schema's `properties`.
+fn property_names(schema: &Value) -> impl Iterator<Item = &str> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|p| p.keys().map(String::as_str))
 }
 
 /// A worked example of a chain, for descriptions meant for small models (they copy the shape of its
@@ -192,7 +236,64 @@ fn contains_words(text: &str, run: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::copies_example_answer as copies;
+    use super::{ListedTool, ToolListing, describe, tools_chain};
+
+    fn tool<'t>(name: &'t str, schema: &'t Value, output: Option<&'t Value>) -> ListedTool<'t> {
+        ListedTool {
+            name,
+            description: "does things",
+            schema,
+            output,
+        }
+    }
+
+    #[test]
+    fn tools_chain_when_a_result_has_declared_fields_and_another_tool_can_take_them() {
+        let city = json!({"type": "object", "properties": {"location": {"type": "string"}}});
+        let name = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        let user = json!({"type": "object", "properties": {"city": {}, "team": {}}});
+        let users = json!({"type": "array", "items": user.clone()});
+        let opaque = json!({"type": "object"});
+        let chained = [
+            tool("get_user", &name, Some(&user)),
+            tool("get_weather", &city, None),
+        ];
+        assert!(tools_chain(&chained));
+        // The same through a list of users.
+        assert!(tools_chain(&[
+            tool("find_users", &name, Some(&users)),
+            tool("get_weather", &city, None),
+        ]));
+        // No output declared, or one without fields, or no other tool: no chain.
+        assert!(!tools_chain(&[
+            tool("get_user", &name, None),
+            tool("get_weather", &city, None),
+        ]));
+        assert!(!tools_chain(&[
+            tool("get_user", &name, Some(&opaque)),
+            tool("get_weather", &city, None),
+        ]));
+        assert!(!tools_chain(&[tool("get_user", &name, Some(&user))]));
+        // The example is in the description exactly when the tools chain; the answer field is
+        // explained either way.
+        let unchained = [
+            tool("get_user", &name, None),
+            tool("get_weather", &city, None),
+        ];
+        for listing in [
+            ToolListing::Documented,
+            ToolListing::Schemas,
+            ToolListing::Native,
+        ] {
+            assert!(describe(listing, false, &chained).contains("Example, for"));
+            assert!(!describe(listing, false, &unchained).contains("Example, for"));
+            assert!(describe(listing, true, &unchained).contains("answer is the reply"));
+            assert!(describe(listing, true, &chained).contains("answer is the reply"));
+        }
+    }
 
     #[test]
     fn copies_of_the_example_answer() {

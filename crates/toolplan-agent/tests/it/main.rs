@@ -11,4 +11,5 @@ mod repeats;
 mod replans;
 mod round_trips;
 mod self_checks;
+mod streaming;
 mod support;

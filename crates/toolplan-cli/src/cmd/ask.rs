@@ -83,6 +83,7 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
         .planning(planning_mode(planning, args.plan_only, args.answer_in_plan))
         .max_turns(args.max_turns.or(config.max_turns).unwrap_or(8))
         .repairs(args.repairs)
+        .stream_plans(!args.no_stream)
         .run_config(run_config.clone())
         .limits(settings.limits.clone());
     if let Some(n) = config.limits.max_result_bytes {

@@ -39,6 +39,7 @@ mod observer;
 mod slot;
 
 pub use config::{RunConfig, Schedule};
+pub use driver::PlanPiece;
 pub use observer::{Observer, RunControl, StepFinished, StepStarted};
 
 use std::time::Duration;
@@ -110,12 +111,15 @@ pub async fn run(
 /// arguments written as a JSON string are read too, but then no step starts before the end). Text
 /// before the document's first `{` and after its end is ignored.
 ///
+/// The text may end with the plan as the caller will have it run ([`PlanPiece::Whole`]), which is
+/// then compiled instead of the text.
+///
 /// The text is bounded by the plan size limit and its steps by the step limit (`limits`); waiting
 /// for it is bounded by the run's cancellation and deadline (the run starts when this is called).
 /// With an approval gate configured ([`RunConfig::approval`]) nothing starts early: the plan is
 /// read whole, then approved and run.
 pub async fn run_streamed<'a>(
-    text: impl futures::Stream<Item = String> + Send + 'a,
+    text: impl futures::Stream<Item = PlanPiece> + Send + 'a,
     plan_path: &[&str],
     tools: &'a ToolRegistry,
     limits: &'a crate::limits::Limits,

@@ -11,7 +11,7 @@ use futures::channel::mpsc;
 use serde_json::{Value, json};
 use toolplan_core::approval::{Approval, ApprovalGate, ApprovalRequest, Approver, Confirm};
 use toolplan_core::{
-    Engine, FnTool, Limits, Problem, RunConfig, RunControl, RunOutcome, StepStatus,
+    Engine, FnTool, Limits, PlanPiece, Problem, RunConfig, RunControl, RunOutcome, StepStatus,
     ToolAnnotations, ToolRegistry,
 };
 
@@ -273,4 +273,93 @@ async fn with_an_approval_gate_nothing_starts_before_the_plan_is_approved() {
     assert!(run.all_ok());
     assert_eq!(*asked.lock().unwrap(), 1);
     assert_eq!(logged(&log).len(), 4);
+}
+
+/// The pieces of a plan the test writes into: text chunks, then the plan as the caller runs it.
+fn pieces() -> (
+    mpsc::UnboundedSender<PlanPiece>,
+    mpsc::UnboundedReceiver<PlanPiece>,
+) {
+    mpsc::unbounded()
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_plan_the_caller_gives_at_the_end_runs_and_keeps_the_early_work() {
+    let text = r#"{"thought": "t", "steps": [{"id": "a", "tool": "look", "arguments": {"name": "A", "ms": 100}}],
+        "answer": "A is $ref:a.name"}"#;
+    // The caller turns the answer field (which the engine does not know) into a last step: the
+    // early step goes on, once.
+    let (planner, log) = engine(RunConfig::default());
+    let (tx, stream) = pieces();
+    let run = tokio::spawn(async move {
+        planner
+            .run_streamed_pieces(stream, RunControl::default())
+            .await
+    });
+    tx.unbounded_send(PlanPiece::Text(text.into())).unwrap();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(logged(&log), ["start A"]);
+    let mut whole: Value = serde_json::from_str(text).unwrap();
+    whole.as_object_mut().unwrap().remove("answer");
+    whole["steps"].as_array_mut().unwrap().push(
+        json!({"id": "ans", "tool": "press", "arguments": {"name": "ANS", "n": "$ref:a.name"}}),
+    );
+    tx.unbounded_send(PlanPiece::Whole(whole)).unwrap();
+    // Nothing after the whole plan is read.
+    tx.unbounded_send(PlanPiece::Text("garbage".into()))
+        .unwrap();
+    let run = run.await.unwrap().unwrap();
+    assert!(run.all_ok(), "{}", run.summary());
+    assert_eq!(run.output("ans").unwrap()["n"], "A");
+    assert_eq!(
+        logged(&log),
+        ["start A", "end A", "start ANS", "end ANS"],
+        "A ran once"
+    );
+
+    // A whole plan that changed a step written early runs from the start.
+    let (planner, log) = engine(RunConfig::default());
+    let (tx, stream) = pieces();
+    let run = tokio::spawn(async move {
+        planner
+            .run_streamed_pieces(stream, RunControl::default())
+            .await
+    });
+    tx.unbounded_send(PlanPiece::Text(text.into())).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut changed: Value = serde_json::from_str(text).unwrap();
+    changed.as_object_mut().unwrap().remove("answer");
+    changed["steps"][0]["arguments"]["name"] = json!("A2");
+    tx.unbounded_send(PlanPiece::Whole(changed)).unwrap();
+    let run = run.await.unwrap().unwrap();
+    assert!(run.all_ok(), "{}", run.summary());
+    assert_eq!(run.output("a").unwrap()["name"], "A2");
+    assert_eq!(logged(&log), ["start A", "end A", "start A2", "end A2"]);
+
+    // A whole plan that is not valid fails with its own problems; the early step is stopped.
+    let (planner, log) = engine(RunConfig::default());
+    let (tx, stream) = pieces();
+    let run = tokio::spawn(async move {
+        planner
+            .run_streamed_pieces(stream, RunControl::default())
+            .await
+    });
+    tx.unbounded_send(PlanPiece::Text(
+        r#"{"steps": [{"id": "a", "tool": "look", "arguments": {"name": "A", "ms": 5000}}"#.into(),
+    ))
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    tx.unbounded_send(PlanPiece::Whole(json!({"steps": [
+        {"id": "a", "tool": "look", "arguments": {"name": "A", "ms": 5000}},
+        {"id": "b", "tool": "nope", "arguments": {}}]})))
+        .unwrap();
+    let invalid = run.await.unwrap().unwrap_err();
+    assert!(
+        invalid
+            .problems
+            .iter()
+            .any(|p| matches!(p, Problem::UnknownTool { .. })),
+        "{invalid}"
+    );
+    assert_eq!(logged(&log), ["start A"], "A was stopped");
 }

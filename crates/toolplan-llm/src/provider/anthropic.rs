@@ -13,6 +13,9 @@
 //! * `usage.input_tokens` (plus cache reads and writes) / `usage.output_tokens` → [`Usage`];
 //! * `stop_reason` `end_turn` / `stop_sequence` → [`StopReason::EndTurn`](crate::StopReason::EndTurn), `tool_use` →
 //!   [`StopReason::ToolUse`](crate::StopReason::ToolUse), `max_tokens` → [`StopReason::MaxTokens`](crate::StopReason::MaxTokens).
+//! * A streamed call adds `"stream": true`; its events are read by the `stream` module.
+
+mod stream;
 
 use std::fmt;
 
@@ -112,6 +115,7 @@ impl AnthropicModel {
             base_url: &config.base_url,
             default_base_url: DEFAULT_BASE_URL,
             path: "v1/messages",
+            stream_path: "v1/messages",
             credentials: config.api_key.is_some(),
             model: &config.model,
             policy: &config.policy,
@@ -233,7 +237,7 @@ enum WireBlock {
     Other,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default, Debug)]
 struct WireUsage {
     #[serde(default)]
     input_tokens: Option<u64>,
@@ -243,6 +247,32 @@ struct WireUsage {
     cache_creation_input_tokens: Option<u64>,
     #[serde(default)]
     cache_read_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// Takes the counts `later` has (a stream's counts are cumulative: the last one holds).
+    fn update(&mut self, later: WireUsage) {
+        self.input_tokens = later.input_tokens.or(self.input_tokens);
+        self.output_tokens = later.output_tokens.or(self.output_tokens);
+        self.cache_creation_input_tokens = later
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+        self.cache_read_input_tokens = later
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
+    }
+}
+
+impl From<WireUsage> for Usage {
+    /// Input tokens count cache reads and writes too.
+    fn from(u: WireUsage) -> Self {
+        Usage {
+            input_tokens: u.input_tokens.unwrap_or(0)
+                + u.cache_creation_input_tokens.unwrap_or(0)
+                + u.cache_read_input_tokens.unwrap_or(0),
+            output_tokens: u.output_tokens.unwrap_or(0),
+        }
+    }
 }
 
 /// Turns a Messages answer into a [`ChatResponse`].
@@ -262,12 +292,7 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
         }
     }
     let stop = http::stop_reason(wire.stop_reason.as_deref(), !tool_calls.is_empty());
-    let usage = wire.usage.map_or_else(Usage::default, |u| Usage {
-        input_tokens: u.input_tokens.unwrap_or(0)
-            + u.cache_creation_input_tokens.unwrap_or(0)
-            + u.cache_read_input_tokens.unwrap_or(0),
-        output_tokens: u.output_tokens.unwrap_or(0),
-    });
+    let usage = wire.usage.map_or_else(Usage::default, Usage::from);
     Ok(ChatResponse {
         raw: serde_json::from_slice(body).ok(),
         message: Message::assistant(text, tool_calls),
@@ -277,6 +302,8 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
 }
 
 impl http::WireFormat for AnthropicModel {
+    type Stream = stream::AnthropicStream;
+
     fn endpoint(&self) -> &http::Endpoint {
         &self.endpoint
     }
@@ -284,6 +311,7 @@ impl http::WireFormat for AnthropicModel {
     fn authorize(
         &self,
         http_request: reqwest::RequestBuilder,
+        _url: &str,
         _body: &[u8],
     ) -> Result<reqwest::RequestBuilder, LlmError> {
         let http_request = http_request.header("anthropic-version", API_VERSION);
@@ -295,6 +323,17 @@ impl http::WireFormat for AnthropicModel {
 
     fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError> {
         parse_response(provider, body)
+    }
+
+    fn streamed_body(&self, mut body: Value) -> Value {
+        if let Value::Object(fields) = &mut body {
+            fields.insert("stream".into(), json!(true));
+        }
+        body
+    }
+
+    fn reply_stream(provider: &str, max_bytes: usize) -> Self::Stream {
+        stream::AnthropicStream::new(provider, max_bytes)
     }
 }
 

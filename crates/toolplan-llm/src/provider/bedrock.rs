@@ -20,6 +20,12 @@
 //! * `stopReason` `end_turn` / `stop_sequence` → [`StopReason::EndTurn`](crate::StopReason::EndTurn), `tool_use` →
 //!   [`StopReason::ToolUse`](crate::StopReason::ToolUse), `max_tokens` → [`StopReason::MaxTokens`](crate::StopReason::MaxTokens), anything else (guardrails,
 //!   content filters) → [`StopReason::Other`](crate::StopReason::Other).
+//! * A streamed call goes to `POST {base_url}/model/{modelId}/converse-stream` with the same body,
+//!   signed the same way; its answer comes in the AWS event-stream framing (the `frames` module)
+//!   and its events are read by the `stream` module.
+
+mod frames;
+mod stream;
 
 use std::fmt;
 use std::time::SystemTime;
@@ -162,15 +168,15 @@ impl BedrockModel {
     /// A model for `config` (checks the base URL and region and builds the HTTP client; sends
     /// nothing).
     pub fn new(config: BedrockConfig) -> Result<Self, LlmError> {
-        let path = format!(
-            "model/{}/converse",
-            utf8_percent_encode(&config.model, PATH_SEGMENT)
-        );
+        let model = utf8_percent_encode(&config.model, PATH_SEGMENT);
+        let path = format!("model/{model}/converse");
+        let stream_path = format!("model/{model}/converse-stream");
         let endpoint = http::Endpoint::new(&http::Site {
             provider: "bedrock",
             base_url: &config.base_url,
             default_base_url: &default_base_url(&config.region),
             path: &path,
+            stream_path: &stream_path,
             credentials: true,
             model: &config.model,
             policy: &config.policy,
@@ -190,6 +196,11 @@ impl BedrockModel {
     /// The URL requests go to (with the model id percent-encoded).
     pub fn url(&self) -> &str {
         self.endpoint.url()
+    }
+
+    /// The URL streamed requests go to (ConverseStream).
+    pub fn stream_url(&self) -> &str {
+        self.endpoint.stream_url()
     }
 
     /// The JSON body of the Converse request for `request`.
@@ -267,9 +278,10 @@ impl BedrockModel {
     }
 
     /// The SigV4 headers (`authorization`, `x-amz-date`, `x-amz-security-token`) for a POST of
-    /// `body` to this model's URL at `time`.
+    /// `body` to `url` (one of this model's URLs) at `time`.
     fn signature_headers(
         &self,
+        url: &str,
         body: &[u8],
         time: SystemTime,
     ) -> Result<Vec<(String, String)>, LlmError> {
@@ -300,7 +312,7 @@ impl BedrockModel {
             .into();
         let signable = SignableRequest::new(
             "POST",
-            self.endpoint.url(),
+            url,
             [("content-type", "application/json")].into_iter(),
             SignableBody::Bytes(body),
         )
@@ -382,6 +394,18 @@ struct WireUsage {
     cache_write_input_tokens: Option<u64>,
 }
 
+impl From<WireUsage> for Usage {
+    /// Input tokens count cache reads and writes too.
+    fn from(u: WireUsage) -> Self {
+        Usage {
+            input_tokens: u.input_tokens.unwrap_or(0)
+                + u.cache_read_input_tokens.unwrap_or(0)
+                + u.cache_write_input_tokens.unwrap_or(0),
+            output_tokens: u.output_tokens.unwrap_or(0),
+        }
+    }
+}
+
 /// Turns a Converse answer into a [`ChatResponse`].
 fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError> {
     let wire: WireResponse = http::decode(provider, body)?;
@@ -403,12 +427,7 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
         }
     }
     let stop = http::stop_reason(wire.stop_reason.as_deref(), !tool_calls.is_empty());
-    let usage = wire.usage.map_or_else(Usage::default, |u| Usage {
-        input_tokens: u.input_tokens.unwrap_or(0)
-            + u.cache_read_input_tokens.unwrap_or(0)
-            + u.cache_write_input_tokens.unwrap_or(0),
-        output_tokens: u.output_tokens.unwrap_or(0),
-    });
+    let usage = wire.usage.map_or_else(Usage::default, Usage::from);
     Ok(ChatResponse {
         raw: serde_json::from_slice(body).ok(),
         message: Message::assistant(text, tool_calls),
@@ -418,6 +437,8 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
 }
 
 impl http::WireFormat for BedrockModel {
+    type Stream = stream::BedrockStream;
+
     fn endpoint(&self) -> &http::Endpoint {
         &self.endpoint
     }
@@ -425,11 +446,12 @@ impl http::WireFormat for BedrockModel {
     fn authorize(
         &self,
         http_request: reqwest::RequestBuilder,
+        url: &str,
         body: &[u8],
     ) -> Result<reqwest::RequestBuilder, LlmError> {
         // Signed per attempt: a signature is valid for a few minutes only.
         let mut http_request = http_request;
-        for (name, value) in self.signature_headers(body, SystemTime::now())? {
+        for (name, value) in self.signature_headers(url, body, SystemTime::now())? {
             http_request = http_request.header(name, value);
         }
         Ok(http_request)
@@ -437,6 +459,15 @@ impl http::WireFormat for BedrockModel {
 
     fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError> {
         parse_response(provider, body)
+    }
+
+    /// ConverseStream takes the Converse body as it is: the URL asks for the stream.
+    fn streamed_body(&self, body: Value) -> Value {
+        body
+    }
+
+    fn reply_stream(provider: &str, max_bytes: usize) -> Self::Stream {
+        stream::BedrockStream::new(provider, max_bytes)
     }
 }
 
@@ -475,6 +506,9 @@ mod tests {
         assert!(arn.url().ends_with(
             "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fx/converse"
         ));
+        assert!(arn.stream_url().ends_with(
+            "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fx/converse-stream"
+        ));
     }
 
     #[test]
@@ -486,7 +520,7 @@ mod tests {
         ))
         .unwrap();
         let headers = model
-            .signature_headers(b"{}", SystemTime::UNIX_EPOCH)
+            .signature_headers(model.url(), b"{}", SystemTime::UNIX_EPOCH)
             .unwrap();
         let get = |n: &str| {
             headers

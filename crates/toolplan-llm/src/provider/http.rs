@@ -9,13 +9,20 @@
 //!   secrets kept out of `Debug` output.
 //! * [`wire`] — the pieces of the message mapping that several wire formats have in common, and
 //!   decoding JSON answers.
+//! * [`stream`] — what streamed answers share: reading the body chunk by chunk under the limits,
+//!   splitting Server-Sent Events, the [`ReplyStream`] a provider's event mapping implements, and
+//!   retries only until a piece of the reply was sent.
 
 mod endpoint;
 mod settings;
+mod stream;
 mod wire;
 
-pub(crate) use endpoint::{Endpoint, Site, WireFormat, chain, chat, impl_chat_model};
+pub(crate) use endpoint::{
+    Endpoint, Site, WireFormat, chain, chat, chat_streamed, impl_chat_model, shorten,
+};
 pub(crate) use settings::{base_url, env_var, given, redacted};
+pub(crate) use stream::{ReplyStream, SseEvent, SseSplitter, StreamedReply, cut};
 pub(crate) use wire::{
     arguments_object, bad_answer, decode, messages, parameters_schema, push_blocks, stop_reason,
     tool_call_id,

@@ -38,6 +38,7 @@
 //! * [`rules`] — values that must differ within one tool call, and references that must name an
 //!   earlier step, enforced while sampling.
 //! * `sampling` — picking each token under the grammar and the value rules.
+//! * `stream` — a reply's pieces (calls, their arguments, the answer) sent while it is sampled.
 //! * `kv_cache` — reusing the previous call's KV cache for the prefix two prompts share.
 //! * `generate` — one call on the blocking pool: prompt evaluation, then generation.
 //! * `response` — the reply as a [`ChatResponse`].
@@ -53,6 +54,7 @@ pub mod reply;
 mod response;
 pub mod rules;
 mod sampling;
+mod stream;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,7 +76,7 @@ pub use self::options::{GenerationStats, LocalOptions};
 use self::reply::ReplyMode;
 use crate::ConnectOptions;
 use crate::error::LlmError;
-use crate::message::{ChatRequest, ChatResponse};
+use crate::message::{ChatRequest, ChatResponse, ReplySink};
 use crate::model::ChatModel;
 
 /// An in-process GGUF chat model; share it behind an `Arc` (see the [module docs](self)).
@@ -188,6 +190,31 @@ impl ChatModel for LocalModel {
         request: &ChatRequest,
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError> {
+        self.call(request, None, cancel).await
+    }
+
+    /// Sends each token's text as it is sampled (module `stream`): a call's name once written, its
+    /// arguments as they grow. The response is the reply as it ended; where a reply is corrected
+    /// after it was written (a plan's repeated steps dropped, the complete calls of a reply cut at
+    /// the token limit kept), it holds less than the pieces did.
+    async fn chat_streamed(
+        &self,
+        request: &ChatRequest,
+        sink: &ReplySink,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, LlmError> {
+        self.call(request, Some(sink.clone()), cancel).await
+    }
+}
+
+impl LocalModel {
+    /// One call, streamed to `sink` when there is one.
+    async fn call(
+        &self,
+        request: &ChatRequest,
+        sink: Option<ReplySink>,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, LlmError> {
         let mode = ReplyMode::of(request).map_err(LlmError::Config)?;
         let timeout = self.options.policy.timeout;
         // Stops the worker when the call is cancelled, times out, or this future is dropped.
@@ -199,6 +226,7 @@ impl ChatModel for LocalModel {
             options: self.options.clone(),
             deadline: Instant::now() + timeout,
             stop,
+            sink,
         };
         let shared = Arc::clone(&self.shared);
         let work = async move {

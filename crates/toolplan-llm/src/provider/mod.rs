@@ -11,7 +11,8 @@
 //! The three HTTP providers keep only their wire format (request body, response parsing,
 //! authentication); the request path they share (base-URL checks, client, timeout, retries with
 //! backoff, the response-size cap, error mapping, settings from the environment) is the private
-//! module `http`.
+//! module `http`; so is the reading of streamed answers, whose events each provider maps in its
+//! own `stream` module.
 
 pub mod anthropic;
 pub mod bedrock;

@@ -16,6 +16,10 @@
 //!   (also when a server says `stop` but sent tool calls), `length` → [`StopReason::MaxTokens`].
 //! * The token limit goes out as `max_completion_tokens` to the official API (newer models reject
 //!   `max_tokens`) and as `max_tokens` to every other server (not all know the new name).
+//! * A streamed call adds `"stream": true` and `"stream_options": {"include_usage": true}`; its
+//!   events are read by the `stream` module.
+
+mod stream;
 
 use std::fmt;
 
@@ -118,6 +122,7 @@ impl OpenAiModel {
             base_url: &config.base_url,
             default_base_url: DEFAULT_BASE_URL,
             path: "chat/completions",
+            stream_path: "chat/completions",
             credentials: config.api_key.is_some(),
             model: &config.model,
             policy: &config.policy,
@@ -273,6 +278,27 @@ struct WireUsage {
     completion_tokens: Option<u64>,
 }
 
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Self {
+        Usage {
+            input_tokens: u.prompt_tokens.unwrap_or(0),
+            output_tokens: u.completion_tokens.unwrap_or(0),
+        }
+    }
+}
+
+/// The stop reason of a `finish_reason`: `length` is the token limit; otherwise tool calls mean
+/// tool use (also when a server says `stop`), and `stop` or none the end of the turn.
+fn stop_reason(finish_reason: Option<&str>, has_tool_calls: bool) -> StopReason {
+    match finish_reason {
+        Some("length") => StopReason::MaxTokens,
+        _ if has_tool_calls => StopReason::ToolUse,
+        Some("stop") | None => StopReason::EndTurn,
+        Some("tool_calls" | "function_call") => StopReason::ToolUse,
+        Some(_) => StopReason::Other,
+    }
+}
+
 /// Turns a chat-completions answer into a [`ChatResponse`].
 fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError> {
     let wire: WireResponse = http::decode(provider, body)?;
@@ -319,17 +345,8 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
             },
         })
         .collect();
-    let stop = match choice.finish_reason.as_deref() {
-        Some("length") => StopReason::MaxTokens,
-        _ if !tool_calls.is_empty() => StopReason::ToolUse,
-        Some("stop") | None => StopReason::EndTurn,
-        Some("tool_calls" | "function_call") => StopReason::ToolUse,
-        Some(_) => StopReason::Other,
-    };
-    let usage = wire.usage.map_or_else(Usage::default, |u| Usage {
-        input_tokens: u.prompt_tokens.unwrap_or(0),
-        output_tokens: u.completion_tokens.unwrap_or(0),
-    });
+    let stop = stop_reason(choice.finish_reason.as_deref(), !tool_calls.is_empty());
+    let usage = wire.usage.map_or_else(Usage::default, Usage::from);
     Ok(ChatResponse {
         raw: serde_json::from_slice(body).ok(),
         message: Message::assistant(content, tool_calls),
@@ -339,6 +356,8 @@ fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>
 }
 
 impl http::WireFormat for OpenAiModel {
+    type Stream = stream::OpenAiStream;
+
     fn endpoint(&self) -> &http::Endpoint {
         &self.endpoint
     }
@@ -346,6 +365,7 @@ impl http::WireFormat for OpenAiModel {
     fn authorize(
         &self,
         http_request: reqwest::RequestBuilder,
+        _url: &str,
         _body: &[u8],
     ) -> Result<reqwest::RequestBuilder, LlmError> {
         Ok(match &self.config.api_key {
@@ -356,6 +376,18 @@ impl http::WireFormat for OpenAiModel {
 
     fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError> {
         parse_response(provider, body)
+    }
+
+    fn streamed_body(&self, mut body: Value) -> Value {
+        if let Value::Object(fields) = &mut body {
+            fields.insert("stream".into(), json!(true));
+            fields.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        body
+    }
+
+    fn reply_stream(provider: &str, max_bytes: usize) -> Self::Stream {
+        stream::OpenAiStream::new(provider, max_bytes)
     }
 }
 

@@ -14,7 +14,7 @@ use toolplan_llm::{
 
 use crate::common::{self, MockServer, Reply, bounded};
 
-fn model(base: &str, policy: CallPolicy) -> AnthropicModel {
+pub(crate) fn model(base: &str, policy: CallPolicy) -> AnthropicModel {
     AnthropicModel::new(AnthropicConfig {
         base_url: base.to_owned(),
         api_key: Some("sk-ant-test".into()),

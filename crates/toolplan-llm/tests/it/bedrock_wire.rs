@@ -21,7 +21,7 @@ const MODEL_ID: &str = "anthropic.claude-3-haiku-20240307-v1:0";
 const REGION: &str = "eu-central-1";
 const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 
-fn model(base: &str, session_token: Option<&str>, policy: CallPolicy) -> BedrockModel {
+pub(crate) fn model(base: &str, session_token: Option<&str>, policy: CallPolicy) -> BedrockModel {
     BedrockModel::new(BedrockConfig {
         base_url: base.to_owned(),
         region: REGION.into(),
@@ -85,7 +85,7 @@ fn sha256_hex(data: &[u8]) -> String {
 /// Checks the SigV4 `Authorization` header of a received request by recomputing it from the
 /// request as received, following the SigV4 specification (path segments encoded twice, as for
 /// every service but S3).
-fn assert_signed(r: &Recorded, session_token: Option<&str>) {
+pub(crate) fn assert_signed(r: &Recorded, session_token: Option<&str>) {
     let amz_date = r.header("x-amz-date").expect("x-amz-date");
     assert_eq!(amz_date.len(), 16, "{amz_date}");
     assert!(

@@ -58,6 +58,32 @@ pub enum Reply {
     Hang,
     /// Status 200 and a body that never ends (64 KiB chunks of spaces, as fast as they are read).
     Endless,
+    /// Status 200 and a body written in pieces, with a pause before each.
+    Stream(Streamed),
+}
+
+/// A body written in pieces ([`Reply::Stream`]).
+#[derive(Debug, Clone)]
+pub struct Streamed {
+    /// The `content-type` of the answer.
+    pub content_type: &'static str,
+    /// The pieces, each written on its own after `pause`.
+    pub pieces: Vec<Vec<u8>>,
+    /// The pause before each piece.
+    pub pause: Duration,
+    /// What happens after the last piece.
+    pub end: StreamEnd,
+}
+
+/// How a [`Streamed`] body ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The body ends cleanly.
+    Complete,
+    /// The connection breaks (the body ends with an error: no last chunk).
+    Abort,
+    /// Nothing more for a minute (longer than any test's timeout).
+    Stall,
 }
 
 struct Script {
@@ -140,8 +166,38 @@ async fn handle(State(script): State<Arc<Script>>, request: Request) -> Response
             )
                 .into_response()
         }
+        Some(Reply::Stream(streamed)) => streamed_response(streamed),
         None => response(599, "no scripted reply left".into(), "text/plain"),
     }
+}
+
+fn streamed_response(streamed: Streamed) -> Response {
+    use futures::StreamExt;
+    type Piece = Result<axum::body::Bytes, std::io::Error>;
+    let pause = streamed.pause;
+    let pieces = futures::stream::iter(streamed.pieces).then(move |piece| async move {
+        tokio::time::sleep(pause).await;
+        Ok::<_, std::io::Error>(axum::body::Bytes::from(piece))
+    });
+    let end: futures::stream::BoxStream<'static, Piece> = match streamed.end {
+        StreamEnd::Complete => futures::stream::empty().boxed(),
+        StreamEnd::Abort => futures::stream::once(async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Err(std::io::Error::other("the server broke the connection"))
+        })
+        .boxed(),
+        StreamEnd::Stall => futures::stream::once(async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(axum::body::Bytes::new())
+        })
+        .boxed(),
+    };
+    (
+        StatusCode::OK,
+        [("content-type", streamed.content_type)],
+        Body::from_stream(pieces.chain(end)),
+    )
+        .into_response()
 }
 
 fn response(status: u16, body: String, content_type: &'static str) -> Response {

@@ -16,8 +16,8 @@ use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 use toolplan_llm::provider::local::{self, LocalModel, LocalOptions};
 use toolplan_llm::{
-    CallPolicy, ChatModel, ChatRequest, LlmError, Message, ReplyStart, StepReferences, StopReason,
-    ToolCall, ToolChoice, ToolDefinition,
+    CallPolicy, ChatModel, ChatRequest, LlmError, Message, ReplyDelta, ReplyStart, StepReferences,
+    StopReason, ToolCall, ToolChoice, ToolDefinition,
 };
 
 fn test_model_path() -> PathBuf {
@@ -238,6 +238,103 @@ async fn a_plan_tool_gets_a_valid_plan() {
         let tool = step["tool"].as_str().unwrap();
         assert!(["get_weather", "calculator"].contains(&tool), "{step}");
     }
+}
+
+/// The pieces a streamed call sends, each with when it arrived, and when the call returned.
+async fn streamed(
+    req: &ChatRequest,
+) -> (
+    toolplan_llm::ChatResponse,
+    Vec<(Instant, ReplyDelta)>,
+    Instant,
+) {
+    let model = model().await;
+    let (sink, mut pieces) = tokio::sync::mpsc::unbounded_channel();
+    let collect = tokio::spawn(async move {
+        let mut got = Vec::new();
+        while let Some(piece) = pieces.recv().await {
+            got.push((Instant::now(), piece));
+        }
+        got
+    });
+    let response = model
+        .chat_streamed(req, &sink, &CancellationToken::new())
+        .await
+        .unwrap();
+    let returned = Instant::now();
+    drop(sink);
+    (response, collect.await.unwrap(), returned)
+}
+
+#[tokio::test]
+async fn a_streamed_plan_arrives_piece_by_piece_and_adds_up_to_the_reply() {
+    let tools = vec![plan_tool()];
+    let mut req = request(
+        vec![
+            Message::system(
+                "Answer with one execute_tool_plan call whose steps use the tools get_weather \
+                 ({\"location\": city}) and calculator ({\"expression\": text}).",
+            ),
+            Message::user("Get the weather in Paris and in Tokyo."),
+        ],
+        tools,
+        400,
+    );
+    req.tool_choice = ToolChoice::Required;
+    let (response, pieces, returned) = streamed(&req).await;
+    assert_eq!(response.stop, StopReason::ToolUse, "{response:?}");
+    let calls = &response.message.tool_calls;
+    assert_eq!(calls.len(), 1, "{response:?}");
+    assert_eq!(
+        pieces.first().map(|p| &p.1),
+        Some(&ReplyDelta::CallStart {
+            index: 0,
+            name: "execute_tool_plan".into()
+        })
+    );
+    let arguments: Vec<&(Instant, ReplyDelta)> = pieces
+        .iter()
+        .filter(|p| matches!(p.1, ReplyDelta::Arguments { index: 0, .. }))
+        .collect();
+    let text: String = arguments
+        .iter()
+        .map(|p| match &p.1 {
+            ReplyDelta::Arguments { text, .. } => text.as_str(),
+            _ => "",
+        })
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        calls[0].arguments
+    );
+    // Token by token, the first long before the reply was done.
+    assert!(arguments.len() > 10, "{} pieces", arguments.len());
+    let first = arguments[0].0;
+    let last = arguments[arguments.len() - 1].0;
+    assert!(first < last && last <= returned);
+    assert!(
+        last - first > (returned - first) / 2,
+        "the pieces came as they were sampled, not at the end"
+    );
+}
+
+#[tokio::test]
+async fn a_streamed_text_answer_is_its_pieces() {
+    let req = request(
+        vec![Message::user("Say hello in three words.")],
+        Vec::new(),
+        24,
+    );
+    let (response, pieces, _) = streamed(&req).await;
+    let text: String = pieces
+        .iter()
+        .map(|p| match &p.1 {
+            ReplyDelta::Text(text) => text.as_str(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert!(!text.is_empty());
+    assert_eq!(text.trim(), response.message.content.trim());
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use toolplan_llm::{
 
 use crate::common::{self, MockServer, Reply, bounded};
 
-fn model(base: &str, api_key: Option<&str>, policy: CallPolicy) -> OpenAiModel {
+pub(crate) fn model(base: &str, api_key: Option<&str>, policy: CallPolicy) -> OpenAiModel {
     OpenAiModel::new(OpenAiConfig {
         base_url: format!("{base}/v1"),
         api_key: api_key.map(str::to_owned),

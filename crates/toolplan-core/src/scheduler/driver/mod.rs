@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 mod streaming;
 
+pub use streaming::PlanPiece;
 pub(super) use streaming::{Writing, Written};
 use streaming::{may_start_early, waits_for_more};
 
@@ -221,9 +222,15 @@ impl<'p> Driver<'p> {
                     self.stop(RunOutcome::DeadlineExceeded);
                     return;
                 }
-                chunk = next_chunk(&mut self.writing), if writing => {
-                    let ended = match chunk {
-                        Some(chunk) => self.on_chunk(&chunk),
+                piece = next_piece(&mut self.writing), if writing => {
+                    let ended = match piece {
+                        Some(PlanPiece::Text(chunk)) => self.on_chunk(&chunk),
+                        Some(PlanPiece::Whole(plan)) => {
+                            if let Some(writing) = self.writing.as_mut() {
+                                writing.given = Some(plan);
+                            }
+                            Some(self.on_text_end())
+                        }
                         None => Some(self.on_text_end()),
                     };
                     match ended {
@@ -687,8 +694,9 @@ fn enqueue(slots: &mut [Slot], ready: &mut VecDeque<usize>, i: usize) {
     ready.push_back(i);
 }
 
-/// The next chunk of a streamed plan's text (`None` at its end; never ready without a writing).
-async fn next_chunk(writing: &mut Option<Box<Writing<'_>>>) -> Option<String> {
+/// The next piece of a streamed plan (`None` at the end of its text; never ready without a
+/// writing).
+async fn next_piece(writing: &mut Option<Box<Writing<'_>>>) -> Option<PlanPiece> {
     use futures::StreamExt;
     match writing {
         Some(w) => w.text.next().await,

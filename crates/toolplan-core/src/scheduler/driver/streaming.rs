@@ -28,9 +28,23 @@ use crate::scheduler::config::Schedule;
 use crate::scheduler::slot::Slot;
 use crate::tool::ToolRegistry;
 
-/// A plan's text as it arrives: chunks of any size, cut anywhere; the end of the stream is the end
-/// of the text.
-pub(crate) type PlanText<'a> = Pin<Box<dyn Stream<Item = String> + Send + 'a>>;
+/// A plan's text as it arrives: chunks of any size, cut anywhere; the end of the stream (or a
+/// [`PlanPiece::Whole`]) is the end of the text.
+pub(crate) type PlanText<'a> = Pin<Box<dyn Stream<Item = PlanPiece> + Send + 'a>>;
+
+/// A piece of a plan that is still being written
+/// ([`Engine::run_streamed_pieces`](crate::Engine::run_streamed_pieces)).
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlanPiece {
+    /// The next chunk of the plan's JSON text, cut anywhere.
+    Text(String),
+    /// The text has ended, and this is the plan to run, as the caller will have it: the text as
+    /// the caller read it whole, and changed where it had to (a field filled in, a step added at
+    /// the end). It is compiled instead of the text. Steps written in the text that it keeps as
+    /// they were, at the same places, go on (their early work counts); otherwise the plan runs
+    /// from the start. Pieces after it are not read.
+    Whole(Value),
+}
 
 /// What the driver keeps while the plan is being written.
 pub(in crate::scheduler) struct Writing<'p> {
@@ -52,6 +66,9 @@ pub(in crate::scheduler) struct Writing<'p> {
     /// Whether the steps written so far have a problem, or the text cannot be followed: nothing
     /// more joins the run before the whole plan is compiled.
     halted: bool,
+    /// The plan the caller gave at the end of the text ([`PlanPiece::Whole`]), compiled instead of
+    /// the text.
+    pub(super) given: Option<Value>,
 }
 
 /// How the text of a streamed plan ended.
@@ -87,6 +104,7 @@ impl<'p> Writing<'p> {
             early: Vec::new(),
             pending: Vec::new(),
             halted: false,
+            given: None,
         }
     }
 }
@@ -284,6 +302,11 @@ pub(super) fn may_start_early(writing: Option<&Writing<'_>>, i: usize) -> bool {
 /// document the scanner followed (text around it, such as a `<tool_call>` tag, left out), and the
 /// plan at the writing's path inside it.
 fn compile_whole(writing: &Writing<'_>, tools: &ToolRegistry) -> Result<Plan, InvalidPlan> {
+    match &writing.given {
+        Some(Value::String(text)) => return tool_plan::compile(text, tools, writing.limits),
+        Some(plan) => return tool_plan::compile_value(plan.clone(), tools, writing.limits),
+        None => {}
+    }
     let text = match writing.scanner.document() {
         Some((start, Some(end))) => &writing.whole[start..end],
         Some((start, None)) => &writing.whole[start..],

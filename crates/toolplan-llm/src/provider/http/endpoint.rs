@@ -1,16 +1,20 @@
 //! The one request path of the HTTP providers: a model's [`Endpoint`] checks its base URL and builds
 //! its client; [`chat`] sends each call's JSON body under the model's [`CallPolicy`] (timeout,
-//! retries with backoff, cancellation), with what a provider's [`WireFormat`] adds. The answer is read up to `max_response_bytes`, and failures become
+//! retries with backoff, cancellation), with what a provider's [`WireFormat`] adds, and
+//! [`chat_streamed`] does the same for a streamed call, reading the answer with the provider's
+//! [`ReplyStream`] as it comes. The answer is read up to `max_response_bytes`, and failures become
 //! [`LlmError`]s: connection failures [`LlmError::Transport`], error statuses [`LlmError::Http`]
 //! with the (shortened) body, an answer too large [`LlmError::TooLarge`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::stream::{BodyReader, ReplyStream, run_streamed};
 use crate::error::LlmError;
-use crate::message::ChatResponse;
+use crate::message::{ChatResponse, ReplyDelta, ReplySink};
 use crate::model::CallPolicy;
 
 /// How much of an error body is kept in an [`LlmError`].
@@ -29,6 +33,9 @@ pub(crate) struct Site<'a> {
     pub(crate) default_base_url: &'a str,
     /// The path of the call below the base URL (`chat/completions`).
     pub(crate) path: &'a str,
+    /// The path of a streamed call below the base URL (the same one when the request body asks
+    /// for a stream).
+    pub(crate) stream_path: &'a str,
     /// Whether requests carry credentials (an API key, a signature): then plain http is allowed to
     /// loopback hosts only.
     pub(crate) credentials: bool,
@@ -45,6 +52,7 @@ pub(crate) struct Site<'a> {
 pub(crate) struct Endpoint {
     client: reqwest::Client,
     url: String,
+    stream_url: String,
     name: String,
     label: String,
     policy: CallPolicy,
@@ -64,6 +72,7 @@ impl Endpoint {
         Ok(Self {
             client: client(&label)?,
             url: join_url(site.base_url, site.path),
+            stream_url: join_url(site.base_url, site.stream_path),
             name: format!("{}:{}", site.provider, site.model),
             label,
             policy: site.policy.clone(),
@@ -73,6 +82,11 @@ impl Endpoint {
     /// The URL the calls go to.
     pub(crate) fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The URL the streamed calls go to.
+    pub(crate) fn stream_url(&self) -> &str {
+        &self.stream_url
     }
 
     /// The model's name, `provider:model`.
@@ -87,21 +101,32 @@ impl Endpoint {
 }
 
 /// What differs between the HTTP providers besides the request body: authentication and the
-/// answer's format. [`chat`] does the rest.
+/// answer's format, whole or streamed. [`chat`] and [`chat_streamed`] do the rest.
 pub(crate) trait WireFormat: Sync {
+    /// The reading of a streamed answer (the provider's events, beside its wire format).
+    type Stream: ReplyStream;
+
     /// The model's endpoint.
     fn endpoint(&self) -> &Endpoint;
 
-    /// `http_request` with the provider's headers (authentication, API version). Runs again on
-    /// every attempt, with the body a signature covers.
+    /// `http_request` to `url` with the provider's headers (authentication, API version). Runs
+    /// again on every attempt, with the URL and body a signature covers.
     fn authorize(
         &self,
         http_request: reqwest::RequestBuilder,
+        url: &str,
         body: &[u8],
     ) -> Result<reqwest::RequestBuilder, LlmError>;
 
     /// The answer `body` as a [`ChatResponse`]; `provider` is the label for errors.
     fn parse_response(provider: &str, body: &[u8]) -> Result<ChatResponse, LlmError>;
+
+    /// The request body of a streamed call, from the body of the same call unstreamed.
+    fn streamed_body(&self, body: Value) -> Value;
+
+    /// A reader of one streamed answer for `provider` (the label in errors), holding at most
+    /// `max_bytes` of one event.
+    fn reply_stream(provider: &str, max_bytes: usize) -> Self::Stream;
 }
 
 /// One chat call of an HTTP provider: POSTs `body` as JSON under the endpoint's [`CallPolicy`]
@@ -122,15 +147,90 @@ pub(crate) async fn chat<W: WireFormat>(
                 .post(&endpoint.url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
-            let http_request = model.authorize(http_request, &body)?;
-            let answer = send(&endpoint.label, http_request, policy.max_response_bytes).await?;
+            let http_request = model.authorize(http_request, &endpoint.url, &body)?;
+            let response = open(&endpoint.label, http_request, policy.max_response_bytes).await?;
+            let answer =
+                read_body(&endpoint.label, response, policy.max_response_bytes, cancel).await?;
             W::parse_response(&endpoint.label, &answer)
         })
         .await
 }
 
+/// One streamed chat call of an HTTP provider: POSTs the streamed form of `body` to the
+/// endpoint's stream URL and reads the answer with the provider's [`ReplyStream`] as it comes,
+/// sending each [`ReplyDelta`] to `sink` (a closed sink is ignored). The response is the one
+/// [`chat`] would give, except that its `raw` body is `None` (a stream has no one body; a whole
+/// answer, below, keeps its own).
+///
+/// Bounded as [`chat`]: each attempt under the policy's timeout, the body read up to
+/// `max_response_bytes` (one event too), cancellation honoured between chunks. An error status
+/// before the stream fails as in [`chat`]. A failed attempt is retried as in [`chat`] only while
+/// nothing has been sent; after that the failure ends the call ([`run_streamed`]). A stream that
+/// ends before its end marker is an error, never a partial response. A server that answers with a
+/// whole JSON body instead of a stream (one that ignores the request for a stream) is read as
+/// [`chat`] reads it, and its reply sent whole ([`ReplyDelta::send_whole`]).
+pub(crate) async fn chat_streamed<W: WireFormat>(
+    model: &W,
+    body: &Value,
+    sink: &ReplySink,
+    cancel: &CancellationToken,
+) -> Result<ChatResponse, LlmError> {
+    let endpoint = model.endpoint();
+    let label = endpoint.label.as_str();
+    let body = serde_json::to_vec(&model.streamed_body(body.clone()))
+        .map_err(|e| LlmError::InvalidRequest(format!("{label}: {e}")))?;
+    let policy = &endpoint.policy;
+    let max_bytes = policy.max_response_bytes;
+    let sent = AtomicBool::new(false);
+    run_streamed(policy, cancel, &sent, || async {
+        let http_request = endpoint
+            .client
+            .post(&endpoint.stream_url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.clone());
+        let http_request = model.authorize(http_request, &endpoint.stream_url, &body)?;
+        let response = open(label, http_request, max_bytes).await?;
+        if is_json(&response) {
+            let answer = read_body(label, response, max_bytes, cancel).await?;
+            let whole = W::parse_response(label, &answer)?;
+            sent.store(true, Ordering::SeqCst);
+            ReplyDelta::send_whole(&whole.message, sink);
+            return Ok(whole);
+        }
+        let mut reader = BodyReader::new(label, response, max_bytes, cancel);
+        let mut stream = W::reply_stream(label, max_bytes);
+        let mut deltas = Vec::new();
+        while !stream.finished() {
+            let Some(chunk) = reader.next().await? else {
+                break;
+            };
+            stream.feed(&chunk, &mut deltas)?;
+            if !deltas.is_empty() {
+                sent.store(true, Ordering::SeqCst);
+            }
+            for delta in deltas.drain(..) {
+                // A caller that stopped listening does not stop the call.
+                let _ = sink.send(delta);
+            }
+        }
+        stream.finish()
+    })
+    .await
+}
+
+/// Whether an answer says its body is one JSON document (not a stream of events).
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
 /// Implements [`ChatModel`](crate::ChatModel) for an HTTP provider's model: its name is its
-/// endpoint's, and a call sends the body of its `request_body` method through [`chat`].
+/// endpoint's, and a call sends the body of its `request_body` method through [`chat`], a
+/// streamed call through [`chat_streamed`].
 macro_rules! impl_chat_model {
     ($model:ty) => {
         #[async_trait::async_trait]
@@ -148,6 +248,19 @@ macro_rules! impl_chat_model {
                 // cannot show a tool without letting the model call it.
                 let request = request.with_listed_in_system();
                 $crate::provider::http::chat(self, &self.request_body(&request)?, cancel).await
+            }
+
+            /// Streams the reply as it is written (see the provider's streaming module); the
+            /// response's `raw` body is `None`. Retried only before anything was sent.
+            async fn chat_streamed(
+                &self,
+                request: &$crate::message::ChatRequest,
+                sink: &$crate::message::ReplySink,
+                cancel: &tokio_util::sync::CancellationToken,
+            ) -> Result<$crate::message::ChatResponse, $crate::error::LlmError> {
+                let request = request.with_listed_in_system();
+                let body = self.request_body(&request)?;
+                $crate::provider::http::chat_streamed(self, &body, sink, cancel).await
             }
         }
     };
@@ -168,40 +281,49 @@ fn client(provider: &str) -> Result<reqwest::Client, LlmError> {
         })
 }
 
-/// Sends a request and returns the body of a successful answer. Connection failures become
-/// [`LlmError::Transport`], error statuses [`LlmError::Http`] with the (shortened) body.
-/// The body is read up to `max_bytes` ([`CallPolicy::max_response_bytes`]): a longer one is
-/// [`LlmError::TooLarge`] (an error body is cut at that size instead).
-async fn send(
+/// Sends a request and returns a successful answer, its body still to be read. Connection
+/// failures become [`LlmError::Transport`], error statuses [`LlmError::Http`] with the
+/// (shortened) body, read up to `max_bytes` ([`CallPolicy::max_response_bytes`]) and cut there.
+async fn open(
     provider: &str,
     request: reqwest::RequestBuilder,
     max_bytes: usize,
-) -> Result<Vec<u8>, LlmError> {
+) -> Result<reqwest::Response, LlmError> {
     let transport = |e: reqwest::Error| LlmError::Transport {
         provider: provider.to_owned(),
         message: chain(&e),
     };
     let mut response = request.send().await.map_err(transport)?;
     let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
     let mut body: Vec<u8> = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(transport)? {
         if body.len().saturating_add(chunk.len()) > max_bytes {
-            if !status.is_success() {
-                break;
-            }
-            return Err(LlmError::TooLarge {
-                provider: provider.to_owned(),
-                limit: max_bytes,
-            });
+            break;
         }
         body.extend_from_slice(&chunk);
     }
-    if !status.is_success() {
-        return Err(LlmError::Http {
-            provider: provider.to_owned(),
-            status: status.as_u16(),
-            body: shorten(&String::from_utf8_lossy(&body), MAX_ERROR_BODY),
-        });
+    Err(LlmError::Http {
+        provider: provider.to_owned(),
+        status: status.as_u16(),
+        body: shorten(&String::from_utf8_lossy(&body), MAX_ERROR_BODY),
+    })
+}
+
+/// The whole body of a successful answer, read up to `max_bytes`
+/// ([`CallPolicy::max_response_bytes`]): a longer one is [`LlmError::TooLarge`].
+async fn read_body(
+    provider: &str,
+    response: reqwest::Response,
+    max_bytes: usize,
+    cancel: &CancellationToken,
+) -> Result<Vec<u8>, LlmError> {
+    let mut reader = BodyReader::new(provider, response, max_bytes, cancel);
+    let mut body: Vec<u8> = Vec::new();
+    while let Some(chunk) = reader.next().await? {
+        body.extend_from_slice(&chunk);
     }
     Ok(body)
 }
@@ -222,7 +344,7 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
 }
 
 /// `text` cut to at most `max` characters, with a marker when it was cut.
-pub(super) fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     let text = text.trim();
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),

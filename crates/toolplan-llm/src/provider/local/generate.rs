@@ -19,8 +19,9 @@ use super::prompt::reply_start_text;
 use super::reply::{ReplyMode, repeats_in};
 use super::rules::ValueRules;
 use super::sampling::Sampler;
+use super::stream::ReplySplitter;
 use crate::error::LlmError;
-use crate::message::ChatRequest;
+use crate::message::{ChatRequest, ReplySink};
 
 /// One call, as the blocking worker runs it.
 pub(super) struct Job {
@@ -34,6 +35,8 @@ pub(super) struct Job {
     pub(super) deadline: Instant,
     /// Fires when the call is cancelled, times out, or its future is dropped.
     pub(super) stop: CancellationToken,
+    /// Where the reply goes while it is sampled, for a streamed call.
+    pub(super) sink: Option<ReplySink>,
 }
 
 impl Job {
@@ -112,6 +115,10 @@ pub(super) fn generate(
     // the grammar and the value rules moved past it. A start the grammar does not take (tools or
     // options changed since the reply it comes from) is dropped and the reply is written whole.
     let mut bytes = Vec::new();
+    let mut splitter = job
+        .sink
+        .clone()
+        .map(|sink| ReplySplitter::new(sink, grammar.is_none()));
     if let Some(text) = job
         .request
         .reply_start
@@ -122,6 +129,9 @@ pub(super) fn generate(
         let start = vocab.tokenize(text.as_bytes(), false, false);
         if start.iter().all(|&token| sampler.force(token, &piece)) {
             tokens.extend(start);
+            if let Some(splitter) = &mut splitter {
+                splitter.push(text.as_bytes());
+            }
             bytes.extend(text.into_bytes());
         } else {
             sampler = new_sampler()?;
@@ -203,6 +213,9 @@ pub(super) fn generate(
         generated += 1;
         let written = piece(token);
         let closes = written.contains(&b'}');
+        if let Some(splitter) = &mut splitter {
+            splitter.push(&written);
+        }
         bytes.extend(written);
         if watch && closes && repeats_in(&String::from_utf8_lossy(&bytes)) {
             break (false, true);
@@ -220,6 +233,9 @@ pub(super) fn generate(
         logits_at = 0;
     };
     let generation_time = generation_started.elapsed();
+    if let Some(splitter) = &mut splitter {
+        splitter.finish();
+    }
 
     // Keep this call's KV cache (prompt and reply) for the next call.
     session.keep(&ctx, kv_tokens, context_size);

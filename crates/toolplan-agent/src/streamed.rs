@@ -1,0 +1,120 @@
+//! Plans that start running while the model writes them (issue 22).
+//!
+//! With a planner offered and streaming on ([`AgentBuilder::stream_plans`](crate::AgentBuilder::stream_plans)),
+//! the model's reply is read as it is written ([`ChatModel::chat_streamed`]): when an
+//! `execute_tool_plan` call begins, its arguments' text goes to the engine as it comes
+//! ([`Engine::run_streamed_pieces`]), which starts each step on a read-only tool as soon as its
+//! text and the steps it refers to are complete. Nothing else changes: when the reply is done the
+//! agent reads it as always (completes the plan's answer step, checks it against the question,
+//! answers a repeated call from memory), and then either hands the engine the plan as it will run
+//! ([`PlanPiece::Whole`]: the steps that started early go on where the plan keeps them) or drops
+//! the early run (it is cancelled; its steps were read-only). Only a reply whose one call is a plan
+//! is run this way; any other reply runs as it always did.
+
+use std::sync::Arc;
+
+use futures::channel::mpsc;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, InvalidPlan, PlanPiece, PlanRun, RunControl};
+use toolplan_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, ReplyDelta};
+use toolplan_planner::ExecuteToolPlan;
+
+/// A plan the engine runs while the model writes it.
+pub(crate) struct StreamedPlan {
+    /// The call's place in the reply.
+    index: usize,
+    /// Where its text goes.
+    pieces: mpsc::UnboundedSender<PlanPiece>,
+    /// The run.
+    run: JoinHandle<Result<PlanRun, InvalidPlan>>,
+    /// Stops the run when the plan is dropped.
+    cancel: CancellationToken,
+}
+
+impl StreamedPlan {
+    /// Starts the run of the plan that call `index` writes.
+    fn start(engine: Arc<Engine>, index: usize, cancel: &CancellationToken) -> Self {
+        let (pieces, text) = mpsc::unbounded();
+        let cancel = cancel.child_token();
+        let control = RunControl::with_cancel(cancel.clone());
+        let run = tokio::spawn(async move { engine.run_streamed_pieces(text, control).await });
+        Self {
+            index,
+            pieces,
+            run,
+            cancel,
+        }
+    }
+
+    /// Whether this is the plan of the reply whose calls are `calls`: its one call, a plan.
+    pub(crate) fn is_the_plan_of(&self, calls: &[toolplan_llm::ToolCall]) -> bool {
+        self.index == 0 && calls.len() == 1 && calls[0].name == EXECUTE_TOOL_PLAN
+    }
+
+    /// Runs `plan`, the whole plan as the agent has it run, on what started early; the run's
+    /// result, or when the early run failed outright (its task ended without a result), the plan
+    /// run anew by `planner`.
+    pub(crate) async fn finish(
+        mut self,
+        plan: Value,
+        planner: &ExecuteToolPlan,
+        control: RunControl,
+    ) -> Result<PlanRun, InvalidPlan> {
+        if self
+            .pieces
+            .unbounded_send(PlanPiece::Whole(plan.clone()))
+            .is_ok()
+        {
+            self.pieces.close_channel();
+            if let Ok(result) = (&mut self.run).await {
+                return result;
+            }
+        }
+        planner.execute(plan, control).await
+    }
+}
+
+impl Drop for StreamedPlan {
+    fn drop(&mut self) {
+        // A plan the agent did not run (sent back, answered from memory, the call failed) stops;
+        // after a finished run this is a no-op.
+        self.cancel.cancel();
+    }
+}
+
+/// One model call whose reply is followed as it is written: the response, and the plan that
+/// started running from it, if the reply began an `execute_tool_plan` call. Only the reply's first
+/// plan is followed.
+pub(crate) async fn ask(
+    model: &dyn ChatModel,
+    request: &ChatRequest,
+    engine: &Arc<Engine>,
+    cancel: &CancellationToken,
+) -> (Result<ChatResponse, LlmError>, Option<StreamedPlan>) {
+    let (sink, mut deltas) = tokio::sync::mpsc::unbounded_channel();
+    // The sink is dropped when the call ends, which ends the loop below.
+    let chat = async move { model.chat_streamed(request, &sink, cancel).await };
+    let mut plan: Option<StreamedPlan> = None;
+    let follow = async {
+        while let Some(delta) = deltas.recv().await {
+            match delta {
+                ReplyDelta::CallStart { index, name }
+                    if name == EXECUTE_TOOL_PLAN && plan.is_none() =>
+                {
+                    plan = Some(StreamedPlan::start(Arc::clone(engine), index, cancel));
+                }
+                ReplyDelta::Arguments { index, text } => {
+                    if let Some(p) = plan.as_ref().filter(|p| p.index == index) {
+                        // A run that ended already (a plan too large) reads no more.
+                        let _ = p.pieces.unbounded_send(PlanPiece::Text(text));
+                    }
+                }
+                _ => {}
+            }
+        }
+    };
+    let (response, ()) = tokio::join!(chat, follow);
+    (response, plan)
+}
