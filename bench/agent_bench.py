@@ -15,6 +15,7 @@ Kinds: `chain` (a directory lookup whose result the next call needs: get_user ->
 lookups answered from their results).
 
 Usage: python3 bench/agent_bench.py [--model local] [--bin PATH] [--tasks FILE] [--out FILE] [--limit N]
+       [--modes plan-answer,plan-answer/no-stream] [--tool-latency SECS]
 """
 import argparse
 import json
@@ -47,11 +48,15 @@ def flaky_config(binary, tools, directory):
     return path
 
 
-def run(binary, model, question, mode, timeout, config=None):
+def run(binary, model, question, mode, timeout, config=None, latency_config=None):
     tools = ["--tools", "none", "--config", config] if config else ["--tools", "demo"]
+    if latency_config and not config:
+        tools += ["--config", latency_config]
+    # `MODE/no-stream`: plans run only once the whole reply is written.
+    mode, no_stream = (mode[: -len("/no-stream")], True) if mode.endswith("/no-stream") else (mode, False)
     # `plan-only:FORM` (and `plan-answer:FORM`): the planner lists the tools in that form.
     base, _, listing = mode.partition(":")
-    flags = MODE_FLAGS[base] + (["--plan-listing", listing] if listing else [])
+    flags = MODE_FLAGS[base] + (["--plan-listing", listing] if listing else []) + (["--no-stream"] if no_stream else [])
     cmd = [binary, "ask", question, "--model", model, "--json"] + tools + flags
     started = time.monotonic()
     try:
@@ -89,6 +94,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=900, help="seconds per question")
     ap.add_argument("--modes", default="plan-only,no-plan",
                     help="comma-separated: plan-only (only execute_tool_plan offered), plan-answer (plan-only, plans may end with the answer), plan (planner beside the tools), no-plan; plan-only:FORM and plan-answer:FORM list the tools as --plan-listing FORM")
+    ap.add_argument("--tool-latency", type=float, default=0,
+                    help="seconds the demo lookups (get_weather, get_user) take, as a remote API would "
+                         "(toolplan.toml's demo_latency); MODE/no-stream runs plans only once written")
     ap.add_argument("--flaky", default="",
                     help="comma-separated tools that fail on their first call in each interaction "
                          "(a busy service: the demo tools served through bench/flaky_proxy.py)")
@@ -97,6 +105,12 @@ def main():
     if args.flaky:
         config = flaky_config(args.bin, [t for t in args.flaky.split(",") if t],
                               tempfile.mkdtemp(prefix="toolplan-flaky-"))
+
+    latency_config = None
+    if args.tool_latency > 0:
+        latency_config = os.path.join(tempfile.mkdtemp(prefix="toolplan-latency-"), "toolplan.toml")
+        with open(latency_config, "w") as f:
+            f.write(f'demo_latency = "{int(args.tool_latency * 1000)}ms"\n')
 
     tasks = json.load(open(args.tasks))
     if args.limit:
@@ -111,24 +125,25 @@ def main():
     emit(f"# agent benchmark: {len(tasks)} tasks, model {args.model}, tools {tools}")
     emit(f"# date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
     emit(f"# command: python3 bench/agent_bench.py --model {args.model} --modes {args.modes}" + (f" --limit {args.limit}" if args.limit else "")
-         + (f" --flaky {args.flaky}" if args.flaky else ""))
+         + (f" --flaky {args.flaky}" if args.flaky else "")
+         + (f" --tool-latency {args.tool_latency:g}" if args.tool_latency else ""))
     emit()
     emit(f"{'task':26} {'mode':11} {'ok':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'plans':>5} {'reused':>6} {'secs':>7}  answer")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in modes:
-        if m.partition(":")[0] not in MODE_FLAGS:
+        if m.removesuffix("/no-stream").partition(":")[0] not in MODE_FLAGS:
             ap.error(f"unknown mode {m!r}")
     kinds = sorted({t.get("kind", "-") for t in tasks})
 
     def zero():
         return {"calls": 0, "in": 0, "out": 0, "secs": 0.0, "ok": 0, "n": 0,
-                "plan_calls": 0, "plan_secs": 0.0, "plan_out": 0}
+                "plan_calls": 0, "plan_secs": 0.0, "plan_out": 0, "first": [], "streamed": 0}
 
     totals = {m: zero() for m in modes}
     by_kind = {(m, k): zero() for m in modes for k in kinds}
     for task in tasks:
         for mode in modes:
-            r = run(args.bin, args.model, task["question"], mode, args.timeout, config)
+            r = run(args.bin, args.model, task["question"], mode, args.timeout, config, latency_config)
             answer = r.get("answer", "")
             ok = "error" not in r and all(re.search(p, answer, re.IGNORECASE) for p in task["expect"])
             for t in (totals[mode], by_kind[(mode, task.get("kind", "-"))]):
@@ -142,6 +157,9 @@ def main():
                     t["plan_calls"] += 1
                     t["plan_secs"] += r["planning_ms"] / 1000
                     t["plan_out"] += r.get("planning_output_tokens", 0)
+                if r.get("first_tool_ms") is not None:
+                    t["first"].append(r["first_tool_ms"] / 1000)
+                t["streamed"] += r.get("streamed_plans", 0)
                 t["calls"] += r["llm_calls"]
                 t["in"] += r["input_tokens"]
                 t["out"] += r["output_tokens"]
@@ -165,6 +183,12 @@ def main():
             emit(f"{mode}: writing a plan took {t['plan_secs'] / t['plan_calls']:.1f} s on average "
                  f"({t['plan_out'] / t['plan_calls']:.0f} output tokens; interactions with a plan: {t['plan_calls']}; "
                  f"prompt reading included)")
+    for mode, t in totals.items():
+        if t["first"]:
+            emit()
+            emit(f"{mode}: the first tool started {sum(t['first']) / len(t['first']):.1f} s into the interaction on average "
+                 f"({len(t['first'])} interactions with a tool; plans run while written: {t['streamed']}); "
+                 f"interactions took {t['secs'] / max(t['n'], 1):.1f} s on average")
     n = totals.get("no-plan")
     for mode in modes:
         p = totals[mode]

@@ -201,7 +201,10 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<Interaction, AgentError> {
         let start = Instant::now();
-        let mut record = Record::default();
+        let mut record = Record {
+            began: Some(tokio::time::Instant::now()),
+            ..Record::default()
+        };
         let mut messages = self.opening(input);
         // The direct calls of this interaction: a call repeated with the same arguments is answered
         // from here instead of another run.
@@ -295,8 +298,10 @@ impl Agent {
                 0
             };
             let may_fix = record.repairs < self.max_repairs;
-            // A plan that started while the model wrote it goes on if it is the turn's one call.
-            let streamed = streamed.filter(|s| s.is_the_plan_of(&fresh));
+            // A plan that started while the model wrote it goes on if it is the reply's one call
+            // and runs now (not answered from memory).
+            let streamed =
+                streamed.filter(|s| s.is_the_plan_of(&calls) && fresh.len() == calls.len());
             let turn = self
                 .run_calls(&fresh, may_fix, streamed, cancel, &mut record)
                 .await;
@@ -659,7 +664,15 @@ impl Agent {
         let asked = Instant::now();
         let (response, mut streamed) = match self.planner.as_ref().filter(|_| stream) {
             Some(planner) => {
-                streamed::ask(self.model.as_ref(), &request, planner.engine(), cancel).await
+                match streamed::ask(self.model.as_ref(), &request, planner.engine(), cancel).await {
+                    // A stream that broke after its first piece is not retried by the provider
+                    // (the pieces were the start of a reply that will not come); the agent drops
+                    // what it had and asks again, as a call that is not streamed is retried.
+                    (Err(e), _) if e.is_retryable() => {
+                        (self.model.chat(&request, cancel).await, None)
+                    }
+                    other => other,
+                }
             }
             None => (self.model.chat(&request, cancel).await, None),
         };

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use tokio::time::Instant;
 
 /// The record of one interaction.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -63,9 +64,34 @@ pub struct Record {
     pub busy_replans: usize,
     /// Whether the answer was a plan's `answer` step (no model call after the plan).
     pub answered_by_plan: bool,
-    /// Plans that started running while the model wrote them (with streaming on, a reply whose one
-    /// call is a plan).
+    /// Plans that ran on from a start made while the model wrote them (with streaming on, a reply
+    /// whose one call is a plan that the agent ran).
     pub streamed_plans: usize,
+    /// From the start of the interaction to the start of its first tool call (`None` when no
+    /// tool ran).
+    #[serde(serialize_with = "as_opt_ms", rename = "first_tool_ms")]
+    pub first_tool: Option<Duration>,
+    /// When the interaction started (for [`first_tool`](Self::first_tool); tokio's clock, which
+    /// the engine's step times use).
+    #[serde(skip)]
+    pub(crate) began: Option<Instant>,
+}
+
+impl Record {
+    /// A tool call started at `at`: the first one sets [`first_tool`](Self::first_tool).
+    pub(crate) fn tool_started(&mut self, at: Instant) {
+        if let Some(began) = self.began {
+            let since = at.saturating_duration_since(began);
+            self.first_tool = Some(self.first_tool.map_or(since, |f| f.min(since)));
+        }
+    }
+}
+
+fn as_opt_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => as_ms(d, s),
+        None => s.serialize_none(),
+    }
 }
 
 fn as_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

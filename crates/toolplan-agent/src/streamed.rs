@@ -8,16 +8,20 @@
 //! agent reads it as always (completes the plan's answer step, checks it against the question,
 //! answers a repeated call from memory), and then either hands the engine the plan as it will run
 //! ([`PlanPiece::Whole`]: the steps that started early go on where the plan keeps them) or drops
-//! the early run (it is cancelled; its steps were read-only). Only a reply whose one call is a plan
-//! is run this way; any other reply runs as it always did.
+//! the early run (it is cancelled; its steps were read-only). The reply's first plan starts early;
+//! it goes on only when it is the reply's one call and the agent runs it, and any other reply runs
+//! as it always did. Its timings (and the interaction's) include the time the model spent writing.
 
 use std::sync::Arc;
+use tokio::time::Instant;
 
 use futures::channel::mpsc;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, InvalidPlan, PlanPiece, PlanRun, RunControl};
+use toolplan_core::{
+    EXECUTE_TOOL_PLAN, Engine, InvalidPlan, PlanPiece, PlanRun, Problem, RunControl,
+};
 use toolplan_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, ReplyDelta};
 use toolplan_planner::ExecuteToolPlan;
 
@@ -31,6 +35,8 @@ pub(crate) struct StreamedPlan {
     run: JoinHandle<Result<PlanRun, InvalidPlan>>,
     /// Stops the run when the plan is dropped.
     cancel: CancellationToken,
+    /// When the run started (its steps' start times count from here).
+    pub(crate) began: Instant,
 }
 
 impl StreamedPlan {
@@ -39,12 +45,14 @@ impl StreamedPlan {
         let (pieces, text) = mpsc::unbounded();
         let cancel = cancel.child_token();
         let control = RunControl::with_cancel(cancel.clone());
+        let began = Instant::now();
         let run = tokio::spawn(async move { engine.run_streamed_pieces(text, control).await });
         Self {
             index,
             pieces,
             run,
             cancel,
+            began,
         }
     }
 
@@ -53,9 +61,9 @@ impl StreamedPlan {
         self.index == 0 && calls.len() == 1 && calls[0].name == EXECUTE_TOOL_PLAN
     }
 
-    /// Runs `plan`, the whole plan as the agent has it run, on what started early; the run's
-    /// result, or when the early run failed outright (its task ended without a result), the plan
-    /// run anew by `planner`.
+    /// Runs `plan`, the whole plan as the agent has it run, on what started early: the run's
+    /// result. The plan runs anew by `planner` when the early run had already ended (its text
+    /// passed the plan size limit, which the plan given may not) or failed outright.
     pub(crate) async fn finish(
         mut self,
         plan: Value,
@@ -68,8 +76,16 @@ impl StreamedPlan {
             .is_ok()
         {
             self.pieces.close_channel();
-            if let Ok(result) = (&mut self.run).await {
-                return result;
+            match (&mut self.run).await {
+                // The text passed the size limit before the plan was given: the plan given is
+                // judged on its own, as a plan that is not streamed is.
+                Ok(Err(invalid))
+                    if invalid
+                        .problems
+                        .iter()
+                        .all(|p| matches!(p, Problem::PlanTooLarge { .. })) => {}
+                Ok(result) => return result,
+                Err(_) => {}
             }
         }
         planner.execute(plan, control).await
@@ -94,24 +110,42 @@ pub(crate) async fn ask(
     cancel: &CancellationToken,
 ) -> (Result<ChatResponse, LlmError>, Option<StreamedPlan>) {
     let (sink, mut deltas) = tokio::sync::mpsc::unbounded_channel();
-    // The sink is dropped when the call ends, which ends the loop below.
-    let chat = async move { model.chat_streamed(request, &sink, cancel).await };
+    let (done, mut call_ended) = tokio::sync::oneshot::channel::<()>();
+    let chat = async move {
+        let response = model.chat_streamed(request, &sink, cancel).await;
+        // A provider may still hold a copy of the sink (a local model's worker stopping between
+        // tokens): the loop below ends with the call, not with the last copy.
+        let _ = done.send(());
+        response
+    };
     let mut plan: Option<StreamedPlan> = None;
+    let mut take = |delta: ReplyDelta| match delta {
+        ReplyDelta::CallStart { index, name } if name == EXECUTE_TOOL_PLAN && plan.is_none() => {
+            plan = Some(StreamedPlan::start(Arc::clone(engine), index, cancel));
+        }
+        ReplyDelta::Arguments { index, text } => {
+            if let Some(p) = plan.as_ref().filter(|p| p.index == index) {
+                // A run that ended already (a plan too large) reads no more.
+                let _ = p.pieces.unbounded_send(PlanPiece::Text(text));
+            }
+        }
+        _ => {}
+    };
     let follow = async {
-        while let Some(delta) = deltas.recv().await {
-            match delta {
-                ReplyDelta::CallStart { index, name }
-                    if name == EXECUTE_TOOL_PLAN && plan.is_none() =>
-                {
-                    plan = Some(StreamedPlan::start(Arc::clone(engine), index, cancel));
-                }
-                ReplyDelta::Arguments { index, text } => {
-                    if let Some(p) = plan.as_ref().filter(|p| p.index == index) {
-                        // A run that ended already (a plan too large) reads no more.
-                        let _ = p.pieces.unbounded_send(PlanPiece::Text(text));
+        loop {
+            tokio::select! {
+                biased;
+                delta = deltas.recv() => match delta {
+                    Some(delta) => take(delta),
+                    None => break,
+                },
+                _ = &mut call_ended => {
+                    deltas.close();
+                    while let Ok(delta) = deltas.try_recv() {
+                        take(delta);
                     }
+                    break;
                 }
-                _ => {}
             }
         }
     };

@@ -3,6 +3,7 @@
 //! message the model reads.
 
 use std::sync::Arc;
+use tokio::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use toolplan_core::limits::truncate_string;
@@ -133,13 +134,19 @@ impl Agent {
             let streamed = streamed.take();
             async move {
                 match streamed {
-                    Some(run) => run.finish(arguments, planner, control).await,
-                    None => planner.execute(arguments, control).await,
+                    Some(run) => {
+                        let began = run.began;
+                        (began, run.finish(arguments, planner, control).await)
+                    }
+                    None => (Instant::now(), planner.execute(arguments, control).await),
                 }
             }
         }));
         let direct_run = self.run_direct(calls, &direct, cancel);
-        let (plan_runs, direct_results) = tokio::join!(plan_runs, direct_run);
+        let (plan_runs, (direct_results, first_direct)) = tokio::join!(plan_runs, direct_run);
+        if let Some(at) = first_direct {
+            record.tool_started(at);
+        }
 
         let mut answer = None;
         let mut outputs = serde_json::Map::new();
@@ -148,8 +155,13 @@ impl Agent {
         let mut busy_plans = 0;
         let mut restart = None;
         let only_call = calls.len() == 1;
-        for ((i, _), outcome) in plans.iter().zip(plan_runs) {
+        for ((i, _), (began, outcome)) in plans.iter().zip(plan_runs) {
             record.plans += 1;
+            if let Ok(run) = &outcome
+                && let Some(first) = run.steps.iter().filter_map(|s| s.started).min()
+            {
+                record.tool_started(began + first);
+            }
             let message = match outcome {
                 Ok(run) => {
                     if only_call && run.all_ok() {
@@ -242,15 +254,15 @@ impl Agent {
 
     /// Runs individual calls (known tools, object arguments) directly on the engine, all at once
     /// ([`Engine::run_calls`]). The arguments are taken literally: a `$ref:` in them is text, not a
-    /// reference.
+    /// reference. Also when the first of them started.
     async fn run_direct(
         &self,
         calls: &[ToolCall],
         indexes: &[usize],
         cancel: &CancellationToken,
-    ) -> Vec<(usize, Message)> {
+    ) -> (Vec<(usize, Message)>, Option<Instant>) {
         if indexes.is_empty() {
-            return Vec::new();
+            return (Vec::new(), None);
         }
         let direct = indexes
             .iter()
@@ -262,11 +274,17 @@ impl Agent {
                 )
             })
             .collect();
+        let began = Instant::now();
         let outcomes = self
             .engine
             .run_calls(direct, RunControl::with_cancel(cancel.child_token()))
             .await;
-        indexes
+        let first = outcomes
+            .iter()
+            .filter_map(|o| o.as_ref().ok()?.started)
+            .min()
+            .map(|d| began + d);
+        let messages = indexes
             .iter()
             .zip(outcomes)
             .map(|(&i, outcome)| {
@@ -291,7 +309,8 @@ impl Agent {
                 };
                 (i, message)
             })
-            .collect()
+            .collect();
+        (messages, first)
     }
 
     fn unknown_tool(&self, call: &ToolCall) -> Message {

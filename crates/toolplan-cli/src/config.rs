@@ -50,6 +50,10 @@ pub struct Config {
     pub max_turns: Option<usize>,
     /// More system instructions for the agent, added after toolplan's own (never in their place).
     pub instructions: Option<String>,
+    /// How long the demo lookups (`get_weather`, `get_user`) take to answer (`"1s"`, `"500ms"`),
+    /// as a remote API would: for trying what runs in parallel and what starts while a plan is
+    /// still being written. Default: they answer at once.
+    pub demo_latency: Option<String>,
     /// Limits on plans and tool calls.
     #[serde(default)]
     pub limits: LimitsConfig,

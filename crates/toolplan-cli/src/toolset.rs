@@ -16,10 +16,16 @@ use crate::settings::Settings;
 /// with a model it also gets `query_planning`, over the same backend.
 pub fn tools(
     set: ToolSet,
+    config: &Config,
     model: Option<&Arc<dyn ChatModel>>,
 ) -> anyhow::Result<Vec<Arc<dyn Tool>>> {
     Ok(match set {
-        ToolSet::Demo => demo::tools(),
+        ToolSet::Demo => match &config.demo_latency {
+            Some(latency) => {
+                demo::tools_with_latency(crate::config::duration(latency, "demo_latency")?)
+            }
+            None => demo::tools(),
+        },
         ToolSet::None => Vec::new(),
         ToolSet::Search => {
             let backend = search_backend()?;
@@ -89,7 +95,13 @@ pub fn warn_schemas(tools: &[Arc<dyn Tool>]) {
 /// The registry of a command's settings: its tool set, and the MCP servers of its configuration.
 pub async fn registry(settings: &Settings) -> anyhow::Result<ToolRegistry> {
     let mut registry = ToolRegistry::new();
-    registry.register_all(with_mcp(tools(settings.tools, None)?, &settings.config).await?)?;
+    registry.register_all(
+        with_mcp(
+            tools(settings.tools, &settings.config, None)?,
+            &settings.config,
+        )
+        .await?,
+    )?;
     Ok(registry)
 }
 

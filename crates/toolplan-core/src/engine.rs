@@ -118,8 +118,9 @@ impl Engine {
     /// the plan as it will have it run ([`PlanPiece::Whole`]): an agent that fills in a field of
     /// the model's plan or adds an answer step at its end before it runs. Steps start early from
     /// the text; the whole plan given is what is compiled and run (the early steps count where it
-    /// keeps them, at the same places). Without a `Whole` piece it is `run_streamed`. To drop the
-    /// plan instead, cancel the run ([`RunControl`]).
+    /// keeps them, at the same places). The run's deadline counts from the end of the text: the
+    /// caller bounds the writing (a model call's own timeout). To drop the plan instead, cancel
+    /// the run ([`RunControl`]).
     pub async fn run_streamed_pieces(
         &self,
         pieces: impl futures::Stream<Item = PlanPiece> + Send,
@@ -128,6 +129,7 @@ impl Engine {
         scheduler::run_streamed(
             pieces,
             &[],
+            true,
             &self.tools,
             &self.limits,
             &self.config,
@@ -149,6 +151,7 @@ impl Engine {
         scheduler::run_streamed(
             text.map(PlanPiece::Text),
             plan_path,
+            false,
             &self.tools,
             &self.limits,
             &self.config,

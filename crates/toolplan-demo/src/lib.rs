@@ -22,6 +22,7 @@
 //! * `directory` — `get_weather` and `get_user` over their fixed tables.
 //! * `calculator` — `calculator` (arithmetic by the exmex crate, with its own size and nesting limits).
 //! * `compare` — `compare_data`.
+//! * `latency` — [`tools_with_latency`]: the lookups answering after a delay, as a remote API would.
 //!
 //! [`tools`] lists them all and [`registry`] registers them all.
 //!
@@ -38,6 +39,7 @@ mod calculator;
 mod compare;
 mod control;
 mod directory;
+mod latency;
 #[cfg(test)]
 mod tests;
 mod text;
@@ -46,6 +48,7 @@ pub use calculator::{MAX_EXPRESSION_CHARS, MAX_EXPRESSION_NESTING, calculator};
 pub use compare::compare_data;
 pub use control::{MAX_SLEEP_MS, fail, sleep};
 pub use directory::{get_user, get_weather};
+pub use latency::tools_with_latency;
 pub use text::{concat, echo};
 
 /// Every demo tool.

@@ -69,6 +69,7 @@ fn agent(stream: bool, log: &Arc<Mutex<Vec<(String, Instant)>>>) -> Agent {
 async fn a_read_only_step_starts_while_the_plan_is_written() {
     let writing = writing_time(&plan());
     assert!(writing > Duration::from_secs(1), "{writing:?}");
+    let mut results = Vec::new();
     for stream in [true, false] {
         let log = Arc::new(Mutex::new(Vec::new()));
         let start = Instant::now();
@@ -77,11 +78,25 @@ async fn a_read_only_step_starts_while_the_plan_is_written() {
             .await
             .unwrap();
         assert_eq!(out.answer, "Seen.");
+        // What the model reads of the plan's results is the same either way.
+        results.push(
+            out.messages
+                .iter()
+                .filter(|m| m.role == toolplan_llm::Role::Tool)
+                .map(|m| m.content.clone())
+                .collect::<Vec<_>>(),
+        );
         let log = log.lock().unwrap().clone();
         let names: Vec<&str> = log.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["A", "B"], "each step ran once");
         let a = log[0].1 - start;
         assert_eq!(out.record.streamed_plans, usize::from(stream));
+        // The record says when the first tool started.
+        let first = out.record.first_tool.unwrap();
+        assert!(
+            first.abs_diff(a) < Duration::from_millis(50),
+            "{first:?} {a:?}"
+        );
         if stream {
             // `a` starts as soon as its text is complete, well before the end of the reply.
             let text = plan().to_string();
@@ -99,6 +114,8 @@ async fn a_read_only_step_starts_while_the_plan_is_written() {
             );
         }
     }
+    assert_eq!(results[0], results[1]);
+    assert!(results[0][0].contains("\"seen\""), "{:?}", results[0]);
 }
 
 #[tokio::test(start_paused = true)]

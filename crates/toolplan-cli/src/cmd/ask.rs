@@ -62,7 +62,7 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
     )
     .await?;
     // With the search tools, questions become DSL through the agent's own model.
-    let mut tools = toolset::tools(settings.tools, Some(&model))?;
+    let mut tools = toolset::tools(settings.tools, &settings.config, Some(&model))?;
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
     }

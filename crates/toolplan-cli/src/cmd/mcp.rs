@@ -92,7 +92,7 @@ async fn serve(
         None => None,
     };
     let tools = tokio::select! {
-        tools = toolset::with_mcp(toolset::tools(tool_set, model.as_ref())?, &config) => tools?,
+        tools = toolset::with_mcp(toolset::tools(tool_set, &config, model.as_ref())?, &config) => tools?,
         () = stop.cancelled() => bail!("stopped while the MCP servers were starting"),
     };
     // The planners are served on their own even without --expose-tools: query_planning (in the

@@ -18,7 +18,7 @@ use crate::toolset;
 pub async fn execute(args: QueryPlanArgs, settings: Settings) -> anyhow::Result<Outcome> {
     let config = &settings.config;
     let text = read_plan(&args.input.plan, settings.limits.max_plan_bytes)?;
-    let mut tools = toolset::tools(settings.tools, None)?;
+    let mut tools = toolset::tools(settings.tools, &settings.config, None)?;
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
     }

@@ -112,21 +112,25 @@ pub async fn run(
 /// before the document's first `{` and after its end is ignored.
 ///
 /// The text may end with the plan as the caller will have it run ([`PlanPiece::Whole`]), which is
-/// then compiled instead of the text.
+/// then compiled instead of the text. With `deadline_after_text` the run's deadline counts from
+/// the end of the text (a caller that bounds the writing itself); otherwise from the start (it
+/// then also bounds a writer that stalls).
 ///
 /// The text is bounded by the plan size limit and its steps by the step limit (`limits`); waiting
 /// for it is bounded by the run's cancellation and deadline (the run starts when this is called).
 /// With an approval gate configured ([`RunConfig::approval`]) nothing starts early: the plan is
 /// read whole, then approved and run.
+#[allow(clippy::too_many_arguments)]
 pub async fn run_streamed<'a>(
     text: impl futures::Stream<Item = PlanPiece> + Send + 'a,
     plan_path: &[&str],
+    deadline_after_text: bool,
     tools: &'a ToolRegistry,
     limits: &'a crate::limits::Limits,
     config: &'a RunConfig,
     control: RunControl,
 ) -> Result<PlanRun, crate::error::InvalidPlan> {
-    let writing = driver::Writing::new(Box::pin(text), plan_path, limits);
+    let writing = driver::Writing::new(Box::pin(text), plan_path, limits, deadline_after_text);
     let mut driver = Driver::streaming(tools, config, control.clone(), writing);
     driver.drive().await;
     match driver.take_ended() {

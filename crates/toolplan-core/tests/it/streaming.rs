@@ -363,3 +363,30 @@ async fn the_plan_the_caller_gives_at_the_end_runs_and_keeps_the_early_work() {
     );
     assert_eq!(logged(&log), ["start A"], "A was stopped");
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_counts_from_the_plan_the_caller_gives() {
+    // Written over 3 s, given whole, then 1 s of tools: within a 2 s deadline from the plan given
+    // (the caller bounded the writing), as the plan run whole would be.
+    let (planner, log) = engine(RunConfig {
+        deadline: Some(Duration::from_secs(2)),
+        ..RunConfig::default()
+    });
+    let (tx, stream) = pieces();
+    let run = tokio::spawn(async move {
+        planner
+            .run_streamed_pieces(stream, RunControl::default())
+            .await
+    });
+    let text = r#"{"steps": [{"id": "a", "tool": "look", "arguments": {"name": "A", "ms": 1000}}"#;
+    tx.unbounded_send(PlanPiece::Text(text.into())).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    tx.unbounded_send(PlanPiece::Whole(json!({"steps": [
+        {"id": "a", "tool": "look", "arguments": {"name": "A", "ms": 1000}},
+        {"id": "b", "tool": "press", "arguments": {"name": "B", "ms": 1000}}]})))
+        .unwrap();
+    let run = run.await.unwrap().unwrap();
+    assert_eq!(run.outcome, RunOutcome::Completed, "{}", run.summary());
+    assert!(run.all_ok(), "{}", run.summary());
+    assert_eq!(logged(&log), ["start A", "end A", "start B", "end B"]);
+}

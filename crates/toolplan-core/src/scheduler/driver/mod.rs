@@ -183,13 +183,15 @@ impl<'p> Driver<'p> {
         let user_cancel = self.user_cancel.clone();
         let cancelled = user_cancel.cancelled();
         tokio::pin!(cancelled);
-        let deadline = self.config.deadline.map(|d| self.start + d);
-        let timer = async move {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
+        // A caller that bounds the writing itself starts the deadline when the text ends.
+        let deferred = self.writing.as_ref().is_some_and(|w| w.deadline_after_text);
+        let mut deadline = self
+            .config
+            .deadline
+            .filter(|_| !deferred)
+            .map(|d| self.start + d);
+        // Without a deadline the timer is never polled.
+        let timer = tokio::time::sleep_until(deadline.unwrap_or(self.start));
         tokio::pin!(timer);
 
         while self.writing.is_some() || self.done < self.slots.len() {
@@ -218,11 +220,12 @@ impl<'p> Driver<'p> {
                     self.stop(RunOutcome::Cancelled);
                     return;
                 }
-                _ = &mut timer => {
+                _ = &mut timer, if deadline.is_some() => {
                     self.stop(RunOutcome::DeadlineExceeded);
                     return;
                 }
                 piece = next_piece(&mut self.writing), if writing => {
+                    let piece_ended = !matches!(piece, Some(PlanPiece::Text(_)));
                     let ended = match piece {
                         Some(PlanPiece::Text(chunk)) => self.on_chunk(&chunk),
                         Some(PlanPiece::Whole(plan)) => {
@@ -233,6 +236,17 @@ impl<'p> Driver<'p> {
                         }
                         None => Some(self.on_text_end()),
                     };
+                    // The deadline deferred to the end of the text starts now, as for a plan
+                    // run whole.
+                    if deferred
+                        && deadline.is_none()
+                        && piece_ended
+                        && let Some(d) = self.config.deadline
+                    {
+                        let at = Instant::now() + d;
+                        deadline = Some(at);
+                        timer.as_mut().reset(at);
+                    }
                     match ended {
                         None | Some(Written::Plan) => {}
                         Some(stop) => {

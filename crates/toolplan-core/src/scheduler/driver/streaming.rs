@@ -41,8 +41,10 @@ pub enum PlanPiece {
     /// The text has ended, and this is the plan to run, as the caller will have it: the text as
     /// the caller read it whole, and changed where it had to (a field filled in, a step added at
     /// the end). It is compiled instead of the text. Steps written in the text that it keeps as
-    /// they were, at the same places, go on (their early work counts); otherwise the plan runs
-    /// from the start. Pieces after it are not read.
+    /// they were, at the same places (with the same dependencies, for those that started), go on
+    /// (their early work counts); otherwise the plan runs from the start. The run's deadline
+    /// counts from the end of the text (given by pieces, the caller bounds the writing). Pieces
+    /// after it are not read.
     Whole(Value),
 }
 
@@ -69,6 +71,9 @@ pub(in crate::scheduler) struct Writing<'p> {
     /// The plan the caller gave at the end of the text ([`PlanPiece::Whole`]), compiled instead of
     /// the text.
     pub(super) given: Option<Value>,
+    /// Whether the run's deadline starts when the text ends (the caller bounds the writing), not
+    /// when the run starts.
+    pub(super) deadline_after_text: bool,
 }
 
 /// How the text of a streamed plan ended.
@@ -91,6 +96,7 @@ impl<'p> Writing<'p> {
         text: PlanText<'p>,
         plan_path: &[&str],
         limits: &'p Limits,
+        deadline_after_text: bool,
     ) -> Self {
         let mut list: Vec<&str> = plan_path.to_vec();
         list.push("steps");
@@ -105,6 +111,7 @@ impl<'p> Writing<'p> {
             pending: Vec::new(),
             halted: false,
             given: None,
+            deadline_after_text,
         }
     }
 }
@@ -236,12 +243,21 @@ impl Driver<'_> {
         if self.config.approval.is_some() {
             return Written::NeedsApproval(Box::new(plan));
         }
+        // Steps not yet started take the plan's version; one that started (or was skipped) must
+        // also wait for the same steps it waited for.
         let same = plan.len() >= self.slots.len()
             && plan
                 .steps()
                 .iter()
                 .zip(self.steps.iter())
-                .all(|(a, b)| a.id == b.id && a.tool == b.tool && a.arguments == b.arguments);
+                .zip(&self.slots)
+                .all(|((a, b), slot)| {
+                    a.id == b.id
+                        && a.tool == b.tool
+                        && a.arguments == b.arguments
+                        && (slot.state == State::Waiting
+                            || (a.deps == b.deps && a.same_call_as == b.same_call_as))
+                });
         if !same {
             return Written::Differs(Box::new(plan));
         }
