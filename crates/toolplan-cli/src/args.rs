@@ -315,6 +315,11 @@ pub struct QueryPlanArgs {
     /// Print each node's question and answer on standard error as it completes.
     #[arg(long, short)]
     pub verbose: bool,
+    /// With `-`, read the whole plan before running it. By default a plan piped in runs while it
+    /// is written: each node joins when its text is complete, and a node whose tool is read-only
+    /// (the synthesizer and the document tools are) starts once its children are answered.
+    #[arg(long)]
+    pub no_stream: bool,
 }
 
 /// Which search backend, and where it keeps its data.

@@ -127,6 +127,7 @@ impl Engine {
         control: RunControl,
     ) -> Result<PlanRun, InvalidPlan> {
         scheduler::run_streamed(
+            &tool_plan::ToolPlan,
             pieces,
             &[],
             true,
@@ -136,6 +137,7 @@ impl Engine {
             control,
         )
         .await
+        .map(|(run, _)| run)
     }
 
     /// [`run_streamed`](Self::run_streamed) for a plan at `plan_path` inside the JSON document
@@ -147,8 +149,32 @@ impl Engine {
         plan_path: &[&str],
         control: RunControl,
     ) -> Result<PlanRun, InvalidPlan> {
+        self.run_streamed_dialect(&tool_plan::ToolPlan, text, plan_path, control)
+            .await
+            .map(|(run, _)| run)
+    }
+
+    /// [`run_streamed_at`](Self::run_streamed_at) for a plan in another format, a
+    /// [`Dialect`](crate::dialect::Dialect) (toolplan-query's query plans): each item of the
+    /// dialect's list joins the run when its text is complete, as a tool plan's steps do, and the
+    /// whole text is compiled by the dialect at the end (an invalid plan gives the problems its
+    /// `compile` gives). Besides the run, what the dialect keeps beside the plan (a query plan's
+    /// root and nodes); `None` when the run stopped before the text ended. The deadline counts
+    /// from the start of the run, so it also bounds a writer that stalls.
+    pub async fn run_streamed_dialect<D>(
+        &self,
+        dialect: &D,
+        text: impl futures::Stream<Item = String> + Send,
+        plan_path: &[&str],
+        control: RunControl,
+    ) -> Result<(PlanRun, Option<D::Extra>), InvalidPlan>
+    where
+        D: crate::dialect::Dialect + Sync,
+        D::Extra: Send,
+    {
         use futures::StreamExt;
         scheduler::run_streamed(
+            dialect,
             text.map(PlanPiece::Text),
             plan_path,
             false,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::dialect::{self as query_plan, QueryPlan};
+use crate::dialect::{self as query_plan, QueryNode, QueryPlan};
 use serde_json::Value;
 use toolplan_core::{
     Engine, InvalidPlan, Limits, PlanRun, RunConfig, RunControl, RunOutcome, StepStatus, Tool,
@@ -86,24 +86,48 @@ impl QueryPlanner {
     pub async fn run(&self, plan: &QueryPlan, control: RunControl) -> QueryRun {
         let before = self.synthesizer.usage();
         let run = self.engine.run(&plan.plan, control).await;
-        let after = self.synthesizer.usage();
         QueryRun {
             root: plan.root.clone(),
+            nodes: plan.nodes.clone(),
             run,
-            llm: LlmUsage {
-                calls: after.calls - before.calls,
-                input_tokens: after.input_tokens - before.input_tokens,
-                output_tokens: after.output_tokens - before.output_tokens,
-            },
+            llm: self.synthesizer.usage().since(before),
         }
+    }
+
+    /// Runs query-plan text while it is still being written (by a model, a pipe): each node joins
+    /// the run as soon as its text is complete, and a node on a read-only tool (the synthesizer,
+    /// the document tools) whose children are written and answered starts before the rest of the
+    /// plan is written. The result is what [`compile`](Self::compile) and [`run`](Self::run) of the
+    /// whole text give, apart from timings: the same problems for an invalid plan, the same run for
+    /// a valid one. The text is bounded by the plan size limit, waiting for it by the run's
+    /// deadline and cancellation; a run that stopped before the text ended has no root or nodes
+    /// (its answer says why it stopped).
+    pub async fn run_streamed(
+        &self,
+        text: impl futures::Stream<Item = String> + Send,
+        control: RunControl,
+    ) -> Result<QueryRun, InvalidPlan> {
+        let before = self.synthesizer.usage();
+        let (run, nodes) =
+            query_plan::run_streamed(&self.engine, text, SYNTHESIZE, control).await?;
+        let (root, nodes) = nodes.unwrap_or_default();
+        Ok(QueryRun {
+            root,
+            nodes,
+            run,
+            llm: self.synthesizer.usage().since(before),
+        })
     }
 }
 
 /// A finished query-plan run.
 #[derive(Debug, Clone)]
 pub struct QueryRun {
-    /// The root node's id.
+    /// The root node's id (empty when a streamed plan stopped before it was written whole).
     pub root: String,
+    /// The plan's nodes, in source order (empty when a streamed plan stopped before it was written
+    /// whole).
+    pub nodes: Vec<QueryNode>,
     /// The run of the compiled plan: every node's status, timing and error.
     pub run: PlanRun,
     /// What the synthesizer's model used during the run.

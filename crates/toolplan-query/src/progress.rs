@@ -3,17 +3,19 @@
 //! error. The verbose mode of [`crate::QueryPlanTool`] and `toolplan query-plan` both use it.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::dialect::QueryPlan;
+use futures::StreamExt;
 use serde_json::Value;
-use toolplan_core::StepStatus;
-use toolplan_core::{Observer, StepFinished};
+use toolplan_core::dialect::incremental::ItemScanner;
+use toolplan_core::limits::DEFAULT_MAX_VALUE_DEPTH;
+use toolplan_core::{Limits, Observer, StepFinished, StepStatus};
 
 /// Every node's answer, and optionally a line per node as it completes.
 #[derive(Debug)]
 pub struct NodeLog {
-    queries: HashMap<String, String>,
+    queries: Mutex<HashMap<String, String>>,
     answers: Mutex<HashMap<String, Value>>,
     print: bool,
 }
@@ -22,14 +24,55 @@ impl NodeLog {
     /// A log for `plan`; `print` prints each node as it completes.
     pub fn new(plan: &QueryPlan, print: bool) -> Self {
         Self {
-            queries: plan
-                .nodes
-                .iter()
-                .map(|n| (n.id.clone(), n.query.clone()))
-                .collect(),
+            queries: Mutex::new(
+                plan.nodes
+                    .iter()
+                    .map(|n| (n.id.clone(), n.query.clone()))
+                    .collect(),
+            ),
             answers: Mutex::new(HashMap::new()),
             print,
         }
+    }
+
+    /// A log for a plan still being written ([`QueryPlanner::run_streamed`](crate::QueryPlanner::run_streamed)):
+    /// it learns each node's question from the text passed through [`follow`](Self::follow).
+    pub fn streamed(print: bool) -> Self {
+        Self {
+            queries: Mutex::new(HashMap::new()),
+            answers: Mutex::new(HashMap::new()),
+            print,
+        }
+    }
+
+    /// Passes a query plan's text through unchanged, learning each node's question as its text
+    /// completes (within `limits`' plan size; text past it, or that is not JSON, teaches nothing).
+    pub fn follow(
+        self: &Arc<Self>,
+        text: impl futures::Stream<Item = String> + Send,
+        limits: &Limits,
+    ) -> impl futures::Stream<Item = String> + Send {
+        let log = Arc::clone(self);
+        let mut scanner =
+            ItemScanner::new(&["nodes"], limits.max_plan_bytes, DEFAULT_MAX_VALUE_DEPTH);
+        text.map(move |chunk| {
+            if scanner.broken().is_none()
+                && let Ok(items) = scanner.push(&chunk)
+            {
+                let mut queries = log.queries.lock().unwrap_or_else(PoisonError::into_inner);
+                for item in items {
+                    let id = match item.get("id") {
+                        Some(Value::Number(n)) => n.to_string(),
+                        Some(Value::String(s)) => s.clone(),
+                        _ => continue,
+                    };
+                    if let Some(Value::String(query)) = item.get("query_str") {
+                        queries.entry(id).or_insert_with(|| query.clone());
+                    }
+                }
+            }
+            chunk
+        })
     }
 
     /// The answers of the nodes that succeeded so far, by node id.
@@ -52,7 +95,13 @@ impl Observer for NodeLog {
         if !self.print {
             return;
         }
-        let query = self.queries.get(event.id).map_or("", String::as_str);
+        let query = self
+            .queries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(event.id)
+            .cloned()
+            .unwrap_or_default();
         let outcome = match (event.status, event.output) {
             (StepStatus::Ok, Some(Value::String(s))) => s.clone(),
             (StepStatus::Ok, Some(v)) => v.to_string(),

@@ -79,6 +79,17 @@ pub struct LlmUsage {
     pub output_tokens: u64,
 }
 
+impl LlmUsage {
+    /// What was used since `before`, an earlier reading of the same counters.
+    pub fn since(self, before: LlmUsage) -> LlmUsage {
+        LlmUsage {
+            calls: self.calls.saturating_sub(before.calls),
+            input_tokens: self.input_tokens.saturating_sub(before.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(before.output_tokens),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     calls: AtomicU64,

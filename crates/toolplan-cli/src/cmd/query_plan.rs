@@ -1,15 +1,15 @@
 //! `toolplan query-plan`: run a query plan (LlamaIndex's format) and print the root's answer.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use toolplan_core::{Observer, RunControl};
-use toolplan_query::{NodeLog, QueryPlanner, SynthesisMode, Synthesizer};
+use toolplan_query::{NodeLog, QueryPlanner, QueryRun, SynthesisMode, Synthesizer};
 
 use crate::Outcome;
 use crate::args::{QueryPlanArgs, SynthesizerArg};
 use crate::cmd::ask::connect_model;
-use crate::cmd::{cancel_on_interrupt, plural, print_problems, read_plan};
+use crate::cmd::{cancel_on_interrupt, plural, print_problems, read_plan, stdin_text};
 use crate::output::outln;
 use crate::settings::Settings;
 use crate::toolset;
@@ -17,7 +17,13 @@ use crate::toolset;
 /// Runs the subcommand.
 pub async fn execute(args: QueryPlanArgs, settings: Settings) -> anyhow::Result<Outcome> {
     let config = &settings.config;
-    let text = read_plan(&args.input.plan, settings.limits.max_plan_bytes)?;
+    // A plan piped in runs while it is written (unless --no-stream): nothing to compile first.
+    let streamed = args.input.plan.as_os_str() == "-" && !args.no_stream;
+    let text = if streamed {
+        String::new()
+    } else {
+        read_plan(&args.input.plan, settings.limits.max_plan_bytes)?
+    };
     let mut tools = toolset::tools(settings.tools, &settings.config, None)?;
     if let Some(dir) = &args.docs {
         tools.extend(toolset::documents(dir)?);
@@ -31,13 +37,17 @@ pub async fn execute(args: QueryPlanArgs, settings: Settings) -> anyhow::Result<
 
     // The plan is compiled before a model loads, so a plan with mistakes fails fast. A compiled plan
     // names its tools, so it runs on the planner built below over the same tools.
-    let checker = QueryPlanner::new(tools.clone(), Synthesizer::concat())?
-        .with_limits(settings.limits.clone());
-    let plan = match checker.compile(&text) {
-        Ok(plan) => plan,
-        Err(invalid) => {
-            print_problems(&args.input.plan, &invalid);
-            return Ok(Outcome::InvalidPlan);
+    let plan = if streamed {
+        None
+    } else {
+        let checker = QueryPlanner::new(tools.clone(), Synthesizer::concat())?
+            .with_limits(settings.limits.clone());
+        match checker.compile(&text) {
+            Ok(plan) => Some(plan),
+            Err(invalid) => {
+                print_problems(&args.input.plan, &invalid);
+                return Ok(Outcome::InvalidPlan);
+            }
         }
     };
     let (model_name, synthesizer) = if mode == SynthesisMode::Concat {
@@ -56,27 +66,66 @@ pub async fn execute(args: QueryPlanArgs, settings: Settings) -> anyhow::Result<
         (json!(spec.to_string()), Synthesizer::new(mode, Some(model)))
     };
     let planner = QueryPlanner::new(tools, synthesizer.with_context_budget(args.context_budget))?
-        .with_config(settings.run.clone());
+        .with_config(settings.run.clone())
+        .with_limits(settings.limits.clone());
 
     let cancel = cancel_on_interrupt();
-    let nodes = Arc::new(NodeLog::new(&plan, args.verbose));
+    let nodes = Arc::new(match &plan {
+        Some(plan) => NodeLog::new(plan, args.verbose),
+        None => NodeLog::streamed(args.verbose),
+    });
     let control = RunControl {
         cancel,
         observer: Some(Arc::clone(&nodes) as Arc<dyn Observer>),
         ..RunControl::default()
     };
-    let result = planner.run(&plan, control).await;
-    let answer = result.answer_text();
+    let result = match &plan {
+        Some(plan) => planner.run(plan, control).await,
+        None => {
+            let trouble = Arc::new(Mutex::new(None));
+            let text = nodes.follow(stdin_text(Arc::clone(&trouble)), &settings.limits);
+            let result = planner.run_streamed(text, control).await;
+            // A read error or text that is not UTF-8 ends the text; that, not the plan it cut, is
+            // the error.
+            if let Some(e) = trouble.lock().ok().and_then(|mut t| t.take()) {
+                return Err(e);
+            }
+            match result {
+                Ok(result) => result,
+                Err(invalid) => {
+                    print_problems(&args.input.plan, &invalid);
+                    return Ok(Outcome::InvalidPlan);
+                }
+            }
+        }
+    };
+    print_result(&args, &result, &nodes, mode, model_name)
+}
 
+/// Prints the root's answer (or the JSON report) of a finished run.
+fn print_result(
+    args: &QueryPlanArgs,
+    result: &QueryRun,
+    nodes: &NodeLog,
+    mode: SynthesisMode,
+    model_name: Value,
+) -> anyhow::Result<Outcome> {
+    let answer = result.answer_text();
+    let node_count = result.nodes.len();
     if args.json {
         let answers = nodes.answers();
         let mut per_node = Map::new();
         for record in &result.run.steps {
-            let query = plan.node(&record.id).map(|n| n.query.clone());
+            let query = result
+                .nodes
+                .iter()
+                .find(|n| n.id == record.id)
+                .map(|n| n.query.clone());
             let mut node = json!({
                 "query": query,
                 "tool": record.tool,
                 "status": record.status.as_str(),
+                "written_ms": record.written.map(|d| d.as_secs_f64() * 1000.0),
                 "started_ms": record.started.map(|d| d.as_secs_f64() * 1000.0),
                 "finished_ms": record.finished.as_secs_f64() * 1000.0,
             });
@@ -115,8 +164,8 @@ pub async fn execute(args: QueryPlanArgs, settings: Settings) -> anyhow::Result<
     outln!("{}", answer.trim())?;
     eprintln!(
         "({} node{}, {} tool call{}, {} model call{}, {} input / {} output tokens, {:.1}s)",
-        plan.nodes.len(),
-        plural(plan.nodes.len()),
+        node_count,
+        plural(node_count),
         result.tool_calls(),
         plural(result.tool_calls()),
         result.llm.calls,

@@ -7,7 +7,7 @@ use toolplan_core::{Engine, Observer, PlanRun, RunControl, Schedule};
 
 use crate::Outcome;
 use crate::args::{RunArgs, ScheduleArg};
-use crate::cmd::{cancel_on_interrupt, print_problems, read_plan};
+use crate::cmd::{cancel_on_interrupt, print_problems, read_plan, stdin_text};
 use crate::output::{out, outln};
 use crate::progress::Progress;
 use crate::settings::Settings;
@@ -102,67 +102,4 @@ async fn run_streamed(args: &RunArgs, engine: &Engine, live: bool) -> anyhow::Re
             Ok(Outcome::InvalidPlan)
         }
     }
-}
-
-/// Standard input as text chunks, as they arrive. A read error, or bytes that are not UTF-8, end the
-/// text and are put in `trouble`.
-fn stdin_text(
-    trouble: Arc<Mutex<Option<anyhow::Error>>>,
-) -> impl futures::Stream<Item = String> + Send {
-    use tokio::io::AsyncReadExt;
-    /// Bytes read at a time.
-    const CHUNK: usize = 8192;
-    let state = (tokio::io::stdin(), Vec::<u8>::new(), false);
-    futures::stream::unfold(state, move |(mut stdin, mut carry, done)| {
-        let trouble = Arc::clone(&trouble);
-        async move {
-            if done {
-                return None;
-            }
-            let mut buf = vec![0u8; CHUNK];
-            let fail = |e: anyhow::Error| {
-                if let Ok(mut t) = trouble.lock() {
-                    *t = Some(e);
-                }
-            };
-            loop {
-                let n = match stdin.read(&mut buf).await {
-                    Ok(n) => n,
-                    Err(e) => {
-                        fail(
-                            anyhow::Error::new(e)
-                                .context("cannot read the plan from standard input"),
-                        );
-                        return None;
-                    }
-                };
-                if n == 0 {
-                    if !carry.is_empty() {
-                        fail(anyhow::anyhow!(
-                            "the plan from standard input is not UTF-8 text"
-                        ));
-                    }
-                    return None;
-                }
-                carry.extend_from_slice(&buf[..n]);
-                // A character cut at the end of a read waits for the rest of its bytes.
-                let valid = match std::str::from_utf8(&carry) {
-                    Ok(_) => carry.len(),
-                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
-                    Err(_) => {
-                        fail(anyhow::anyhow!(
-                            "the plan from standard input is not UTF-8 text"
-                        ));
-                        return None;
-                    }
-                };
-                if valid == 0 {
-                    continue;
-                }
-                let rest = carry.split_off(valid);
-                let text = String::from_utf8(std::mem::replace(&mut carry, rest)).ok()?;
-                return Some((text, (stdin, carry, false)));
-            }
-        }
-    })
 }

@@ -36,6 +36,23 @@ pub trait Dialect {
         limits: &Limits,
         problems: &mut Vec<Problem>,
     ) -> Option<(DraftPlan, Self::Extra)>;
+
+    /// The name of the plan's list of steps (or nodes) in its top-level object: the list a plan
+    /// read while it is written follows ([`crate::Engine::run_streamed_dialect`]).
+    fn list_key(&self) -> &'static str;
+
+    /// Drafts the items of the plan's list written so far, while the rest is still being written:
+    /// as [`draft`](Self::draft) does, with two differences. A step or node named and not yet
+    /// written is not a problem (the step that names it waits for the rest of the plan), and checks
+    /// that need the whole plan (its root, its output steps) are left to the end. Each item must
+    /// become the step at its own place, with the same id, whatever follows it. Every problem
+    /// returned is one the rest of the plan cannot undo.
+    fn draft_prefix(
+        &self,
+        items: Vec<Value>,
+        tools: &ToolRegistry,
+        limits: &Limits,
+    ) -> (DraftPlan, Vec<Problem>);
 }
 
 /// Parses and validates plan text of a dialect against a registry: the size limit, the JSON parse,

@@ -63,6 +63,21 @@ impl super::Dialect for ToolPlan {
         problems.extend(found);
         Some((draft, ()))
     }
+
+    fn list_key(&self) -> &'static str {
+        "steps"
+    }
+
+    fn draft_prefix(
+        &self,
+        items: Vec<Value>,
+        _tools: &ToolRegistry,
+        limits: &Limits,
+    ) -> (DraftPlan, Vec<Problem>) {
+        let mut top = Map::new();
+        top.insert("steps".to_owned(), Value::Array(items));
+        parse_value(Value::Object(top), limits)
+    }
 }
 
 /// Parses plan text into a draft and the problems found.

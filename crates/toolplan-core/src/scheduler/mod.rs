@@ -120,8 +120,13 @@ pub async fn run(
 /// for it is bounded by the run's cancellation and deadline (the run starts when this is called).
 /// With an approval gate configured ([`RunConfig::approval`]) nothing starts early: the plan is
 /// read whole, then approved and run.
+/// The plan is in `dialect`: its list of steps is the one followed, its items are drafted as they
+/// come ([`Dialect::draft_prefix`](crate::dialect::Dialect::draft_prefix)), and the whole plan is
+/// compiled by it at the end. Besides the run, what the dialect keeps beside the whole plan; `None`
+/// when the run stopped (cancelled, past its deadline) before the text ended.
 #[allow(clippy::too_many_arguments)]
-pub async fn run_streamed<'a>(
+pub async fn run_streamed<'a, D>(
+    dialect: &'a D,
     text: impl futures::Stream<Item = PlanPiece> + Send + 'a,
     plan_path: &[&str],
     deadline_after_text: bool,
@@ -129,18 +134,40 @@ pub async fn run_streamed<'a>(
     limits: &'a crate::limits::Limits,
     config: &'a RunConfig,
     control: RunControl,
-) -> Result<PlanRun, crate::error::InvalidPlan> {
-    let writing = driver::Writing::new(Box::pin(text), plan_path, limits, deadline_after_text);
-    let mut driver = Driver::streaming(tools, config, control.clone(), writing);
-    driver.drive().await;
-    match driver.take_ended() {
-        Some(driver::Written::Invalid(invalid)) => Err(invalid),
-        // The steps streamed were not the plan's (a document naming its steps twice): the plan
-        // runs from the start, as read whole. Steps that started early were read-only.
-        Some(driver::Written::Differs(plan)) => Ok(run(&plan, tools, config, control).await),
-        Some(driver::Written::NeedsApproval(plan)) => Ok(run(&plan, tools, config, control).await),
-        Some(driver::Written::Plan) | None => Ok(driver.finish()),
-    }
+) -> Result<(PlanRun, Option<D::Extra>), crate::error::InvalidPlan>
+where
+    D: crate::dialect::Dialect + Sync,
+    D::Extra: Send,
+{
+    let mut reader = driver::DialectReader {
+        dialect,
+        extra: None,
+    };
+    let ended = {
+        let writing = driver::Writing::new(
+            Box::pin(text),
+            &mut reader,
+            plan_path,
+            limits,
+            deadline_after_text,
+        );
+        let mut driver = Driver::streaming(tools, config, control.clone(), writing);
+        driver.drive().await;
+        match driver.take_ended() {
+            Some(driver::Written::Invalid(invalid)) => return Err(invalid),
+            // The steps streamed were not the plan's (a document naming its steps twice): the
+            // plan runs from the start, as read whole. Steps that started early were read-only.
+            Some(driver::Written::Differs(plan) | driver::Written::NeedsApproval(plan)) => {
+                Err(plan)
+            }
+            Some(driver::Written::Plan) | None => Ok(driver.finish()),
+        }
+    };
+    let run = match ended {
+        Ok(run) => run,
+        Err(plan) => run(&plan, tools, config, control).await,
+    };
+    Ok((run, reader.extra))
 }
 
 /// The record of a plan none of whose steps ran: each skipped, with `reason`.

@@ -33,7 +33,10 @@ use toolplan_core::dialect::{self, Dialect, json_type, take_items};
 use toolplan_core::plan::{DraftPlan, DraftStep};
 use toolplan_core::reference::{Reference, is_valid_id};
 use toolplan_core::template::Template;
-use toolplan_core::{EXECUTE_TOOL_PLAN, InvalidPlan, Limits, Plan, Problem, ToolRegistry};
+use toolplan_core::{
+    EXECUTE_TOOL_PLAN, Engine, InvalidPlan, Limits, Plan, PlanRun, Problem, RunControl,
+    ToolRegistry,
+};
 
 /// Parameter names taken, in this order, as the one text argument of a tool called with a query.
 pub const QUERY_ARGUMENT_NAMES: &[&str] = &["input", "query", "query_str", "question"];
@@ -104,8 +107,32 @@ impl Dialect for QueryPlanDialect<'_> {
             return None;
         }
         let root = find_root(&nodes, problems);
-        let draft = to_draft(&nodes, root.as_deref(), tools, self.synthesizer, problems);
+        let draft = to_draft(
+            &nodes,
+            root.as_deref(),
+            tools,
+            self.synthesizer,
+            false,
+            problems,
+        );
         Some((draft, Nodes { root, nodes }))
+    }
+
+    fn list_key(&self) -> &'static str {
+        "nodes"
+    }
+
+    fn draft_prefix(
+        &self,
+        items: Vec<Value>,
+        tools: &ToolRegistry,
+        limits: &Limits,
+    ) -> (DraftPlan, Vec<Problem>) {
+        let mut top = Map::new();
+        top.insert("nodes".to_owned(), Value::Array(items));
+        let (nodes, mut problems) = parse_value(Value::Object(top), limits);
+        let draft = to_draft(&nodes, None, tools, self.synthesizer, true, &mut problems);
+        (draft, problems)
     }
 }
 
@@ -138,6 +165,23 @@ pub fn compile_value(
         tools,
         limits,
     ))
+}
+
+/// Runs query-plan text on `engine` while it is still being written
+/// ([`Engine::run_streamed_dialect`]): each node joins the run when its text is complete. Besides
+/// the run, the root and the nodes, when the text was written whole before the run stopped.
+pub async fn run_streamed(
+    engine: &Engine,
+    text: impl futures::Stream<Item = String> + Send,
+    synthesizer: &str,
+    control: RunControl,
+) -> Result<(PlanRun, Option<(String, Vec<QueryNode>)>), InvalidPlan> {
+    let (run, nodes) = engine
+        .run_streamed_dialect(&QueryPlanDialect { synthesizer }, text, &[], control)
+        .await?;
+    // A plan that compiled has its root (`find_root` reports a plan without one).
+    let nodes = nodes.and_then(|Nodes { root, nodes }| Some((root?, nodes)));
+    Ok((run, nodes))
 }
 
 /// A compiled plan with its root, or why not.
@@ -424,11 +468,15 @@ fn synthesis(node: &QueryNode, by_id: &HashMap<&str, &QueryNode>) -> Template {
     ])
 }
 
+/// The nodes as steps of the plan IR. With `prefix` the nodes are the first ones written of a
+/// plan still being written: a dependency not yet written is kept (the step waits for it) instead
+/// of being a problem.
 fn to_draft(
     nodes: &[QueryNode],
     root: Option<&str>,
     tools: &ToolRegistry,
     synthesizer: &str,
+    prefix: bool,
     problems: &mut Vec<Problem>,
 ) -> DraftPlan {
     let by_id: HashMap<&str, &QueryNode> = nodes.iter().map(|n| (n.id.as_str(), n)).collect();
@@ -436,7 +484,7 @@ fn to_draft(
     for (position, node) in nodes.iter().enumerate() {
         let mut dependencies = Vec::with_capacity(node.dependencies.len());
         for dep in &node.dependencies {
-            if by_id.contains_key(dep.as_str()) {
+            if prefix || by_id.contains_key(dep.as_str()) {
                 dependencies.push(dep.clone());
             } else {
                 problems.push(Problem::UnknownNode {

@@ -2,3 +2,4 @@
 #![allow(clippy::unwrap_used)]
 
 mod query_plans;
+mod streamed;

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 mod streaming;
 
 pub use streaming::PlanPiece;
-pub(super) use streaming::{Writing, Written};
+pub(super) use streaming::{DialectReader, Writing, Written};
 use streaming::{may_start_early, waits_for_more};
 
 use super::call::{Call, CallResult};

@@ -19,10 +19,10 @@ use serde_json::Value;
 
 use super::{Driver, State, enqueue};
 use crate::dialect::incremental::{ItemScanner, ScanError};
-use crate::dialect::tool_plan;
+use crate::dialect::{self, Dialect};
 use crate::error::{InvalidPlan, Problem};
 use crate::limits::{DEFAULT_MAX_VALUE_DEPTH, Limits};
-use crate::plan::{Plan, Prefix, validate_prefix};
+use crate::plan::{DraftPlan, Plan, Prefix, validate_prefix};
 use crate::run::StepStatus;
 use crate::scheduler::config::Schedule;
 use crate::scheduler::slot::Slot;
@@ -48,9 +48,86 @@ pub enum PlanPiece {
     Whole(Value),
 }
 
+/// How a streamed plan's text is read: its [`Dialect`], with what the dialect keeps beside the
+/// plan once the whole plan is compiled.
+pub(in crate::scheduler) trait Reader: Send {
+    /// The name of the plan's list of steps.
+    fn list_key(&self) -> &'static str;
+    /// The steps written so far, drafted, and the problems the rest cannot undo.
+    fn prefix(
+        &self,
+        items: Vec<Value>,
+        tools: &ToolRegistry,
+        limits: &Limits,
+    ) -> (DraftPlan, Vec<Problem>);
+    /// The whole plan, from its text.
+    fn whole_text(
+        &mut self,
+        text: &str,
+        tools: &ToolRegistry,
+        limits: &Limits,
+    ) -> Result<Plan, InvalidPlan>;
+    /// The whole plan, from its JSON.
+    fn whole_value(
+        &mut self,
+        value: Value,
+        tools: &ToolRegistry,
+        limits: &Limits,
+    ) -> Result<Plan, InvalidPlan>;
+}
+
+/// A [`Reader`] of plans of dialect `D`; `extra` is what the dialect kept beside the whole plan.
+pub(in crate::scheduler) struct DialectReader<'d, D: Dialect> {
+    pub(in crate::scheduler) dialect: &'d D,
+    pub(in crate::scheduler) extra: Option<D::Extra>,
+}
+
+impl<D> Reader for DialectReader<'_, D>
+where
+    D: Dialect + Sync,
+    D::Extra: Send,
+{
+    fn list_key(&self) -> &'static str {
+        self.dialect.list_key()
+    }
+
+    fn prefix(
+        &self,
+        items: Vec<Value>,
+        tools: &ToolRegistry,
+        limits: &Limits,
+    ) -> (DraftPlan, Vec<Problem>) {
+        self.dialect.draft_prefix(items, tools, limits)
+    }
+
+    fn whole_text(
+        &mut self,
+        text: &str,
+        tools: &ToolRegistry,
+        limits: &Limits,
+    ) -> Result<Plan, InvalidPlan> {
+        let (plan, extra) = dialect::compile(self.dialect, text, tools, limits)?;
+        self.extra = Some(extra);
+        Ok(plan)
+    }
+
+    fn whole_value(
+        &mut self,
+        value: Value,
+        tools: &ToolRegistry,
+        limits: &Limits,
+    ) -> Result<Plan, InvalidPlan> {
+        let (plan, extra) = dialect::compile_value(self.dialect, value, tools, limits)?;
+        self.extra = Some(extra);
+        Ok(plan)
+    }
+}
+
 /// What the driver keeps while the plan is being written.
 pub(in crate::scheduler) struct Writing<'p> {
     pub(super) text: PlanText<'p>,
+    /// How the plan's format is read.
+    reader: &'p mut dyn Reader,
     scanner: ItemScanner,
     /// The text so far (at most the plan size limit).
     whole: String,
@@ -91,17 +168,19 @@ pub(in crate::scheduler) enum Written {
 
 impl<'p> Writing<'p> {
     /// Reads `text`, a plan (`plan_path` empty) or a JSON document holding the plan at `plan_path`,
-    /// within `limits`.
+    /// within `limits`, in the format `reader` reads.
     pub(in crate::scheduler) fn new(
         text: PlanText<'p>,
+        reader: &'p mut dyn Reader,
         plan_path: &[&str],
         limits: &'p Limits,
         deadline_after_text: bool,
     ) -> Self {
         let mut list: Vec<&str> = plan_path.to_vec();
-        list.push("steps");
+        list.push(reader.list_key());
         Self {
             text,
+            reader,
             scanner: ItemScanner::new(&list, limits.max_plan_bytes, DEFAULT_MAX_VALUE_DEPTH),
             whole: String::new(),
             items: Vec::new(),
@@ -153,10 +232,10 @@ impl Driver<'_> {
             writing.halted = true;
             return None;
         }
-        let (draft, problems) = tool_plan::parse_value(
-            serde_json::json!({ "steps": writing.items.clone() }),
-            writing.limits,
-        );
+        let (draft, problems) =
+            writing
+                .reader
+                .prefix(writing.items.clone(), self.tools, writing.limits);
         match validate_prefix(draft, problems, self.tools) {
             Ok(prefix) => self.adopt_prefix(prefix),
             Err(_) => {
@@ -233,10 +312,10 @@ impl Driver<'_> {
     /// The end of a streamed plan's text: the whole plan is compiled, and the run goes on with it
     /// (or stops, when it is not valid).
     pub(super) fn on_text_end(&mut self) -> Written {
-        let Some(writing) = self.writing.take() else {
+        let Some(mut writing) = self.writing.take() else {
             return Written::Plan;
         };
-        let plan = match compile_whole(&writing, self.tools) {
+        let plan = match compile_whole(&mut writing, self.tools) {
             Ok(plan) => plan,
             Err(invalid) => return Written::Invalid(invalid),
         };
@@ -317,25 +396,34 @@ pub(super) fn may_start_early(writing: Option<&Writing<'_>>, i: usize) -> bool {
 /// Compiles the whole text of a streamed plan as a plan read whole is compiled: only the JSON
 /// document the scanner followed (text around it, such as a `<tool_call>` tag, left out), and the
 /// plan at the writing's path inside it.
-fn compile_whole(writing: &Writing<'_>, tools: &ToolRegistry) -> Result<Plan, InvalidPlan> {
-    match &writing.given {
-        Some(Value::String(text)) => return tool_plan::compile(text, tools, writing.limits),
-        Some(plan) => return tool_plan::compile_value(plan.clone(), tools, writing.limits),
+fn compile_whole(writing: &mut Writing<'_>, tools: &ToolRegistry) -> Result<Plan, InvalidPlan> {
+    let Writing {
+        reader,
+        scanner,
+        whole,
+        plan_path,
+        given,
+        limits,
+        ..
+    } = writing;
+    match given.take() {
+        Some(Value::String(text)) => return reader.whole_text(&text, tools, limits),
+        Some(plan) => return reader.whole_value(plan, tools, limits),
         None => {}
     }
-    let text = match writing.scanner.document() {
-        Some((start, Some(end))) => &writing.whole[start..end],
-        Some((start, None)) => &writing.whole[start..],
-        None => writing.whole.as_str(),
+    let text = match scanner.document() {
+        Some((start, Some(end))) => &whole[start..end],
+        Some((start, None)) => &whole[start..],
+        None => whole.as_str(),
     };
-    if writing.plan_path.is_empty() {
-        return tool_plan::compile(text, tools, writing.limits);
+    if plan_path.is_empty() {
+        return reader.whole_text(text, tools, limits);
     }
     let not_json = |e: serde_json::Error| InvalidPlan {
         problems: vec![Problem::NotJson(e.to_string())],
     };
     let mut value: Value = serde_json::from_str(text).map_err(not_json)?;
-    for key in &writing.plan_path {
+    for key in plan_path.iter() {
         value = match value {
             Value::Object(mut fields) => fields.remove(key).unwrap_or(Value::Null),
             _ => Value::Null,
@@ -345,5 +433,5 @@ fn compile_whole(writing: &Writing<'_>, tools: &ToolRegistry) -> Result<Plan, In
     if let Value::String(inner) = &value {
         value = serde_json::from_str(inner).map_err(not_json)?;
     }
-    tool_plan::compile_value(value, tools, writing.limits)
+    reader.whole_value(value, tools, limits)
 }
