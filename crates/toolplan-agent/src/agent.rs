@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, InvalidPlan, Problem};
+use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, InvalidPlan, Problem, StreamedStart};
 use toolplan_llm::{
     ChatModel, ChatRequest, LlmError, Message, ReplyStart, StopReason, ToolCall, ToolChoice,
     ToolDefinition,
@@ -163,6 +163,8 @@ pub struct Agent {
     /// Whether plans start running while the model writes them
     /// ([`AgentBuilder::stream_plans`](crate::AgentBuilder::stream_plans)).
     pub(crate) stream_plans: bool,
+    /// Whether an offered tool takes its arguments as they are written (a query-plan tool).
+    pub(crate) begins_streamed: bool,
     pub(crate) max_turns: usize,
     pub(crate) max_repairs: usize,
     pub(crate) max_result_bytes: usize,
@@ -227,7 +229,7 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
-            let (mut message, cut_off, streamed) = self
+            let (mut message, cut_off, streamed, _begun) = self
                 .ask_model_streaming(
                     &messages,
                     Choice::of(repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER, repairing),
@@ -619,7 +621,7 @@ impl Agent {
         record: &mut Record,
         cancel: &CancellationToken,
     ) -> Result<(Message, bool), LlmError> {
-        let (message, cut_off, _) = self
+        let (message, cut_off, _, _) = self
             .ask_model_streaming(
                 messages,
                 choice,
@@ -633,8 +635,10 @@ impl Agent {
         Ok((message, cut_off))
     }
 
-    /// [`ask_model`](Self::ask_model); with `stream` (and a planner), a plan the reply begins
-    /// starts running while it is written ([`crate::streamed`]), and comes back with the reply.
+    /// [`ask_model`](Self::ask_model); with `stream` (and a planner, or a tool that takes its
+    /// arguments as they are written), a plan the reply begins starts running while it is written
+    /// ([`crate::streamed`]), and comes back with the reply, as do the calls begun of such tools
+    /// (keep them until the turn's calls have run).
     #[allow(clippy::too_many_arguments)]
     async fn ask_model_streaming(
         &self,
@@ -645,7 +649,7 @@ impl Agent {
         stream: bool,
         record: &mut Record,
         cancel: &CancellationToken,
-    ) -> Result<(Message, bool, Option<StreamedPlan>), LlmError> {
+    ) -> Result<(Message, bool, Option<StreamedPlan>, Vec<StreamedStart>), LlmError> {
         record.turns += 1;
         let request = ChatRequest {
             messages: messages.to_vec(),
@@ -662,20 +666,22 @@ impl Agent {
             ..ChatRequest::default()
         };
         let asked = Instant::now();
-        let (response, mut streamed) = match self.planner.as_ref().filter(|_| stream) {
-            Some(planner) => {
-                match streamed::ask(self.model.as_ref(), &request, planner.engine(), cancel).await {
+        let (response, mut streamed, mut begun) =
+            if stream && (self.planner.is_some() || self.begins_streamed) {
+                let begin = |name: &str| self.begin_streamed(name);
+                let engine = self.planner.as_ref().map(|p| p.engine());
+                match streamed::ask(self.model.as_ref(), &request, engine, &begin, cancel).await {
                     // A stream that broke after its first piece is not retried by the provider
                     // (the pieces were the start of a reply that will not come); the agent drops
                     // what it had and asks again, as a call that is not streamed is retried.
-                    (Err(e), _) if e.is_retryable() => {
-                        (self.model.chat(&request, cancel).await, None)
+                    (Err(e), _, _) if e.is_retryable() => {
+                        (self.model.chat(&request, cancel).await, None, Vec::new())
                     }
                     other => other,
                 }
-            }
-            None => (self.model.chat(&request, cancel).await, None),
-        };
+            } else {
+                (self.model.chat(&request, cancel).await, None, Vec::new())
+            };
         let response = match response {
             // A reply cut off before anything in it could be used (a value written again and
             // again): asked once more, told so; the note is not kept in the conversation.
@@ -685,6 +691,7 @@ impl Agent {
                 record.unusable_cut_replies += 1;
                 record.turns += 1;
                 streamed = None;
+                begun.clear();
                 let mut again = request.clone();
                 again
                     .messages
@@ -712,6 +719,19 @@ impl Agent {
         if cut_off {
             record.cut_replies += 1;
         }
-        Ok((response.message, cut_off, streamed))
+        Ok((response.message, cut_off, streamed, begun))
+    }
+
+    /// Begins a call of the offered tool `name` from its arguments as the model writes them, when
+    /// the tool takes them so ([`toolplan_core::Tool::begin_streamed`]).
+    fn begin_streamed(&self, name: &str) -> Option<StreamedStart> {
+        if !self
+            .definitions
+            .iter()
+            .any(|d| d.name == name && !d.listed_only)
+        {
+            return None;
+        }
+        self.engine.tools().get(name)?.tool().begin_streamed()
     }
 }

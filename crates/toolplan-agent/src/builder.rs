@@ -261,6 +261,13 @@ impl AgentBuilder {
             }
             system.push_str(&instructions);
         }
+        let begins_streamed = definitions.iter().any(|d| {
+            !d.listed_only
+                && engine
+                    .tools()
+                    .get(&d.name)
+                    .is_some_and(|t| t.tool().begins_streamed())
+        });
         Ok(Agent {
             name: self.name,
             model,
@@ -270,6 +277,7 @@ impl AgentBuilder {
             definitions,
             answer_in_plan,
             stream_plans: self.stream_plans,
+            begins_streamed,
             max_turns: self.max_turns,
             max_repairs: self.max_repairs,
             max_result_bytes: self.max_result_bytes,

@@ -11,6 +11,11 @@
 //! the early run (it is cancelled; its steps were read-only). The reply's first plan starts early;
 //! it goes on only when it is the reply's one call and the agent runs it, and any other reply runs
 //! as it always did. Its timings (and the interaction's) include the time the model spent writing.
+//!
+//! A tool that takes its arguments as they are written ([`toolplan_core::Tool::begin_streamed`]:
+//! the query-plan tool, whose nodes start as they are written) is followed the same way: its
+//! call begins with the reply, and the call the agent then makes with the same arguments goes on
+//! from it. A call the agent does not make (sent back, answered from memory) is stopped.
 
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -20,7 +25,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use toolplan_core::{
-    EXECUTE_TOOL_PLAN, Engine, InvalidPlan, PlanPiece, PlanRun, Problem, RunControl,
+    EXECUTE_TOOL_PLAN, Engine, InvalidPlan, PlanPiece, PlanRun, Problem, RunControl, StreamedStart,
 };
 use toolplan_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, ReplyDelta};
 use toolplan_planner::ExecuteToolPlan;
@@ -100,15 +105,22 @@ impl Drop for StreamedPlan {
     }
 }
 
-/// One model call whose reply is followed as it is written: the response, and the plan that
-/// started running from it, if the reply began an `execute_tool_plan` call. Only the reply's first
-/// plan is followed.
+/// One model call whose reply is followed as it is written: the response, the plan that started
+/// running from it if the reply began an `execute_tool_plan` call (and `engine`, the planner's, is
+/// given; only the reply's first plan is followed), and the calls begun of tools that take their
+/// arguments as they are written (`begin`: a query-plan tool; [`toolplan_core::Tool::begin_streamed`]),
+/// their text complete. Keep those until the turn's calls have run.
 pub(crate) async fn ask(
     model: &dyn ChatModel,
     request: &ChatRequest,
-    engine: &Arc<Engine>,
+    engine: Option<&Arc<Engine>>,
+    begin: &(dyn Fn(&str) -> Option<StreamedStart> + Sync),
     cancel: &CancellationToken,
-) -> (Result<ChatResponse, LlmError>, Option<StreamedPlan>) {
+) -> (
+    Result<ChatResponse, LlmError>,
+    Option<StreamedPlan>,
+    Vec<StreamedStart>,
+) {
     let (sink, mut deltas) = tokio::sync::mpsc::unbounded_channel();
     let (done, mut call_ended) = tokio::sync::oneshot::channel::<()>();
     let chat = async move {
@@ -119,14 +131,24 @@ pub(crate) async fn ask(
         response
     };
     let mut plan: Option<StreamedPlan> = None;
+    let mut starts: Vec<(usize, StreamedStart)> = Vec::new();
     let mut take = |delta: ReplyDelta| match delta {
-        ReplyDelta::CallStart { index, name } if name == EXECUTE_TOOL_PLAN && plan.is_none() => {
-            plan = Some(StreamedPlan::start(Arc::clone(engine), index, cancel));
+        ReplyDelta::CallStart { index, name } if name == EXECUTE_TOOL_PLAN => {
+            if let Some(engine) = engine.filter(|_| plan.is_none()) {
+                plan = Some(StreamedPlan::start(Arc::clone(engine), index, cancel));
+            }
+        }
+        ReplyDelta::CallStart { index, name } => {
+            if let Some(start) = begin(&name) {
+                starts.push((index, start));
+            }
         }
         ReplyDelta::Arguments { index, text } => {
             if let Some(p) = plan.as_ref().filter(|p| p.index == index) {
                 // A run that ended already (a plan too large) reads no more.
                 let _ = p.pieces.unbounded_send(PlanPiece::Text(text));
+            } else if let Some((_, start)) = starts.iter().find(|(i, _)| *i == index) {
+                start.push(text);
             }
         }
         _ => {}
@@ -150,5 +172,12 @@ pub(crate) async fn ask(
         }
     };
     let (response, ()) = tokio::join!(chat, follow);
-    (response, plan)
+    let starts = starts
+        .into_iter()
+        .map(|(_, mut start)| {
+            start.end();
+            start
+        })
+        .collect();
+    (response, plan, starts)
 }

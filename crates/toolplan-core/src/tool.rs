@@ -62,6 +62,69 @@ pub trait Tool: Send + Sync {
     fn output_schema(&self) -> Option<Value> {
         None
     }
+    /// Begins a call from its arguments' JSON text while a model is still writing them, for a
+    /// tool that can use part of it (a planner: a query plan's first nodes start before the rest
+    /// is written). The text goes through the returned [`StreamedStart`]; a later
+    /// [`call`](Self::call) whose arguments are that text's JSON goes on from the work begun, and
+    /// gives what a call of the whole arguments gives. Default: `None` (a call waits for its whole
+    /// arguments).
+    fn begin_streamed(&self) -> Option<StreamedStart> {
+        None
+    }
+    /// Whether [`begin_streamed`](Self::begin_streamed) begins calls (inside a tokio runtime):
+    /// a caller that would have to read a model's reply as it is written only for this tool asks
+    /// first. Default: false.
+    fn begins_streamed(&self) -> bool {
+        false
+    }
+}
+
+/// A call begun while its arguments are still being written ([`Tool::begin_streamed`]): where the
+/// text goes. [`end`](Self::end) says the text is complete. Dropping it stops the work begun, so
+/// keep it until the call that takes the work up has returned; drop it at once when no call will
+/// (the model's call was sent back, or answered from memory).
+pub struct StreamedStart {
+    /// Takes each piece of the text; dropped when the text ends.
+    push: Option<Box<dyn Fn(String) + Send + Sync>>,
+    cancel: CancellationToken,
+}
+
+impl fmt::Debug for StreamedStart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamedStart")
+            .field("ended", &self.push.is_none())
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish()
+    }
+}
+
+impl StreamedStart {
+    /// A start whose text `push` takes a piece at a time, as it is written (the text ends when
+    /// `push` is dropped), and whose work `cancel` stops.
+    pub fn new(push: impl Fn(String) + Send + Sync + 'static, cancel: CancellationToken) -> Self {
+        Self {
+            push: Some(Box::new(push)),
+            cancel,
+        }
+    }
+
+    /// The next piece of the arguments' text (after [`end`](Self::end) it goes nowhere).
+    pub fn push(&self, chunk: String) {
+        if let Some(push) = &self.push {
+            push(chunk);
+        }
+    }
+
+    /// The arguments' text is complete.
+    pub fn end(&mut self) {
+        self.push = None;
+    }
+}
+
+impl Drop for StreamedStart {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
 }
 
 /// What a tool says of its calls' effects, as MCP's tool annotations do (`readOnlyHint`,

@@ -59,4 +59,4 @@ pub use error::QueryError;
 pub use planner::{QueryPlanner, QueryRun};
 pub use progress::NodeLog;
 pub use synthesize::{Child, LlmUsage, SYNTHESIZE, SynthesisMode, Synthesizer};
-pub use tool::QueryPlanTool;
+pub use tool::{MAX_WAITING_STARTS, QueryPlanTool};

@@ -66,6 +66,11 @@ impl QueryPlanner {
             .map(|t| t.tool())
     }
 
+    /// The size limits of plans.
+    pub fn limits(&self) -> &Limits {
+        self.engine.limits()
+    }
+
     /// The synthesizer (its mode and LLM usage).
     pub fn synthesizer(&self) -> &Synthesizer {
         &self.synthesizer

@@ -47,11 +47,14 @@ impl NodeLog {
 
     /// Passes a query plan's text through unchanged, learning each node's question as its text
     /// completes (within `limits`' plan size; text past it, or that is not JSON, teaches nothing).
-    pub fn follow(
+    pub fn follow<S>(
         self: &Arc<Self>,
-        text: impl futures::Stream<Item = String> + Send,
+        text: S,
         limits: &Limits,
-    ) -> impl futures::Stream<Item = String> + Send {
+    ) -> impl futures::Stream<Item = String> + Send + use<S>
+    where
+        S: futures::Stream<Item = String> + Send,
+    {
         let log = Arc::clone(self);
         let mut scanner =
             ItemScanner::new(&["nodes"], limits.max_plan_bytes, DEFAULT_MAX_VALUE_DEPTH);

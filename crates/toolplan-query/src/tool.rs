@@ -1,14 +1,21 @@
 //! [`QueryPlanTool`]: query planning offered to an agent (or any caller of tools) as one tool.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use futures::StreamExt;
 use serde_json::{Value, json};
-use toolplan_core::Observer;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use toolplan_core::{InvalidPlan, Observer, StreamedStart};
 use toolplan_core::{RunControl, Tool, ToolContext, ToolError, ToolResult};
 
-use crate::planner::QueryPlanner;
+use crate::planner::{QueryPlanner, QueryRun};
 use crate::progress::NodeLog;
+
+/// Most query plans begun while they are written ([`Tool::begin_streamed`]) kept waiting for
+/// their call at once; one more stops the oldest.
+pub const MAX_WAITING_STARTS: usize = 4;
 
 /// The tool's default name.
 pub const DEFAULT_NAME: &str = "query_plan_tool";
@@ -34,9 +41,22 @@ a branch, which is answered from its dependencies.";
 const DEPENDENCIES_DESC: &str = "The ids of the nodes whose answers this node needs. Empty for a \
 leaf, which names a tool instead.";
 
-/// Query planning as a tool: its arguments are a query plan, its result the root's answer.
+/// A query plan begun while a model writes it, waiting for the call that takes it up.
+struct Early {
+    /// The arguments' text so far (at most the plan size limit).
+    text: Arc<Mutex<String>>,
+    /// The run.
+    run: JoinHandle<Result<QueryRun, InvalidPlan>>,
+    /// Stops the run.
+    cancel: CancellationToken,
+}
+
+/// Query planning as a tool: its arguments are a query plan, its result the root's answer. Begun
+/// while the model writes its arguments ([`Tool::begin_streamed`]), the plan's nodes start as they
+/// are written.
 pub struct QueryPlanTool {
     planner: Arc<QueryPlanner>,
+    early: Mutex<Vec<Early>>,
     name: String,
     prefix: String,
     custom_description: Option<String>,
@@ -49,6 +69,7 @@ impl QueryPlanTool {
     pub fn new(planner: Arc<QueryPlanner>) -> Self {
         let mut tool = Self {
             planner,
+            early: Mutex::new(Vec::new()),
             name: DEFAULT_NAME.to_owned(),
             prefix: DEFAULT_DESCRIPTION_PREFIX.to_owned(),
             custom_description: None,
@@ -88,6 +109,17 @@ impl QueryPlanTool {
     /// The planner the tool runs plans on.
     pub fn planner(&self) -> &Arc<QueryPlanner> {
         &self.planner
+    }
+
+    /// The plan begun from text whose JSON is `arguments`, if one was.
+    fn take_early(&self, arguments: &Value) -> Option<Early> {
+        let mut early = self.early.lock().unwrap_or_else(PoisonError::into_inner);
+        early.retain(|e| !e.cancel.is_cancelled());
+        let at = early.iter().position(|e| {
+            let text = e.text.lock().unwrap_or_else(PoisonError::into_inner);
+            serde_json::from_str::<Value>(&text).ok().as_ref() == Some(arguments)
+        })?;
+        Some(early.remove(at))
     }
 
     fn describe(&mut self) {
@@ -156,7 +188,75 @@ impl Tool for QueryPlanTool {
         query_plan_schema_for(&names)
     }
 
+    fn begins_streamed(&self) -> bool {
+        true
+    }
+
+    fn begin_streamed(&self) -> Option<StreamedStart> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let (sender, chunks) = futures::channel::mpsc::unbounded::<String>();
+        let text = Arc::new(Mutex::new(String::new()));
+        let seen = Arc::clone(&text);
+        let max = self.planner.limits().max_plan_bytes;
+        // The text is kept as it is written, to know the call that takes the run up; past the size
+        // limit the run fails, and so will the call's own compile.
+        let push = move |chunk: String| {
+            let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+            if seen.len() + chunk.len() <= max {
+                seen.push_str(&chunk);
+            }
+            let _ = sender.unbounded_send(chunk);
+        };
+        let log = self.verbose.then(|| Arc::new(NodeLog::streamed(true)));
+        let chunks = match &log {
+            Some(log) => log.follow(chunks, self.planner.limits()).boxed(),
+            None => chunks.boxed(),
+        };
+        let cancel = CancellationToken::new();
+        let control = RunControl {
+            cancel: cancel.clone(),
+            observer: log.map(|l| l as Arc<dyn Observer>),
+            ..RunControl::default()
+        };
+        let planner = Arc::clone(&self.planner);
+        let run = runtime.spawn(async move { planner.run_streamed(chunks, control).await });
+        let mut early = self.early.lock().unwrap_or_else(PoisonError::into_inner);
+        early.retain(|e| !e.cancel.is_cancelled());
+        if early.len() >= MAX_WAITING_STARTS {
+            early.remove(0).cancel.cancel();
+        }
+        early.push(Early {
+            text,
+            run,
+            cancel: cancel.clone(),
+        });
+        Some(StreamedStart::new(push, cancel))
+    }
+
     async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {
+        if let Some(Early {
+            mut run, cancel, ..
+        }) = self.take_early(&arguments)
+        {
+            // The plan begun while the model wrote it: the call's cancellation stops it too.
+            let outcome = tokio::select! {
+                outcome = &mut run => outcome,
+                () = ctx.cancel.cancelled() => {
+                    cancel.cancel();
+                    run.await
+                }
+            };
+            return match outcome {
+                Ok(Ok(run)) => run
+                    .answer()
+                    .cloned()
+                    .map_err(|e| ToolError::failed(e.to_string())),
+                Ok(Err(invalid)) => Err(ToolError::InvalidArguments(invalid.to_string())),
+                Err(e) => Err(ToolError::failed(format!(
+                    "the query plan's run stopped: {e}"
+                ))),
+            };
+        }
         let plan = self
             .planner
             .compile_value(arguments)

@@ -65,6 +65,15 @@ fn agent(stream: bool, log: &Arc<Mutex<Vec<(String, Instant)>>>) -> Agent {
         .unwrap()
 }
 
+/// What the model read of the tools' results.
+fn tool_results(out: &toolplan_agent::Interaction) -> Vec<String> {
+    out.messages
+        .iter()
+        .filter(|m| m.role == toolplan_llm::Role::Tool)
+        .map(|m| m.content.clone())
+        .collect()
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_read_only_step_starts_while_the_plan_is_written() {
     let writing = writing_time(&plan());
@@ -79,13 +88,7 @@ async fn a_read_only_step_starts_while_the_plan_is_written() {
             .unwrap();
         assert_eq!(out.answer, "Seen.");
         // What the model reads of the plan's results is the same either way.
-        results.push(
-            out.messages
-                .iter()
-                .filter(|m| m.role == toolplan_llm::Role::Tool)
-                .map(|m| m.content.clone())
-                .collect::<Vec<_>>(),
-        );
+        results.push(tool_results(&out));
         let log = log.lock().unwrap().clone();
         let names: Vec<&str> = log.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["A", "B"], "each step ran once");
@@ -131,4 +134,65 @@ async fn a_dry_run_starts_nothing() {
     assert_eq!(proposal.calls.len(), 1);
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(log.lock().unwrap().is_empty());
+}
+
+/// A query plan over `look`: two leaves, then the root.
+fn query_plan() -> Value {
+    json!({"nodes": [
+        {"id": 1, "query_str": "A", "tool_name": "look", "dependencies": []},
+        {"id": 2, "query_str": "B", "tool_name": "look", "dependencies": []},
+        {"id": 3, "query_str": "Both", "tool_name": null, "dependencies": [1, 2]}]})
+}
+
+/// An agent without `execute_tool_plan` whose one tool is the query-plan tool over `look`; its
+/// model writes `query_plan()` then answers, at [`RATE`].
+fn query_agent(stream: bool, log: &Arc<Mutex<Vec<(String, Instant)>>>) -> Agent {
+    use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
+    let planner = QueryPlanner::new([look(Arc::clone(log))], Synthesizer::concat()).unwrap();
+    let model = ScriptedModel::new([
+        ScriptedModel::calls(&[("query_plan_tool", query_plan())]),
+        ScriptedModel::answer("Seen."),
+    ])
+    .writing_at(RATE);
+    Agent::builder("test")
+        .model(Arc::new(model))
+        .tool(Arc::new(QueryPlanTool::new(Arc::new(planner))))
+        .planning(Planning::Off)
+        .stream_plans(stream)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_query_plan_leaf_starts_while_the_plan_is_written() {
+    let writing = writing_time(&query_plan());
+    let mut results = Vec::new();
+    for stream in [true, false] {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let start = Instant::now();
+        let out = query_agent(stream, &log)
+            .interact("Look at A and B.")
+            .await
+            .unwrap();
+        assert_eq!(out.answer, "Seen.");
+        results.push(tool_results(&out));
+        let log = log.lock().unwrap().clone();
+        let names: Vec<&str> = log.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["A", "B"], "each leaf ran once");
+        let a = log[0].1 - start;
+        if stream {
+            assert!(
+                a + Duration::from_millis(500) < writing,
+                "leaf A started at {a:?}, the plan took {writing:?} to write"
+            );
+        } else {
+            assert!(
+                a >= writing,
+                "leaf A started at {a:?}, before the plan was written"
+            );
+        }
+    }
+    // The tool's result (the root's answer) is the same either way.
+    assert_eq!(results[0], results[1]);
+    assert!(results[0][0].contains("Query: A"), "{:?}", results[0]);
 }

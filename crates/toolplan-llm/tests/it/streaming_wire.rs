@@ -638,8 +638,9 @@ async fn a_stream_cut_before_any_delta_is_retried() {
     }
 }
 
-/// An error status before the stream fails as an unstreamed call does: 503 and 429 retried, 400
-/// not.
+/// An error status before the stream fails as an unstreamed call does: 503 and 429 retried, and
+/// a 400 asked once more unstreamed (a server may refuse only the streamed form), whose own 400 is
+/// the error.
 #[tokio::test]
 async fn error_statuses_before_the_stream() {
     for provider in ALL {
@@ -647,6 +648,7 @@ async fn error_statuses_before_the_stream() {
             Reply::Json(503, json!({"message": "service unavailable"})),
             Reply::Json(429, json!({"message": "slow down"})),
             provider.whole(),
+            Reply::Json(400, json!({"message": "bad tool schema"})),
             Reply::Json(400, json!({"message": "bad tool schema"})),
             provider.whole(),
         ])
@@ -664,7 +666,39 @@ async fn error_statuses_before_the_stream() {
             other => panic!("{provider:?}: expected HTTP 400, got {other:?}"),
         }
         assert!(deltas.is_empty());
-        assert_eq!(server.requests().len(), 4, "{provider:?}");
+        assert_eq!(server.requests().len(), 5, "{provider:?}");
+    }
+}
+
+/// An OpenAI-compatible server that refuses the streamed request (it knows no `stream_options`):
+/// the call is made again unstreamed, and its reply sent whole.
+#[tokio::test]
+async fn a_server_that_refuses_to_stream_is_asked_unstreamed() {
+    let answer = json!({
+        "id": "chatcmpl-2", "object": "chat.completion", "model": "small",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "Tokyo is 22°C."}}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 6}
+    });
+    for status in [400, 422] {
+        let server = MockServer::start(vec![
+            Reply::Json(
+                status,
+                json!({"error": {"message": "Unrecognized request argument supplied: stream_options"}}),
+            ),
+            Reply::Json(200, answer.clone()),
+        ])
+        .await;
+        let model = OpenAi.model(&server.base, common::fast_policy(0));
+        let (result, deltas) = stream_call(model.as_ref(), &CancellationToken::new()).await;
+        let response = result.unwrap();
+        assert_eq!(response.message.content, "Tokyo is 22°C.");
+        assert_eq!(deltas, vec![text("Tokyo is 22°C.")]);
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        let body = |i: usize| serde_json::from_slice::<Value>(&requests[i].body).unwrap();
+        assert_eq!(body(0)["stream"], json!(true));
+        assert!(body(1).get("stream").is_none() && body(1).get("stream_options").is_none());
     }
 }
 

@@ -273,3 +273,99 @@ async fn a_writer_that_stalls_is_stopped_at_the_deadline_with_what_it_wrote() {
     assert_eq!(run.run.steps[0].status, StepStatus::Ok);
     assert!(run.answer().unwrap_err().to_string().contains("deadline"));
 }
+
+/// The query-plan tool begun from its arguments' text while they are written: a call with those
+/// arguments goes on from the run begun (a leaf ran before the call was made), and a call with other
+/// arguments runs its own plan.
+#[tokio::test(start_paused = true)]
+async fn the_query_plan_tool_goes_on_from_a_begun_call_with_the_same_arguments() {
+    use toolplan_core::{Tool, ToolContext};
+    use toolplan_query::QueryPlanTool;
+    let planner = QueryPlanner::new(
+        toolplan_demo::tools_with_latency(Duration::from_secs(1)),
+        Synthesizer::concat(),
+    )
+    .unwrap();
+    let tool = QueryPlanTool::new(std::sync::Arc::new(planner));
+    assert!(tool.begins_streamed());
+    let plan = json!({"nodes": [
+        {"id": 1, "query_str": "Tokyo", "tool_name": "get_weather", "dependencies": []},
+        {"id": 2, "query_str": "Both", "tool_name": null, "dependencies": [1]}]});
+    let other = json!({"nodes": [
+        {"id": 1, "query_str": "Paris", "tool_name": "get_weather", "dependencies": []}]});
+
+    let mut start = tool.begin_streamed().unwrap();
+    let text = plan.to_string();
+    let (head, tail) = text.split_at(text.find(r#"{"id":2"#).unwrap());
+    start.push(head.to_owned());
+    // The leaf runs while the rest is being written.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    start.push(tail.to_owned());
+    start.end();
+    let began = tokio::time::Instant::now();
+    let answer = tool
+        .call(plan.clone(), ToolContext::detached())
+        .await
+        .unwrap();
+    // Nothing left to wait for: the leaf was answered before the call.
+    assert!(
+        began.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(
+        answer.as_str().unwrap().starts_with("Query: Tokyo"),
+        "{answer}"
+    );
+
+    // A begun call whose arguments are not the call's is not taken up.
+    let mut start = tool.begin_streamed().unwrap();
+    start.push(plan.to_string());
+    start.end();
+    let answer = tool.call(other, ToolContext::detached()).await.unwrap();
+    assert_eq!(answer["city"], "Paris", "{answer}");
+    drop(start);
+}
+
+/// Begun calls that no call takes up are bounded: past [`MAX_WAITING_STARTS`] the oldest are
+/// stopped.
+#[tokio::test(start_paused = true)]
+async fn begun_calls_never_taken_up_are_bounded() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use toolplan_core::{FnTool, Tool, ToolAnnotations};
+    use toolplan_query::{MAX_WAITING_STARTS, QueryPlanTool};
+    let done = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&done);
+    let slow: Arc<dyn Tool> = Arc::new(
+        FnTool::new(
+            "slow",
+            "Answers after a second.",
+            json!({"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}),
+            move |_args: Value, _| {
+                let counted = Arc::clone(&counted);
+                async move {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    Ok(json!("ok"))
+                }
+            },
+        )
+        .with_annotations(ToolAnnotations::READ_ONLY),
+    );
+    let planner = QueryPlanner::new([slow], Synthesizer::concat()).unwrap();
+    let tool = QueryPlanTool::new(Arc::new(planner));
+    // Starts kept alive and never taken up.
+    let starts: Vec<_> = (0..MAX_WAITING_STARTS + 3)
+        .map(|i| {
+            let mut start = tool.begin_streamed().unwrap();
+            let plan = json!({"nodes": [{"id": 1, "query_str": format!("q{i}"), "tool_name": "slow", "dependencies": []}]});
+            start.push(plan.to_string());
+            start.end();
+            start
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(done.load(Ordering::SeqCst), MAX_WAITING_STARTS);
+    drop(starts);
+}

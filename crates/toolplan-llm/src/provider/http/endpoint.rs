@@ -168,7 +168,9 @@ pub(crate) async fn chat<W: WireFormat>(
 /// nothing has been sent; after that the failure ends the call ([`run_streamed`]). A stream that
 /// ends before its end marker is an error, never a partial response. A server that answers with a
 /// whole JSON body instead of a stream (one that ignores the request for a stream) is read as
-/// [`chat`] reads it, and its reply sent whole ([`ReplyDelta::send_whole`]).
+/// [`chat`] reads it, and its reply sent whole ([`ReplyDelta::send_whole`]); one that refuses the
+/// streamed request with 400 or 422 is asked again unstreamed by the model's `chat_streamed`
+/// ([`impl_chat_model`]).
 pub(crate) async fn chat_streamed<W: WireFormat>(
     model: &W,
     body: &Value,
@@ -260,7 +262,19 @@ macro_rules! impl_chat_model {
             ) -> Result<$crate::message::ChatResponse, $crate::error::LlmError> {
                 let request = request.with_listed_in_system();
                 let body = self.request_body(&request)?;
-                $crate::provider::http::chat_streamed(self, &body, sink, cancel).await
+                match $crate::provider::http::chat_streamed(self, &body, sink, cancel).await {
+                    // A server that refuses the streamed form of the request (an
+                    // OpenAI-compatible server that knows no `stream_options`) before
+                    // anything was streamed: asked again unstreamed, the reply sent whole.
+                    Err($crate::error::LlmError::Http {
+                        status: 400 | 422, ..
+                    }) => {
+                        let whole = $crate::provider::http::chat(self, &body, cancel).await?;
+                        $crate::message::ReplyDelta::send_whole(&whole.message, sink);
+                        Ok(whole)
+                    }
+                    other => other,
+                }
             }
         }
     };

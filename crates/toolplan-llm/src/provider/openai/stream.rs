@@ -46,6 +46,8 @@ struct WireCall {
     id: Option<String>,
     /// Arguments text that came before the name.
     pending: String,
+    /// The id the server gave it: a later piece without an index but with this id is its.
+    given_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -175,8 +177,16 @@ impl OpenAiStream {
             Some(other) => other.to_string(),
         };
         // A server that leaves out `index` sends each call whole, or starts a new one with its
-        // name or id: such a piece belongs to a new call, any other to the last one.
+        // name or id: such a piece belongs to a new call, unless it repeats the id of one, and any
+        // other piece to the last one.
         let wire_index = call.index.unwrap_or_else(|| {
+            let same_id = call
+                .id
+                .as_ref()
+                .and_then(|id| self.calls.iter().find(|c| c.given_id.as_ref() == Some(id)));
+            if let Some(same) = same_id {
+                return same.wire_index;
+            }
             let last = self.calls.last().map(|c| c.wire_index);
             match last {
                 Some(last) if name.is_none() && call.id.is_none() => last,
@@ -192,6 +202,7 @@ impl OpenAiStream {
                     index: None,
                     id: None,
                     pending: String::new(),
+                    given_id: None,
                 });
                 self.calls.len() - 1
             }
@@ -199,6 +210,9 @@ impl OpenAiStream {
         let Some(wire) = self.calls.get_mut(slot) else {
             return;
         };
+        if wire.given_id.is_none() {
+            wire.given_id.clone_from(&call.id);
+        }
         match (wire.index, name) {
             (Some(index), _) => {
                 if let Some(id) = &call.id {
@@ -281,6 +295,26 @@ mod tests {
             }
         }
         (deltas, stream.finish())
+    }
+
+    #[test]
+    fn pieces_without_an_index_that_repeat_an_id_belong_to_that_call() {
+        let (_, r) = read(&[
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"a\""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c1","function":{"arguments":":1}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c2","function":{"name":"g","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        let calls = r.unwrap().message.tool_calls;
+        let got: Vec<(&str, &str, Value)> = calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![("c1", "f", json!({"a": 1})), ("c2", "g", json!({}))]
+        );
     }
 
     #[test]
