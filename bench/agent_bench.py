@@ -14,7 +14,7 @@ Kinds: `chain` (a directory lookup whose result the next call needs: get_user ->
 -> calculator), `compute` (weather lookups, then a calculation on them), `parallel` (independent
 lookups answered from their results).
 
-Usage: python3 bench/agent_bench.py [--model local] [--bin PATH] [--tasks FILE] [--out FILE] [--limit N]
+Usage: python3 bench/agent_bench.py [--model local] [--bin PATH] [--tasks FILE] [--out FILE] [--limit N] [--kinds K,…]
        [--modes plan-answer,plan-answer/no-stream] [--tool-latency SECS]
 """
 import argparse
@@ -91,6 +91,7 @@ def main():
     ap.add_argument("--tasks", default=os.path.join(HERE, "agent_tasks.json"))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "agent.txt"))
     ap.add_argument("--limit", type=int, default=0, help="only the first N tasks")
+    ap.add_argument("--kinds", default="", help="only tasks of these kinds (comma-separated: chain, compute, parallel)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per question")
     ap.add_argument("--modes", default="plan-only,no-plan",
                     help="comma-separated: plan-only (only execute_tool_plan offered), plan-answer (plan-only, plans may end with the answer), plan (planner beside the tools), no-plan; plan-only:FORM and plan-answer:FORM list the tools as --plan-listing FORM")
@@ -113,6 +114,9 @@ def main():
             f.write(f'demo_latency = "{int(args.tool_latency * 1000)}ms"\n')
 
     tasks = json.load(open(args.tasks))
+    if args.kinds:
+        kinds = set(args.kinds.split(","))
+        tasks = [t for t in tasks if t["kind"] in kinds]
     if args.limit:
         tasks = tasks[: args.limit]
     lines = []
@@ -124,7 +128,7 @@ def main():
     tools = f"demo, behind flaky_proxy.py failing the first call of {args.flaky}" if args.flaky else "demo"
     emit(f"# agent benchmark: {len(tasks)} tasks, model {args.model}, tools {tools}")
     emit(f"# date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
-    emit(f"# command: python3 bench/agent_bench.py --model {args.model} --modes {args.modes}" + (f" --limit {args.limit}" if args.limit else "")
+    emit(f"# command: python3 bench/agent_bench.py --model {args.model} --modes {args.modes}" + (f" --limit {args.limit}" if args.limit else "") + (f" --kinds {args.kinds}" if args.kinds else "")
          + (f" --flaky {args.flaky}" if args.flaky else "")
          + (f" --tool-latency {args.tool_latency:g}" if args.tool_latency else ""))
     emit()
