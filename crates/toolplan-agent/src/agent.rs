@@ -229,7 +229,7 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
-            let (mut message, cut_off, streamed, _begun) = self
+            let (mut message, cut_off, streamed, mut begun) = self
                 .ask_model_streaming(
                     &messages,
                     Choice::of(repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER, repairing),
@@ -294,6 +294,8 @@ impl Agent {
                 .map(|(c, _)| c.clone())
                 .collect();
             record.repeated_calls += calls.len() - fresh.len();
+            // Calls begun while the model wrote them go on only where the call is made now.
+            begun.retain(|(i, _)| repeats.get(*i).is_some_and(Option::is_none));
             repeat_turns = if fresh.is_empty() {
                 repeat_turns + 1
             } else {
@@ -649,7 +651,15 @@ impl Agent {
         stream: bool,
         record: &mut Record,
         cancel: &CancellationToken,
-    ) -> Result<(Message, bool, Option<StreamedPlan>, Vec<StreamedStart>), LlmError> {
+    ) -> Result<
+        (
+            Message,
+            bool,
+            Option<StreamedPlan>,
+            Vec<(usize, StreamedStart)>,
+        ),
+        LlmError,
+    > {
         record.turns += 1;
         let request = ChatRequest {
             messages: messages.to_vec(),

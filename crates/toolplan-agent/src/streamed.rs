@@ -109,7 +109,8 @@ impl Drop for StreamedPlan {
 /// running from it if the reply began an `execute_tool_plan` call (and `engine`, the planner's, is
 /// given; only the reply's first plan is followed), and the calls begun of tools that take their
 /// arguments as they are written (`begin`: a query-plan tool; [`toolplan_core::Tool::begin_streamed`]),
-/// their text complete. Keep those until the turn's calls have run.
+/// their text complete, each with its call's place in the reply. Keep those until the turn's calls
+/// have run; drop at once those whose call will not be made.
 pub(crate) async fn ask(
     model: &dyn ChatModel,
     request: &ChatRequest,
@@ -119,7 +120,7 @@ pub(crate) async fn ask(
 ) -> (
     Result<ChatResponse, LlmError>,
     Option<StreamedPlan>,
-    Vec<StreamedStart>,
+    Vec<(usize, StreamedStart)>,
 ) {
     let (sink, mut deltas) = tokio::sync::mpsc::unbounded_channel();
     let (done, mut call_ended) = tokio::sync::oneshot::channel::<()>();
@@ -172,12 +173,8 @@ pub(crate) async fn ask(
         }
     };
     let (response, ()) = tokio::join!(chat, follow);
-    let starts = starts
-        .into_iter()
-        .map(|(_, mut start)| {
-            start.end();
-            start
-        })
-        .collect();
+    for (_, start) in &mut starts {
+        start.end();
+    }
     (response, plan, starts)
 }

@@ -149,7 +149,7 @@ impl Engine {
         plan_path: &[&str],
         control: RunControl,
     ) -> Result<PlanRun, InvalidPlan> {
-        self.run_streamed_dialect(&tool_plan::ToolPlan, text, plan_path, control)
+        self.run_streamed_dialect(&tool_plan::ToolPlan, text, plan_path, false, control)
             .await
             .map(|(run, _)| run)
     }
@@ -159,13 +159,16 @@ impl Engine {
     /// dialect's list joins the run when its text is complete, as a tool plan's steps do, and the
     /// whole text is compiled by the dialect at the end (an invalid plan gives the problems its
     /// `compile` gives). Besides the run, what the dialect keeps beside the plan (a query plan's
-    /// root and nodes); `None` when the run stopped before the text ended. The deadline counts
-    /// from the start of the run, so it also bounds a writer that stalls.
+    /// root and nodes); `None` when the run stopped before the text ended. With
+    /// `deadline_after_text` the run's deadline counts from the end of the text (a caller that
+    /// bounds the writing itself: a model call's timeout); otherwise from the start of the run,
+    /// so that it also bounds a writer that stalls.
     pub async fn run_streamed_dialect<D>(
         &self,
         dialect: &D,
         text: impl futures::Stream<Item = String> + Send,
         plan_path: &[&str],
+        deadline_after_text: bool,
         control: RunControl,
     ) -> Result<(PlanRun, Option<D::Extra>), InvalidPlan>
     where
@@ -177,7 +180,7 @@ impl Engine {
             dialect,
             text.map(PlanPiece::Text),
             plan_path,
-            false,
+            deadline_after_text,
             &self.tools,
             &self.limits,
             &self.config,

@@ -104,17 +104,30 @@ impl QueryPlanner {
     /// the document tools) whose children are written and answered starts before the rest of the
     /// plan is written. The result is what [`compile`](Self::compile) and [`run`](Self::run) of the
     /// whole text give, apart from timings: the same problems for an invalid plan, the same run for
-    /// a valid one. The text is bounded by the plan size limit, waiting for it by the run's
-    /// deadline and cancellation; a run that stopped before the text ended has no root or nodes
-    /// (its answer says why it stopped).
+    /// a valid one (text around the plan's JSON document is ignored, as in a model's reply). The
+    /// text is bounded by the plan size limit, waiting for it by the run's deadline and
+    /// cancellation; a run that stopped before the text ended has no root or nodes (its answer
+    /// says why it stopped).
     pub async fn run_streamed(
         &self,
         text: impl futures::Stream<Item = String> + Send,
         control: RunControl,
     ) -> Result<QueryRun, InvalidPlan> {
+        self.run_streamed_after(text, false, control).await
+    }
+
+    /// [`run_streamed`](Self::run_streamed); with `deadline_after_text` the run's deadline counts
+    /// from the end of the text, for a caller that bounds the writing itself (a model call).
+    pub async fn run_streamed_after(
+        &self,
+        text: impl futures::Stream<Item = String> + Send,
+        deadline_after_text: bool,
+        control: RunControl,
+    ) -> Result<QueryRun, InvalidPlan> {
         let before = self.synthesizer.usage();
         let (run, nodes) =
-            query_plan::run_streamed(&self.engine, text, SYNTHESIZE, control).await?;
+            query_plan::run_streamed(&self.engine, text, SYNTHESIZE, deadline_after_text, control)
+                .await?;
         let (root, nodes) = nodes.unwrap_or_default();
         Ok(QueryRun {
             root,

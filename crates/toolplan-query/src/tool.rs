@@ -1,5 +1,6 @@
 //! [`QueryPlanTool`]: query planning offered to an agent (or any caller of tools) as one tool.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -43,12 +44,33 @@ leaf, which names a tool instead.";
 
 /// A query plan begun while a model writes it, waiting for the call that takes it up.
 struct Early {
-    /// The arguments' text so far (at most the plan size limit).
-    text: Arc<Mutex<String>>,
+    /// The arguments' text as written.
+    text: Arc<Mutex<Written>>,
     /// The run.
     run: JoinHandle<Result<QueryRun, InvalidPlan>>,
     /// Stops the run.
     cancel: CancellationToken,
+    /// Set when a call takes the run up: the start that began it no longer stops it.
+    taken: Arc<AtomicBool>,
+}
+
+/// The arguments' text of a begun call, as far as it is kept.
+#[derive(Default)]
+struct Written {
+    text: String,
+    /// The text passed the plan size limit (no call will match it).
+    overflowed: bool,
+    /// The text has ended ([`StreamedStart::end`], or the start was dropped).
+    ended: bool,
+}
+
+/// Marks the text ended when the start lets go of its pieces.
+struct EndsText(Arc<Mutex<Written>>);
+
+impl Drop for EndsText {
+    fn drop(&mut self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).ended = true;
+    }
 }
 
 /// Query planning as a tool: its arguments are a query plan, its result the root's answer. Begun
@@ -111,15 +133,20 @@ impl QueryPlanTool {
         &self.planner
     }
 
-    /// The plan begun from text whose JSON is `arguments`, if one was.
+    /// The plan begun from text, ended, whose JSON is `arguments`, if one was; it is taken (the
+    /// start that began it no longer stops it).
     fn take_early(&self, arguments: &Value) -> Option<Early> {
         let mut early = self.early.lock().unwrap_or_else(PoisonError::into_inner);
         early.retain(|e| !e.cancel.is_cancelled());
         let at = early.iter().position(|e| {
-            let text = e.text.lock().unwrap_or_else(PoisonError::into_inner);
-            serde_json::from_str::<Value>(&text).ok().as_ref() == Some(arguments)
+            let written = e.text.lock().unwrap_or_else(PoisonError::into_inner);
+            written.ended
+                && !written.overflowed
+                && serde_json::from_str::<Value>(&written.text).ok().as_ref() == Some(arguments)
         })?;
-        Some(early.remove(at))
+        let taken = early.remove(at);
+        taken.taken.store(true, Ordering::SeqCst);
+        Some(taken)
     }
 
     fn describe(&mut self) {
@@ -195,15 +222,18 @@ impl Tool for QueryPlanTool {
     fn begin_streamed(&self) -> Option<StreamedStart> {
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         let (sender, chunks) = futures::channel::mpsc::unbounded::<String>();
-        let text = Arc::new(Mutex::new(String::new()));
-        let seen = Arc::clone(&text);
+        let text = Arc::new(Mutex::new(Written::default()));
+        let ends = EndsText(Arc::clone(&text));
         let max = self.planner.limits().max_plan_bytes;
         // The text is kept as it is written, to know the call that takes the run up; past the size
-        // limit the run fails, and so will the call's own compile.
+        // limit the run fails, and no call takes it up (the call's own run then judges the plan).
         let push = move |chunk: String| {
-            let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
-            if seen.len() + chunk.len() <= max {
-                seen.push_str(&chunk);
+            let mut written = ends.0.lock().unwrap_or_else(PoisonError::into_inner);
+            if written.text.len() + chunk.len() > max {
+                written.overflowed = true;
+                written.text = String::new();
+            } else if !written.overflowed {
+                written.text.push_str(&chunk);
             }
             let _ = sender.unbounded_send(chunk);
         };
@@ -219,7 +249,25 @@ impl Tool for QueryPlanTool {
             ..RunControl::default()
         };
         let planner = Arc::clone(&self.planner);
-        let run = runtime.spawn(async move { planner.run_streamed(chunks, control).await });
+        // The writing is bounded by whoever writes (a model call's timeout): the run's deadline
+        // counts from the end of the text, as for a call of the whole arguments.
+        let run =
+            runtime.spawn(async move { planner.run_streamed_after(chunks, true, control).await });
+        // The start stops the run when it is dropped, unless a call has taken the run up.
+        let dropped = CancellationToken::new();
+        let taken = Arc::new(AtomicBool::new(false));
+        let (watch_dropped, watch_taken, watch_run) =
+            (dropped.clone(), Arc::clone(&taken), cancel.clone());
+        runtime.spawn(async move {
+            tokio::select! {
+                () = watch_dropped.cancelled() => {
+                    if !watch_taken.load(Ordering::SeqCst) {
+                        watch_run.cancel();
+                    }
+                }
+                () = watch_run.cancelled() => {}
+            }
+        });
         let mut early = self.early.lock().unwrap_or_else(PoisonError::into_inner);
         early.retain(|e| !e.cancel.is_cancelled());
         if early.len() >= MAX_WAITING_STARTS {
@@ -228,9 +276,10 @@ impl Tool for QueryPlanTool {
         early.push(Early {
             text,
             run,
-            cancel: cancel.clone(),
+            cancel,
+            taken,
         });
-        Some(StreamedStart::new(push, cancel))
+        Some(StreamedStart::new(push, dropped))
     }
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {
@@ -238,7 +287,9 @@ impl Tool for QueryPlanTool {
             mut run, cancel, ..
         }) = self.take_early(&arguments)
         {
-            // The plan begun while the model wrote it: the call's cancellation stops it too.
+            // The plan begun while the model wrote it, now this call's: the call's cancellation
+            // stops it, and so does dropping the call.
+            let _stop = cancel.clone().drop_guard();
             let outcome = tokio::select! {
                 outcome = &mut run => outcome,
                 () = ctx.cancel.cancelled() => {

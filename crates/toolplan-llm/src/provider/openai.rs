@@ -389,6 +389,10 @@ impl http::WireFormat for OpenAiModel {
     fn reply_stream(provider: &str, max_bytes: usize) -> Self::Stream {
         stream::OpenAiStream::new(provider, max_bytes)
     }
+
+    fn unstreamed_on_refusal(&self) -> bool {
+        true
+    }
 }
 
 http::impl_chat_model!(OpenAiModel);

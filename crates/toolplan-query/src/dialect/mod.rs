@@ -168,16 +168,19 @@ pub fn compile_value(
 }
 
 /// Runs query-plan text on `engine` while it is still being written
-/// ([`Engine::run_streamed_dialect`]): each node joins the run when its text is complete. Besides
-/// the run, the root and the nodes, when the text was written whole before the run stopped.
+/// ([`Engine::run_streamed_dialect`], whose `deadline_after_text` this passes on): each node joins
+/// the run when its text is complete. Besides the run, the root and the nodes, when the text was
+/// written whole before the run stopped.
 pub async fn run_streamed(
     engine: &Engine,
     text: impl futures::Stream<Item = String> + Send,
     synthesizer: &str,
+    deadline_after_text: bool,
     control: RunControl,
 ) -> Result<(PlanRun, Option<(String, Vec<QueryNode>)>), InvalidPlan> {
+    let dialect = QueryPlanDialect { synthesizer };
     let (run, nodes) = engine
-        .run_streamed_dialect(&QueryPlanDialect { synthesizer }, text, &[], control)
+        .run_streamed_dialect(&dialect, text, &[], deadline_after_text, control)
         .await?;
     // A plan that compiled has its root (`find_root` reports a plan without one).
     let nodes = nodes.and_then(|Nodes { root, nodes }| Some((root?, nodes)));

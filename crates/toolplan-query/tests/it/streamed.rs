@@ -333,26 +333,10 @@ async fn the_query_plan_tool_goes_on_from_a_begun_call_with_the_same_arguments()
 async fn begun_calls_never_taken_up_are_bounded() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use toolplan_core::{FnTool, Tool, ToolAnnotations};
+    use toolplan_core::Tool;
     use toolplan_query::{MAX_WAITING_STARTS, QueryPlanTool};
     let done = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&done);
-    let slow: Arc<dyn Tool> = Arc::new(
-        FnTool::new(
-            "slow",
-            "Answers after a second.",
-            json!({"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}),
-            move |_args: Value, _| {
-                let counted = Arc::clone(&counted);
-                async move {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    counted.fetch_add(1, Ordering::SeqCst);
-                    Ok(json!("ok"))
-                }
-            },
-        )
-        .with_annotations(ToolAnnotations::READ_ONLY),
-    );
+    let slow = slow_tool(Arc::clone(&done));
     let planner = QueryPlanner::new([slow], Synthesizer::concat()).unwrap();
     let tool = QueryPlanTool::new(Arc::new(planner));
     // Starts kept alive and never taken up.
@@ -368,4 +352,63 @@ async fn begun_calls_never_taken_up_are_bounded() {
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(done.load(Ordering::SeqCst), MAX_WAITING_STARTS);
     drop(starts);
+}
+
+/// `slow`, read-only: answers "ok" after a second, and counts the calls that finished.
+fn slow_tool(
+    done: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> std::sync::Arc<dyn toolplan_core::Tool> {
+    use toolplan_core::{FnTool, ToolAnnotations};
+    std::sync::Arc::new(
+        FnTool::new(
+            "slow",
+            "Answers after a second.",
+            json!({"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}),
+            move |_args: Value, _| {
+                let done = std::sync::Arc::clone(&done);
+                async move {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    Ok(json!("ok"))
+                }
+            },
+        )
+        .with_annotations(ToolAnnotations::READ_ONLY),
+    )
+}
+
+/// A run a call took up is the call's: the start that began it, dropped meanwhile (its turn
+/// ended), does not stop it; and a start whose text has not ended is not taken up (the call runs
+/// its own plan instead of waiting for the rest of a text).
+#[tokio::test(start_paused = true)]
+async fn a_taken_run_is_the_calls_and_an_unended_start_is_not_taken() {
+    use std::sync::Arc;
+    use toolplan_core::{Tool, ToolContext};
+    use toolplan_query::QueryPlanTool;
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let planner = QueryPlanner::new([slow_tool(done)], Synthesizer::concat()).unwrap();
+    let tool = QueryPlanTool::new(Arc::new(planner));
+    let plan =
+        json!({"nodes": [{"id": 1, "query_str": "q", "tool_name": "slow", "dependencies": []}]});
+
+    let mut start = tool.begin_streamed().unwrap();
+    start.push(plan.to_string());
+    start.end();
+    let drop_soon = async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        drop(start);
+    };
+    let (answer, ()) = tokio::join!(tool.call(plan.clone(), ToolContext::detached()), drop_soon);
+    assert_eq!(answer.unwrap(), "ok");
+
+    let start = tool.begin_streamed().unwrap();
+    start.push(plan.to_string());
+    let answer = tokio::time::timeout(
+        Duration::from_secs(30),
+        tool.call(plan.clone(), ToolContext::detached()),
+    )
+    .await
+    .expect("the call does not wait for a text that has not ended");
+    assert_eq!(answer.unwrap(), "ok");
+    drop(start);
 }

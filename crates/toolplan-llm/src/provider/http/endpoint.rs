@@ -127,6 +127,12 @@ pub(crate) trait WireFormat: Sync {
     /// A reader of one streamed answer for `provider` (the label in errors), holding at most
     /// `max_bytes` of one event.
     fn reply_stream(provider: &str, max_bytes: usize) -> Self::Stream;
+
+    /// Whether a 400 or 422 to a streamed request, before anything was streamed, is asked again
+    /// unstreamed: servers that speak the format may not know its streaming options (default: no).
+    fn unstreamed_on_refusal(&self) -> bool {
+        false
+    }
 }
 
 /// One chat call of an HTTP provider: POSTs `body` as JSON under the endpoint's [`CallPolicy`]
@@ -168,15 +174,16 @@ pub(crate) async fn chat<W: WireFormat>(
 /// nothing has been sent; after that the failure ends the call ([`run_streamed`]). A stream that
 /// ends before its end marker is an error, never a partial response. A server that answers with a
 /// whole JSON body instead of a stream (one that ignores the request for a stream) is read as
-/// [`chat`] reads it, and its reply sent whole ([`ReplyDelta::send_whole`]); one that refuses the
-/// streamed request with 400 or 422 is asked again unstreamed by the model's `chat_streamed`
-/// ([`impl_chat_model`]).
+/// [`chat`] reads it, and its reply sent whole ([`ReplyDelta::send_whole`]); where the format
+/// says so ([`WireFormat::unstreamed_on_refusal`]), one that refuses the streamed request with 400
+/// or 422 before anything was streamed is asked again unstreamed, its reply sent whole.
 pub(crate) async fn chat_streamed<W: WireFormat>(
     model: &W,
     body: &Value,
     sink: &ReplySink,
     cancel: &CancellationToken,
 ) -> Result<ChatResponse, LlmError> {
+    let body_value = body;
     let endpoint = model.endpoint();
     let label = endpoint.label.as_str();
     let body = serde_json::to_vec(&model.streamed_body(body.clone()))
@@ -184,7 +191,7 @@ pub(crate) async fn chat_streamed<W: WireFormat>(
     let policy = &endpoint.policy;
     let max_bytes = policy.max_response_bytes;
     let sent = AtomicBool::new(false);
-    run_streamed(policy, cancel, &sent, || async {
+    let streamed = run_streamed(policy, cancel, &sent, || async {
         let http_request = endpoint
             .client
             .post(&endpoint.stream_url)
@@ -217,7 +224,17 @@ pub(crate) async fn chat_streamed<W: WireFormat>(
         }
         stream.finish()
     })
-    .await
+    .await;
+    match streamed {
+        Err(LlmError::Http {
+            status: 400 | 422, ..
+        }) if model.unstreamed_on_refusal() && !sent.load(Ordering::SeqCst) => {
+            let whole = chat(model, body_value, cancel).await?;
+            ReplyDelta::send_whole(&whole.message, sink);
+            Ok(whole)
+        }
+        other => other,
+    }
 }
 
 /// Whether an answer says its body is one JSON document (not a stream of events).
@@ -262,19 +279,7 @@ macro_rules! impl_chat_model {
             ) -> Result<$crate::message::ChatResponse, $crate::error::LlmError> {
                 let request = request.with_listed_in_system();
                 let body = self.request_body(&request)?;
-                match $crate::provider::http::chat_streamed(self, &body, sink, cancel).await {
-                    // A server that refuses the streamed form of the request (an
-                    // OpenAI-compatible server that knows no `stream_options`) before
-                    // anything was streamed: asked again unstreamed, the reply sent whole.
-                    Err($crate::error::LlmError::Http {
-                        status: 400 | 422, ..
-                    }) => {
-                        let whole = $crate::provider::http::chat(self, &body, cancel).await?;
-                        $crate::message::ReplyDelta::send_whole(&whole.message, sink);
-                        Ok(whole)
-                    }
-                    other => other,
-                }
+                $crate::provider::http::chat_streamed(self, &body, sink, cancel).await
             }
         }
     };

@@ -177,12 +177,13 @@ impl OpenAiStream {
             Some(other) => other.to_string(),
         };
         // A server that leaves out `index` sends each call whole, or starts a new one with its
-        // name or id: such a piece belongs to a new call, unless it repeats the id of one, and any
-        // other piece to the last one.
+        // name or id: such a piece belongs to a new call, unless it only repeats the id of one
+        // (no name of its own: it continues that call), and any other piece to the last one.
         let wire_index = call.index.unwrap_or_else(|| {
             let same_id = call
                 .id
                 .as_ref()
+                .filter(|id| name.is_none() && !id.is_empty())
                 .and_then(|id| self.calls.iter().find(|c| c.given_id.as_ref() == Some(id)));
             if let Some(same) = same_id {
                 return same.wire_index;
@@ -298,12 +299,14 @@ mod tests {
     }
 
     #[test]
-    fn pieces_without_an_index_that_repeat_an_id_belong_to_that_call() {
+    fn pieces_without_an_index_that_repeat_an_id_continue_that_call() {
         let (_, r) = read(&[
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"a\""}}]}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c1","function":{"arguments":":1}"}}]}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c2","function":{"name":"g","arguments":"{}"}}]}}]}"#,
             r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":""}}]}}]}"#,
+            // A call of its own, though the server gives it an id it gave before.
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c1","function":{"name":"h","arguments":"{}"}}]}}]}"#,
             r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
         ]);
         let calls = r.unwrap().message.tool_calls;
@@ -313,7 +316,11 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            vec![("c1", "f", json!({"a": 1})), ("c2", "g", json!({}))]
+            vec![
+                ("c1", "f", json!({"a": 1})),
+                ("c2", "g", json!({})),
+                ("c1", "h", json!({}))
+            ]
         );
     }
 
