@@ -86,25 +86,29 @@ pub trait Tool: Send + Sync {
 pub struct StreamedStart {
     /// Takes each piece of the text; dropped when the text ends.
     push: Option<Box<dyn Fn(String) + Send + Sync>>,
-    cancel: CancellationToken,
+    /// Stops the work begun; run when the start is dropped.
+    stop: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
 
 impl fmt::Debug for StreamedStart {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StreamedStart")
             .field("ended", &self.push.is_none())
-            .field("cancelled", &self.cancel.is_cancelled())
             .finish()
     }
 }
 
 impl StreamedStart {
     /// A start whose text `push` takes a piece at a time, as it is written (the text ends when
-    /// `push` is dropped), and whose work `cancel` stops.
-    pub fn new(push: impl Fn(String) + Send + Sync + 'static, cancel: CancellationToken) -> Self {
+    /// `push` is dropped), and whose work `stop` stops when the start is dropped (a tool whose
+    /// call took the work up leaves it running).
+    pub fn new(
+        push: impl Fn(String) + Send + Sync + 'static,
+        stop: impl FnOnce() + Send + Sync + 'static,
+    ) -> Self {
         Self {
             push: Some(Box::new(push)),
-            cancel,
+            stop: Some(Box::new(stop)),
         }
     }
 
@@ -123,7 +127,9 @@ impl StreamedStart {
 
 impl Drop for StreamedStart {
     fn drop(&mut self) {
-        self.cancel.cancel();
+        if let Some(stop) = self.stop.take() {
+            stop();
+        }
     }
 }
 

@@ -254,20 +254,15 @@ impl Tool for QueryPlanTool {
         let run =
             runtime.spawn(async move { planner.run_streamed_after(chunks, true, control).await });
         // The start stops the run when it is dropped, unless a call has taken the run up.
-        let dropped = CancellationToken::new();
         let taken = Arc::new(AtomicBool::new(false));
-        let (watch_dropped, watch_taken, watch_run) =
-            (dropped.clone(), Arc::clone(&taken), cancel.clone());
-        runtime.spawn(async move {
-            tokio::select! {
-                () = watch_dropped.cancelled() => {
-                    if !watch_taken.load(Ordering::SeqCst) {
-                        watch_run.cancel();
-                    }
+        let stop = {
+            let (taken, cancel) = (Arc::clone(&taken), cancel.clone());
+            move || {
+                if !taken.load(Ordering::SeqCst) {
+                    cancel.cancel();
                 }
-                () = watch_run.cancelled() => {}
             }
-        });
+        };
         let mut early = self.early.lock().unwrap_or_else(PoisonError::into_inner);
         early.retain(|e| !e.cancel.is_cancelled());
         if early.len() >= MAX_WAITING_STARTS {
@@ -279,7 +274,7 @@ impl Tool for QueryPlanTool {
             cancel,
             taken,
         });
-        Some(StreamedStart::new(push, dropped))
+        Some(StreamedStart::new(push, stop))
     }
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {
@@ -298,10 +293,7 @@ impl Tool for QueryPlanTool {
                 }
             };
             return match outcome {
-                Ok(Ok(run)) => run
-                    .answer()
-                    .cloned()
-                    .map_err(|e| ToolError::failed(e.to_string())),
+                Ok(Ok(run)) => answer_of(&run),
                 Ok(Err(invalid)) => Err(ToolError::InvalidArguments(invalid.to_string())),
                 Err(e) => Err(ToolError::failed(format!(
                     "the query plan's run stopped: {e}"
@@ -320,10 +312,13 @@ impl Tool for QueryPlanTool {
             observer,
             ..RunControl::default()
         };
-        let run = self.planner.run(&plan, control).await;
-        match run.answer() {
-            Ok(v) => Ok(v.clone()),
-            Err(e) => Err(ToolError::failed(e.to_string())),
-        }
+        answer_of(&self.planner.run(&plan, control).await)
     }
+}
+
+/// The tool's result for a finished run: the root's answer, or why there is none.
+fn answer_of(run: &QueryRun) -> ToolResult {
+    run.answer()
+        .cloned()
+        .map_err(|e| ToolError::failed(e.to_string()))
 }

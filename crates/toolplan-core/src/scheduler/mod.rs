@@ -120,6 +120,7 @@ pub async fn run(
 /// for it is bounded by the run's cancellation and deadline (the run starts when this is called).
 /// With an approval gate configured ([`RunConfig::approval`]) nothing starts early: the plan is
 /// read whole, then approved and run.
+///
 /// The plan is in `dialect`: its list of steps is the one followed, its items are drafted as they
 /// come ([`Dialect::draft_prefix`](crate::dialect::Dialect::draft_prefix)), and the whole plan is
 /// compiled by it at the end. Besides the run, what the dialect keeps beside the whole plan; `None`

@@ -183,10 +183,9 @@ pub(crate) async fn chat_streamed<W: WireFormat>(
     sink: &ReplySink,
     cancel: &CancellationToken,
 ) -> Result<ChatResponse, LlmError> {
-    let body_value = body;
     let endpoint = model.endpoint();
     let label = endpoint.label.as_str();
-    let body = serde_json::to_vec(&model.streamed_body(body.clone()))
+    let bytes = serde_json::to_vec(&model.streamed_body(body.clone()))
         .map_err(|e| LlmError::InvalidRequest(format!("{label}: {e}")))?;
     let policy = &endpoint.policy;
     let max_bytes = policy.max_response_bytes;
@@ -196,8 +195,8 @@ pub(crate) async fn chat_streamed<W: WireFormat>(
             .client
             .post(&endpoint.stream_url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.clone());
-        let http_request = model.authorize(http_request, &endpoint.stream_url, &body)?;
+            .body(bytes.clone());
+        let http_request = model.authorize(http_request, &endpoint.stream_url, &bytes)?;
         let response = open(label, http_request, max_bytes).await?;
         if is_json(&response) {
             let answer = read_body(label, response, max_bytes, cancel).await?;
@@ -229,7 +228,7 @@ pub(crate) async fn chat_streamed<W: WireFormat>(
         Err(LlmError::Http {
             status: 400 | 422, ..
         }) if model.unstreamed_on_refusal() && !sent.load(Ordering::SeqCst) => {
-            let whole = chat(model, body_value, cancel).await?;
+            let whole = chat(model, body, cancel).await?;
             ReplyDelta::send_whole(&whole.message, sink);
             Ok(whole)
         }
