@@ -53,13 +53,24 @@ async fn whole(planner: &QueryPlanner, text: &str) -> Result<QueryRun, InvalidPl
     Ok(planner.run(&plan, RunControl::default()).await)
 }
 
+/// The prefix of a skipped step's error, before the name of the failed dependency.
+const SKIPPED: &str = "Skipped because dependency '";
+
 /// What a run says apart from timings: each node's status, output and error, the root, the answer.
+/// A skipped node's error keeps its reason but not the dependency it names: of two that failed,
+/// which one a node hears of first is a matter of timing.
 fn outcome(run: &QueryRun) -> Value {
     let nodes: Vec<Value> = run
         .run
         .steps
         .iter()
-        .map(|s| json!([s.id, s.tool, s.status.as_str(), s.output, s.error]))
+        .map(|s| {
+            let error = match s.error.as_deref() {
+                Some(e) if e.starts_with(SKIPPED) => Some(SKIPPED),
+                other => other,
+            };
+            json!([s.id, s.tool, s.status.as_str(), s.output, error])
+        })
         .collect();
     json!({
         "root": run.root,
