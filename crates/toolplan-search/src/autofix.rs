@@ -9,7 +9,11 @@
 //! * `range` with only `eq` (no such parameter) → `term`; with only `neq` / `ne` / `not` → that
 //!   `term` under a `bool`'s `must_not`;
 //! * `sort`, `aggs`, `size`, `from`, `_source`, `track_total_hits` written inside `query` (or a
-//!   `bool`) → moved to the top level of the body.
+//!   `bool`) → moved to the top level of the body;
+//! * `range` of numbers on a boolean field that allows one of 0 (false) and 1 (true) → a `term` for
+//!   it;
+//! * a `match` / `match_phrase` / `term` of words (no digit) on a number field, which cannot match
+//!   and which OpenSearch refuses → removed (alone, the query becomes `match_all`).
 
 use serde_json::{Map, Value};
 
@@ -33,6 +37,11 @@ pub fn autofix(mapping: &Mapping, body: &mut Value) -> Vec<String> {
     hoist(body, &mut notes);
     if let Some(q) = body.get_mut("query") {
         fix_query(mapping, q, "query", &mut notes);
+        drop_words_on_numbers(mapping, q, "query", &mut notes);
+        if let Some(note) = words_on_numbers(mapping, q) {
+            notes.push(format!("query: {note}"));
+            *q = serde_json::json!({"match_all": {}});
+        }
     }
     if let Some(sort) = body.get_mut("sort") {
         let items: Vec<&mut Value> = match sort {
@@ -210,6 +219,22 @@ fn fix_query(mapping: &Mapping, q: &mut Value, path: &str, notes: &mut Vec<Strin
                 "{at}.range: {op} is no range parameter; a term query under must_not"
             ));
         }
+        // `range` of numbers on a boolean field (`in_stock: {gte: 1}`) → the one value it allows.
+        if let Some(Value::Object(range)) = obj.get("range")
+            && range.len() == 1
+            && let Some((field, Value::Object(bounds))) = range.iter().next()
+            && mapping
+                .field(field)
+                .is_some_and(|f| f.kind == FieldKind::Boolean)
+            && let Some(value) = boolean_of_range(bounds)
+        {
+            let term = serde_json::json!({ field.clone(): value });
+            obj.remove("range");
+            obj.insert("term".into(), term);
+            notes.push(format!(
+                "{at}.range: numbers on a boolean field; a term query for {value}"
+            ));
+        }
         for (clause, body) in obj.iter_mut() {
             let here = format!("{at}.{clause}");
             match (clause.as_str(), body) {
@@ -228,6 +253,94 @@ fn fix_query(mapping: &Mapping, q: &mut Value, path: &str, notes: &mut Vec<Strin
             }
         }
     }
+}
+
+/// The one boolean a `range` of numbers allows, reading `false` as 0 and `true` as 1 (`gte: 1` →
+/// true, `lt: 1` → false); `None` when it allows both, neither, or has a bound that is not a
+/// number.
+fn boolean_of_range(bounds: &Map<String, Value>) -> Option<bool> {
+    let mut allowed = [true, true];
+    for (op, bound) in bounds {
+        let b = bound.as_f64()?;
+        for (x, ok) in allowed.iter_mut().enumerate() {
+            let x = x as f64;
+            *ok &= match op.as_str() {
+                "gt" => x > b,
+                "gte" => x >= b,
+                "lt" => x < b,
+                "lte" => x <= b,
+                _ => return None,
+            };
+        }
+    }
+    match allowed {
+        [false, true] => Some(true),
+        [true, false] => Some(false),
+        _ => None,
+    }
+}
+
+/// Removes, from the `bool` queries in `q` (recursively), the clauses [`words_on_numbers`] finds.
+fn drop_words_on_numbers(mapping: &Mapping, q: &mut Value, at: &str, notes: &mut Vec<String>) {
+    let Some(Value::Object(b)) = q.get_mut("bool") else {
+        return;
+    };
+    for list in ["filter", "must", "should", "must_not"] {
+        let here = format!("{at}.bool.{list}");
+        let empty = match b.get_mut(list) {
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    drop_words_on_numbers(mapping, item, &format!("{here}[{i}]"), notes);
+                }
+                items.retain(|item| match words_on_numbers(mapping, item) {
+                    Some(note) => {
+                        notes.push(format!("{here}: {note}"));
+                        false
+                    }
+                    None => true,
+                });
+                items.is_empty()
+            }
+            Some(item @ Value::Object(_)) => {
+                drop_words_on_numbers(mapping, item, &here, notes);
+                words_on_numbers(mapping, item)
+                    .map(|note| notes.push(format!("{here}: {note}")))
+                    .is_some()
+            }
+            _ => false,
+        };
+        if empty {
+            b.remove(list);
+        }
+    }
+}
+
+/// A `match` / `match_phrase` / `term` clause of words (text without a digit) on a number field,
+/// not `lenient`: it cannot match, and OpenSearch refuses it ("average" written as a match on the
+/// field a question averages). The line saying so, or `None` for any other clause.
+fn words_on_numbers(mapping: &Mapping, clause: &Value) -> Option<String> {
+    let Value::Object(c) = clause else {
+        return None;
+    };
+    let (kind, Value::Object(fields)) = c.iter().next()? else {
+        return None;
+    };
+    if c.len() != 1
+        || fields.len() != 1
+        || !matches!(kind.as_str(), "match" | "match_phrase" | "term")
+    {
+        return None;
+    }
+    let (field, v) = fields.iter().next()?;
+    let v = match v {
+        Value::Object(o) if o.get("lenient").and_then(Value::as_bool) == Some(true) => return None,
+        Value::Object(o) => o.get("query").or_else(|| o.get("value"))?,
+        other => other,
+    };
+    let text = v.as_str()?;
+    let numeric = mapping.field(field).is_some_and(|f| f.kind.is_numeric());
+    (numeric && !text.chars().any(|c| c.is_ascii_digit()))
+        .then(|| format!("{kind} {field} = '{text}': words on a number field; removed"))
 }
 
 fn fix_aggs(mapping: &Mapping, aggs: &mut Value, path: &str, notes: &mut Vec<String>) {
@@ -313,6 +426,58 @@ mod tests {
             notes,
             ["query.bool.filter[0].range: neq is no range parameter; a term query under must_not"]
         );
+    }
+
+    #[test]
+    fn numbers_on_a_boolean_field_are_the_boolean_they_allow() {
+        let m = Mapping::parse(&json!({"properties": {"in_stock": {"type": "boolean"}}}))
+            .expect("mapping");
+        let fix = |range: Value| {
+            let mut body = json!({"query": {"bool": {"filter": [{"range": {"in_stock": range}}]}}});
+            let notes = autofix(&m, &mut body);
+            (body["query"]["bool"]["filter"][0].clone(), notes.len())
+        };
+        assert_eq!(
+            fix(json!({"gte": 1})),
+            (json!({"term": {"in_stock": true}}), 1)
+        );
+        assert_eq!(
+            fix(json!({"gt": 0, "lte": 1})),
+            (json!({"term": {"in_stock": true}}), 1)
+        );
+        assert_eq!(
+            fix(json!({"lt": 1})),
+            (json!({"term": {"in_stock": false}}), 1)
+        );
+        // Both, neither, or not numbers: left for the model.
+        for kept in [json!({"gte": 0}), json!({"gt": 1}), json!({"gte": "true"})] {
+            assert_eq!(fix(kept.clone()), (json!({"range": {"in_stock": kept}}), 0));
+        }
+    }
+
+    #[test]
+    fn words_on_a_number_field_are_removed() {
+        let (body, notes) = fixed(json!({"query": {"bool": {
+            "filter": [{"term": {"genre": "fantasy"}}],
+            "must": [{"match": {"price": {"query": "average", "fuzziness": "AUTO"}}}],
+            "should": {"match_phrase": {"response_minutes": "long"}}}}}));
+        assert_eq!(
+            body,
+            json!({"query": {"bool": {"filter": [{"term": {"genre": "fantasy"}}]}}})
+        );
+        assert_eq!(
+            notes,
+            [
+                "query.bool.must: match price = 'average': words on a number field; removed",
+                "query.bool.should: match_phrase response_minutes = 'long': words on a number field; removed"
+            ]
+        );
+        // Alone, the query matches everything instead; numbers and lenient clauses stay.
+        let (body, _) = fixed(json!({"query": {"match": {"price": "cheap"}}}));
+        assert_eq!(body, json!({"query": {"match_all": {}}}));
+        let kept = json!({"query": {"bool": {"must": [{"match": {"price": "12.5"}},
+            {"match": {"price": {"query": "cheap", "lenient": true}}}, {"match": {"genre": "x"}}]}}});
+        assert_eq!(fixed(kept.clone()).0, kept);
     }
 
     #[test]

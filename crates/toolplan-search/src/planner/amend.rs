@@ -8,8 +8,13 @@
 //!
 //! * **copied values dropped** — a `term` / `match` / `match_phrase` clause, or a range bound, whose
 //!   value equals the sample document's and is not in the question, is removed (as is a range whose
-//!   bounds are one value the question does not name), and so is a keyword value the question does
-//!   not name while it names another value of that field;
+//!   bounds are one value the question does not name), and so is a frequent keyword value the
+//!   question does not name while it names another value of that field, or neither a value nor the
+//!   field;
+//! * **values moved to their field** — a `match` / `match_phrase` / `term` on a text field the
+//!   question does not name, whose text is the question's words and names exactly one frequent
+//!   keyword value (`title: "mystery"` or `"mystery books"` for "how many mystery books"), becomes
+//!   a `term` on the keyword field;
 //! * **named values filtered** — each frequent keyword value the question names and the query
 //!   ignores becomes a `term` filter (several values of one field: `terms`); after a negation
 //!   ([`NEGATIONS`]: "not closed") it goes under `must_not`;
@@ -28,9 +33,9 @@
 use serde_json::{Map, Value, json};
 
 use super::observe::{
-    AGGREGATE_WORDS, AVERAGE_AGGS, Context, Needs, TOTAL_AGGS, TOTAL_COUNT_WORDS, agg_types,
-    has_sort, is_bound, mentions, missing_values, names, other_value, same, sample_value,
-    total_hits, words,
+    AGGREGATE_WORDS, AVERAGE_AGGS, Context, MIN_VALUE_CHARS, Needs, TOTAL_AGGS, TOTAL_COUNT_WORDS,
+    agg_types, has_sort, is_bound, mentions, missing_values, names, names_a_value, names_field,
+    other_value, same, sample_value, total_hits, words,
 };
 use crate::check::query_objects;
 use crate::mapping::{FieldKind, FieldSpec};
@@ -71,6 +76,7 @@ pub fn amend(
     }
     let mut notes = Vec::new();
     drop_copied_values(cx, &question, &mut out, &mut notes);
+    values_to_their_field(cx, &question, &mut out, &mut notes);
     filter_named_values(cx, &question, &mut out, &mut notes);
     if response.and_then(total_hits) == Some(0) {
         merge_exclusive_terms(cx, &mut out, &mut notes);
@@ -84,20 +90,27 @@ pub fn amend(
 const BOOL_LISTS: &[&str] = &["filter", "must", "should", "must_not"];
 
 fn drop_copied_values(cx: &Context<'_>, question: &str, body: &mut Value, notes: &mut Vec<String>) {
+    let anchored = names_a_value(question, body);
     let Some(query) = body.get_mut("query") else {
         return;
     };
-    prune(cx, question, query, notes);
+    prune(cx, question, anchored, query, notes);
     // The query itself may be the one clause to drop.
     let drop = is_empty_bool(query)
-        || (query.get("bool").is_none() && !keep_clause(cx, question, query, notes));
+        || (query.get("bool").is_none() && !keep_clause(cx, question, anchored, query, notes));
     if drop && let Value::Object(o) = body {
         o.remove("query");
     }
 }
 
 /// Removes copied clauses from the `bool` queries of `query`, recursively.
-fn prune(cx: &Context<'_>, question: &str, query: &mut Value, notes: &mut Vec<String>) {
+fn prune(
+    cx: &Context<'_>,
+    question: &str,
+    anchored: bool,
+    query: &mut Value,
+    notes: &mut Vec<String>,
+) {
     let Some(Value::Object(b)) = query.get_mut("bool") else {
         return;
     };
@@ -112,9 +125,9 @@ fn prune(cx: &Context<'_>, question: &str, query: &mut Value, notes: &mut Vec<St
             continue;
         };
         for item in items.iter_mut() {
-            prune(cx, question, item, notes);
+            prune(cx, question, anchored, item, notes);
         }
-        items.retain_mut(|clause| keep_clause(cx, question, clause, notes));
+        items.retain_mut(|clause| keep_clause(cx, question, anchored, clause, notes));
         if items.is_empty() {
             b.remove(*list);
         }
@@ -126,6 +139,7 @@ fn prune(cx: &Context<'_>, question: &str, query: &mut Value, notes: &mut Vec<St
 fn keep_clause(
     cx: &Context<'_>,
     question: &str,
+    anchored: bool,
     clause: &mut Value,
     notes: &mut Vec<String>,
 ) -> bool {
@@ -135,8 +149,11 @@ fn keep_clause(
     let Some((kind, Value::Object(fields))) = c.iter_mut().next() else {
         return true;
     };
+    // A boolean is never written in the question as a value: naming its field is mentioning it.
     let copied = |field: &str, v: &Value| {
-        sample_value(cx, field).is_some_and(|s| same(s, v)) && !mentions(cx.question, question, v)
+        sample_value(cx, field).is_some_and(|s| same(s, v))
+            && !mentions(cx.question, question, v)
+            && !(v.is_boolean() && names_field(question, field))
     };
     match kind.as_str() {
         "terms" => {
@@ -144,7 +161,7 @@ fn keep_clause(
                 return true;
             };
             let before = items.len();
-            items.retain(|v| !other_value(cx, question, field, v));
+            items.retain(|v| !other_value(cx, question, field, v, anchored));
             if items.len() < before {
                 notes.push(format!(
                     "terms {field}: values the question does not name; removed"
@@ -164,9 +181,9 @@ fn keep_clause(
                 notes.push(format!("{kind} {field} = {v}: the sample document's value, not in the question; removed"));
                 return false;
             }
-            if fields.len() == 1 && other_value(cx, question, field, v) {
+            if fields.len() == 1 && other_value(cx, question, field, v, anchored) {
                 notes.push(format!(
-                    "{kind} {field} = {v}: the question names another value; removed"
+                    "{kind} {field} = {v}: a value the question does not name; removed"
                 ));
                 return false;
             }
@@ -202,6 +219,88 @@ fn keep_clause(
             bounds.keys().any(|k| is_bound(k))
         }
         _ => true,
+    }
+}
+
+/// A `match` / `match_phrase` / `term` on a text field (or its exact sub-field) that the question
+/// does not name, whose text is made of the question's words and names exactly one frequent
+/// keyword value, becomes a `term` on that keyword field with the value as stored: "how many
+/// mystery books" asks for the genre, not for "mystery" (or "history books") in the title.
+fn values_to_their_field(
+    cx: &Context<'_>,
+    question: &str,
+    body: &mut Value,
+    notes: &mut Vec<String>,
+) {
+    for_each_clause(body, |clause| {
+        let Some((kind, Value::Object(fields))) = clause.iter().next() else {
+            return;
+        };
+        if clause.len() != 1
+            || fields.len() != 1
+            || !matches!(kind.as_str(), "match" | "match_phrase" | "term")
+        {
+            return;
+        }
+        let Some((field, v)) = fields.iter().next() else {
+            return;
+        };
+        let v = match v {
+            Value::Object(o) => o.get("query").or_else(|| o.get("value")),
+            other => Some(other),
+        };
+        let Some(text) = v.and_then(Value::as_str).map(str::trim) else {
+            return;
+        };
+        let parent = field.strip_suffix(".keyword").unwrap_or(field);
+        let is_text = cx
+            .mapping
+            .field(parent)
+            .is_some_and(|f| f.kind == FieldKind::Text);
+        // The text is the question's words ("history books"), and it names one keyword value.
+        let text_words = words(text);
+        let from_question = text_words.split_whitespace().all(|w| names(question, w));
+        if !is_text || names_field(question, field) || !from_question {
+            return;
+        }
+        let owners: Vec<(&str, &str)> = cx
+            .values
+            .pairs()
+            .filter(|(f, v)| {
+                v.chars().filter(|c| c.is_alphanumeric()).count() >= MIN_VALUE_CHARS
+                    && names(&text_words, v)
+                    && names(question, v)
+                    && f.strip_suffix(".keyword").unwrap_or(f) != parent
+            })
+            .collect();
+        let [(owner, stored)] = owners.as_slice() else {
+            return;
+        };
+        let note = format!(
+            "{kind} {field} = '{text}': a value of {owner}, which the question names; a term on {owner}"
+        );
+        let term = json!({"term": {*owner: *stored}});
+        if let Value::Object(t) = term {
+            *clause = t;
+            notes.push(note);
+        }
+    });
+}
+
+/// Calls `f` with each query object of the body's query (the query itself, and every clause in
+/// its compound queries), each of which it may change in place.
+fn for_each_clause(body: &mut Value, mut f: impl FnMut(&mut Map<String, Value>)) {
+    let Some(query) = body.get_mut("query") else {
+        return;
+    };
+    let pointers: Vec<String> = query_objects(query, "query")
+        .into_iter()
+        .map(|(_, ptr)| ptr)
+        .collect();
+    for ptr in pointers {
+        if let Some(Value::Object(clause)) = query.pointer_mut(&ptr) {
+            f(clause);
+        }
     }
 }
 
@@ -334,17 +433,7 @@ fn merge_exclusive_terms(cx: &Context<'_>, body: &mut Value, notes: &mut Vec<Str
 /// `match` / `match_phrase` on the exact sub-field of a text field (`title.keyword`) matches only
 /// whole stored values; when nothing matched, the words are looked for in the text field itself.
 fn match_analysed_text(cx: &Context<'_>, body: &mut Value, notes: &mut Vec<String>) {
-    let Some(query) = body.get_mut("query") else {
-        return;
-    };
-    let pointers: Vec<String> = query_objects(query, "query")
-        .into_iter()
-        .map(|(_, ptr)| ptr)
-        .collect();
-    for ptr in pointers {
-        let Some(Value::Object(clause)) = query.pointer_mut(&ptr) else {
-            continue;
-        };
+    for_each_clause(body, |clause| {
         for kind in ["match", "match_phrase"] {
             let Some(Value::Object(fields)) = clause.get_mut(kind) else {
                 continue;
@@ -369,7 +458,7 @@ fn match_analysed_text(cx: &Context<'_>, body: &mut Value, notes: &mut Vec<Strin
                 }
             }
         }
-    }
+    });
 }
 
 fn add_aggregation(cx: &Context<'_>, question: &str, body: &mut Value, notes: &mut Vec<String>) {

@@ -231,3 +231,84 @@ fn words_are_looked_for_in_the_text_field_when_nothing_matched() {
         None
     );
 }
+
+#[test]
+fn a_value_nothing_in_the_question_asks_for_goes_beside_one_it_names() {
+    // "open" is named; neither "billing" nor the category is: the category filter goes.
+    let body = json!({"query": {"bool": {"filter": [
+        {"term": {"status": "open"}}, {"match": {"category": "billing"}}]}}});
+    assert_eq!(
+        amended("How many open tickets mention a refund?", body, Some(4)),
+        Some(json!({"query": {"bool": {"filter": [{"term": {"status": "open"}}]}}}))
+    );
+    // Named by its field, it stays.
+    let body = json!({"query": {"bool": {"filter": [
+        {"term": {"status": "open"}}, {"term": {"category": "billing"}}]}}});
+    assert_eq!(
+        amended("How many open tickets have a category?", body, Some(4)),
+        None
+    );
+}
+
+#[test]
+fn a_named_value_looked_for_in_text_goes_to_its_keyword_field() {
+    let body = json!({"size": 0, "query": {"bool": {"must": [
+        {"match_phrase": {"subject": "Billing"}}], "filter": [{"term": {"status": "open"}}]}}});
+    assert_eq!(
+        amended(
+            "How many open billing tickets are there?",
+            body.clone(),
+            Some(2)
+        ),
+        Some(json!({"size": 0, "query": {"bool": {"must": [
+            {"term": {"category": "billing"}}], "filter": [{"term": {"status": "open"}}]}}}))
+    );
+    // The question's words around the value, too; not two values at once.
+    assert_eq!(
+        amended(
+            "How many open billing tickets are there?",
+            json!({"query": {"match_phrase": {"subject": "billing tickets"}}}),
+            Some(0)
+        ),
+        Some(
+            json!({"query": {"bool": {"filter": [{"term": {"status": "open"}}],
+            "must": [{"term": {"category": "billing"}}]}}})
+        )
+    );
+    assert_eq!(
+        amended(
+            "Which billing or login tickets?",
+            json!({"query": {"match": {"subject": "billing login"}}}),
+            Some(0)
+        ),
+        None
+    );
+    // Words the question does not have: the model's own reading, left alone.
+    assert_eq!(
+        amended(
+            "How many billing tickets?",
+            json!({"query": {"bool": {"must": [{"match": {"subject": "billing refund"}}],
+                "filter": [{"term": {"category": "billing"}}]}}}),
+            Some(2)
+        ),
+        None
+    );
+    // The question names the text field: the words are looked for there.
+    assert_eq!(
+        amended(
+            "How many open tickets have billing in the subject?",
+            body,
+            Some(2)
+        ),
+        None
+    );
+    // A word that is no keyword value stays in the text.
+    assert_eq!(
+        amended(
+            "How many tickets mention a refund?",
+            json!({"query": {"match": {"subject": "refund"}}}),
+            Some(2)
+        ),
+        None
+    );
+}

@@ -16,7 +16,8 @@
 //! * **sample value copied** — a range bound, or a `term` / `match` value, that equals the sample
 //!   document's value of that field while the question does not mention it;
 //! * **another value** — a `term` / `terms` / `match` value of a keyword field that the question
-//!   does not name, while it names another of that field's frequent values;
+//!   does not name, while it names another of that field's frequent values or neither a value nor
+//!   the field;
 //! * **missing aggregation** — the question asks for an average, a total, an extreme or a result per
 //!   group ([`AGGREGATE_WORDS`]) and the body has no aggregation (or sort) that gives it;
 //! * **count only** — `size: 0` and no aggregations, so only a count comes back, while the question
@@ -486,29 +487,65 @@ fn sample_terms(cx: &Context<'_>, question: &str, body: &Value, out: &mut Vec<St
     });
 }
 
-/// Whether `value` of keyword field `field` is one the query should not look for: the question
-/// names another of the field's frequent values and not this one (`species: versicolor` for "how
-/// many are not setosa").
-pub(super) fn other_value(cx: &Context<'_>, question: &str, field: &str, value: &Value) -> bool {
+/// Whether `value` of keyword field `field` is one the query should not look for: one of the
+/// field's frequent values that the question does not name, while it names another of them
+/// (`species: versicolor` for "how many are not setosa"), or, in a body `anchored` by a value the
+/// question does name ([`names_a_value`]), names neither a value nor the field itself
+/// (`genre: non-fiction` beside `author: Omar Haddad` for "how many books did Omar Haddad write").
+/// A lone value the question does not name is left alone: it may be the model's reading of a
+/// word ("tickets about parcels" → `category: shipping`).
+pub(super) fn other_value(
+    cx: &Context<'_>,
+    question: &str,
+    field: &str,
+    value: &Value,
+    anchored: bool,
+) -> bool {
     let Some(text) = value.as_str() else {
         return false;
     };
     let known = known_values(cx, field);
     known.iter().any(|v| v.eq_ignore_ascii_case(text))
         && !mentions(cx.question, question, value)
-        && known
+        && (known
             .iter()
             .any(|v| !v.eq_ignore_ascii_case(text) && names(question, v))
+            || (anchored && !names_field(question, field)))
+}
+
+/// Whether a `term` / `terms` / `match` / `match_phrase` clause of the body looks for a text of at
+/// least [`MIN_VALUE_CHARS`] letters or digits that the question names.
+pub(super) fn names_a_value(question: &str, body: &Value) -> bool {
+    let mut named = false;
+    for_each_field_value(body, &["term", "terms", "match", "match_phrase"], |_, v| {
+        named |= v.as_str().is_some_and(|t| {
+            t.chars().filter(|c| c.is_alphanumeric()).count() >= MIN_VALUE_CHARS
+                && names(question, t)
+        });
+    });
+    named
+}
+
+/// Whether the question (from [`words`]) names a field: a word of its last path segment (the
+/// parent's for a `.keyword` sub-field; `_` and `-` separate words) of at least
+/// [`MIN_VALUE_CHARS`] letters, plurals allowed.
+pub(super) fn names_field(question: &str, field: &str) -> bool {
+    let path = field.strip_suffix(".keyword").unwrap_or(field);
+    let last = path.rsplit('.').next().unwrap_or(path);
+    last.split(['_', '-'])
+        .filter(|w| w.chars().count() >= MIN_VALUE_CHARS)
+        .any(|w| names(question, w))
 }
 
 fn other_values(cx: &Context<'_>, question: &str, body: &Value, out: &mut Vec<String>) {
+    let anchored = names_a_value(question, body);
     for_each_field_value(
         body,
         &["term", "terms", "match", "match_phrase"],
         |field, v| {
-            if other_value(cx, question, field, v) {
+            if other_value(cx, question, field, v, anchored) {
                 out.push(format!(
-                "the query looks for {v} in {field}, which the question does not name (it names another value of {field})"
+                "the query looks for {v} in {field}, which the question does not name; filter only on what the question asks"
             ));
             }
         },

@@ -315,3 +315,25 @@ async fn limits_can_be_raised() {
     let body = json!({"from": 15_000, "size": 1, "query": {"match_phrase": {"body": {"query": "alpha beta", "slop": 150}}}});
     assert!(b.search("t", &body).await.is_ok());
 }
+
+/// Words where a number is stored cannot match, and OpenSearch answers 400: so does the embedded
+/// index (it used to match nothing without a word). `lenient: true` asks for nothing instead.
+#[tokio::test]
+async fn a_match_of_words_on_a_number_field_is_refused_unless_lenient() {
+    let (_dir, b) = backend(SearchLimits::default(), 5, 5).await;
+    let err = refused(&b, json!({"query": {"match": {"n": "average"}}})).await;
+    assert!(err.contains("number"), "{err}");
+    let lenient = b
+        .search(
+            "t",
+            &json!({"query": {"match": {"n": {"query": "average", "lenient": true}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(lenient["hits"]["total"]["value"], json!(0));
+    let number = b
+        .search("t", &json!({"query": {"match": {"n": "3"}}}))
+        .await
+        .unwrap();
+    assert_eq!(number["hits"]["total"]["value"], json!(1));
+}

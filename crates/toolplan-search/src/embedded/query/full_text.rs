@@ -50,10 +50,12 @@ impl QueryTranslator<'_> {
             .get("query")
             .ok_or_else(|| SearchError::dsl(path, "match needs a query"))?;
         if indexed.spec.kind != FieldKind::Text {
-            // On exact fields, match compares the whole value.
+            // On exact fields, match compares the whole value. A value the field cannot hold
+            // ("average" on a number field) is an error, as in OpenSearch, unless `lenient`.
+            let lenient = options.get("lenient").and_then(Value::as_bool) == Some(true);
             return self
                 .term_query(indexed, options, path)
-                .or_else(|_| Ok(match_nothing()));
+                .or_else(|e| if lenient { Ok(match_nothing()) } else { Err(e) });
         }
         let text =
             scalar_text(value).ok_or_else(|| SearchError::dsl(path, "query must be text"))?;
