@@ -365,7 +365,7 @@ mod tests {
     async fn the_tool_returns_its_text() {
         let ctx = ToolContext {
             step_id: std::sync::Arc::from("a"),
-            cancel: tokio_util::sync::CancellationToken::new(),
+            ..ToolContext::detached()
         };
         let out = answer_tool()
             .call(

@@ -87,8 +87,8 @@ pub use scheduler::{
 };
 pub use schema_check::{MAX_SCHEMA_DEPTH, Reconciled, reconcile};
 pub use tool::{
-    RegisteredTool, StreamedStart, Tool, ToolAnnotations, ToolContext, ToolRegistry, ToolResult,
-    output_from_text, value_as_text,
+    RegisteredTool, RunExtension, StreamedStart, Tool, ToolAnnotations, ToolContext, ToolRegistry,
+    ToolResult, output_from_text, value_as_text,
 };
 
 /// The README's Rust examples, compiled and run as doc tests so they cannot rot.

@@ -24,6 +24,9 @@ pub struct ToolContext {
     /// own future (a subprocess, a remote job) watch it to stop that work; work inside the future is
     /// stopped by dropping the future.
     pub cancel: CancellationToken,
+    /// What the caller attached to this run for its tools
+    /// ([`RunControl::extension`](crate::RunControl::extension)); `None` when nothing was.
+    pub extension: Option<RunExtension>,
 }
 
 impl ToolContext {
@@ -32,7 +35,32 @@ impl ToolContext {
         Self {
             step_id: Arc::from(""),
             cancel: CancellationToken::new(),
+            extension: None,
         }
+    }
+}
+
+/// Data a caller attaches to one run for the tools it calls: what a tool needs that differs from
+/// run to run and is not an argument (the Python binding's event loop, on which the run's `async`
+/// tools are awaited). Tools read it from [`ToolContext::extension`] by its type.
+#[derive(Clone)]
+pub struct RunExtension(Arc<dyn std::any::Any + Send + Sync>);
+
+impl RunExtension {
+    /// Attaches `value`.
+    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn get<T: std::any::Any>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+impl fmt::Debug for RunExtension {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RunExtension(..)")
     }
 }
 

@@ -159,6 +159,7 @@ impl PlanServer {
             cancel,
             observer: reporter.clone().map(|r| r as Arc<dyn Observer>),
             approver: Some(Arc::new(ClientApprover::new(context.peer.clone()))),
+            extension: None,
         };
         let run = engine.run(&plan, control).await;
         // Every step's notification goes out before the result (clients drop progress that
@@ -190,6 +191,7 @@ impl PlanServer {
                 vec![call],
                 RunControl {
                     approver: Some(Arc::new(ClientApprover::new(context.peer.clone()))),
+                    extension: None,
                     ..RunControl::with_cancel(cancel)
                 },
             )

@@ -198,7 +198,13 @@ impl Tool for ExecuteToolPlan {
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> ToolResult {
         let run = self
-            .execute(arguments, RunControl::with_cancel(ctx.cancel))
+            .execute(
+                arguments,
+                RunControl {
+                    extension: ctx.extension,
+                    ..RunControl::with_cancel(ctx.cancel)
+                },
+            )
             .await
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
         Ok(Value::String(run.summary_within(DEFAULT_MAX_SUMMARY_BYTES)))

@@ -53,7 +53,9 @@ pub mod progress;
 pub mod synthesize;
 pub mod tool;
 
-pub use dialect::{QueryNode, QueryPlan};
+pub use dialect::{
+    QUERY_ARGUMENT_NAMES, QueryNode, QueryPlan, SYNTH_CONTEXT, SYNTH_QUERY, compile as compile_plan,
+};
 pub use documents::{DocumentError, DocumentTool};
 pub use error::QueryError;
 pub use planner::{QueryPlanner, QueryRun};

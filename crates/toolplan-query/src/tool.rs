@@ -310,6 +310,7 @@ impl Tool for QueryPlanTool {
         let control = RunControl {
             cancel: ctx.cancel.clone(),
             observer,
+            extension: ctx.extension.clone(),
             ..RunControl::default()
         };
         answer_of(&self.planner.run(&plan, control).await)

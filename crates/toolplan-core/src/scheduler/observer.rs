@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::Approver;
 use crate::run::StepStatus;
+use crate::tool::RunExtension;
 
 /// A step has started.
 #[derive(Debug, Clone)]
@@ -67,6 +68,8 @@ pub struct RunControl {
     /// says when), in place of the gate's approver: an MCP server asks the client that sent the
     /// plan.
     pub approver: Option<Arc<dyn Approver>>,
+    /// Handed to every tool call of the run ([`ToolContext::extension`](crate::ToolContext::extension)).
+    pub extension: Option<RunExtension>,
 }
 
 impl RunControl {

@@ -257,6 +257,7 @@ async fn the_call_context_cancels_the_plan() {
     let ctx = ToolContext {
         step_id: Arc::from("outer"),
         cancel,
+        extension: None,
     };
     let out = meta_tool()
         .call(
@@ -479,4 +480,39 @@ async fn hidden_tools_are_left_unlisted_but_still_run() {
         .unwrap();
     assert!(run.all_ok(), "{}", run.summary());
     assert_eq!(run.output("c").unwrap()["equal"], json!(true));
+}
+
+/// What the outer run attached to the call (the Python binding's event loop) reaches the tools of
+/// the plan the meta tool runs.
+#[tokio::test]
+async fn the_call_context_extension_reaches_the_plans_tools() {
+    let mut registry = ToolRegistry::new();
+    registry
+        .register(Arc::new(toolplan_core::FnTool::new(
+            "whose",
+            "The run's caller.",
+            json!({"type": "object", "properties": {}}),
+            |_: Value, ctx: ToolContext| async move {
+                Ok(json!(
+                    ctx.extension
+                        .as_ref()
+                        .and_then(|e| e.get::<&'static str>())
+                        .copied()
+                ))
+            },
+        )))
+        .unwrap();
+    let tool = ExecuteToolPlan::new(Arc::new(Engine::new(Arc::new(registry))));
+    let ctx = ToolContext {
+        extension: Some(toolplan_core::RunExtension::new("outer caller")),
+        ..ToolContext::detached()
+    };
+    let out = tool
+        .call(
+            json!({"steps": [{"id": "w", "tool": "whose", "arguments": {}}]}),
+            ctx,
+        )
+        .await
+        .unwrap();
+    assert!(out.as_str().unwrap().contains("outer caller"), "{out}");
 }

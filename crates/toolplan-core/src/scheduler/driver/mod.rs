@@ -29,7 +29,7 @@ use crate::limits::truncate_string;
 use crate::plan::{Plan, Step};
 use crate::run::{PlanRun, RunOutcome, StepRecord, StepStatus};
 use crate::template::Budget;
-use crate::tool::{ToolContext, ToolRegistry};
+use crate::tool::{RunExtension, ToolContext, ToolRegistry};
 
 pub(super) struct Driver<'p> {
     /// The plan's steps: borrowed from a whole plan, owned while a streamed plan grows.
@@ -40,6 +40,8 @@ pub(super) struct Driver<'p> {
     tools: &'p ToolRegistry,
     config: &'p RunConfig,
     observer: Option<Arc<dyn Observer>>,
+    /// What the caller attached to the run, handed to each tool call.
+    extension: Option<RunExtension>,
     user_cancel: CancellationToken,
     run_cancel: CancellationToken,
     start: Instant,
@@ -134,6 +136,7 @@ impl<'p> Driver<'p> {
             tools,
             config,
             observer: control.observer,
+            extension: control.extension,
             user_cancel: control.cancel,
             run_cancel,
             start: Instant::now(),
@@ -391,6 +394,7 @@ impl<'p> Driver<'p> {
             ctx: ToolContext {
                 step_id: Arc::from(step.id.as_str()),
                 cancel: self.run_cancel.child_token(),
+                extension: self.extension.clone(),
             },
             timeout: self.config.step_timeout,
             max_output_bytes: self.config.max_output_bytes,

@@ -170,3 +170,41 @@ async fn instant_steps_still_yield_so_cancellation_is_seen() {
     );
     assert_eq!(run.count(StepStatus::Skipped), 5000 - ok);
 }
+
+// ---- run extensions ----
+
+/// What a run attaches reaches each of its tool calls, and nothing reaches a run that attaches
+/// nothing.
+#[tokio::test]
+async fn tools_read_what_their_run_attached() {
+    #[derive(Debug)]
+    struct Caller(&'static str);
+    let reader: Arc<dyn Tool> = Arc::new(FnTool::new(
+        "caller",
+        "Says which caller's run this is.",
+        json!({"type": "object", "properties": {}}),
+        |_: Value, ctx: ToolContext| async move {
+            Ok(json!(
+                ctx.extension
+                    .as_ref()
+                    .and_then(|e| e.get::<Caller>())
+                    .map(|c| c.0)
+            ))
+        },
+    ));
+    let engine = engine_with(vec![reader], RunConfig::default());
+    let plan = compile(
+        &engine,
+        json!({"steps": [{"id": "a", "tool": "caller", "arguments": {}},
+                         {"id": "b", "tool": "caller", "arguments": {}}]}),
+    );
+    let control = RunControl {
+        extension: Some(toolplan_core::RunExtension::new(Caller("python"))),
+        ..RunControl::default()
+    };
+    let run = engine.run(&plan, control).await;
+    assert_eq!(run.output("a"), Some(&json!("python")));
+    assert_eq!(run.output("b"), Some(&json!("python")));
+    let run = engine.run(&plan, RunControl::default()).await;
+    assert_eq!(run.output("a"), Some(&Value::Null));
+}

@@ -1,0 +1,38 @@
+//! `toolplan._toolplan`: the native half of the `toolplan` Python package, toolplan's engine
+//! in-process for Python programs (LlamaIndex and LangChain agents among them).
+//!
+//! The Python half (`python/toolplan/`) is the API people use: `Engine`, the `@engine.tool`
+//! decorator that reads a schema from type hints, `Report`, and the framework adapters. It hands
+//! this module what it has worked out, as JSON text and callables:
+//!
+//! * `engine.rs`, `NativeEngine` — a `toolplan_core::Engine` with its limits and run settings, and the
+//!   tools registered so far; `validate`, `run_blocking` (the caller's thread waits, without the
+//!   GIL) and `start` (the run goes on on this module's runtime and calls back when done: how
+//!   `await engine.run(plan)` waits without blocking its event loop);
+//! * `py_tool.rs`, `PyTool` — a Python callable as a `toolplan_core::Tool`: a plain function runs on
+//!   a worker thread of the runtime's blocking pool, an `async def` is awaited on the event loop of
+//!   the run that calls it (the run's [`RunExtension`](toolplan_core::RunExtension));
+//! * `convert.rs` — values cross as JSON text, parsed and written by Python's `json` module on one
+//!   side and serde_json on the other, so that nesting, cycles and sizes are bounded on both.
+//!
+//! One multi-threaded tokio runtime serves every engine of the process (`runtime.rs`, which also has the two ways a caller waits).
+
+mod convert;
+mod engine;
+mod py_tool;
+mod runtime;
+
+use pyo3::prelude::*;
+
+/// The module `toolplan._toolplan`.
+#[pymodule]
+fn _toolplan(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<engine::NativeEngine>()?;
+    m.add_class::<runtime::RunHandle>()?;
+    m.add(
+        "InvalidPlanError",
+        m.py().get_type::<engine::InvalidPlanError>(),
+    )?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,303 @@
+"""The Python package against its own native engine: registration, validation, runs (sync and
+async), parallelism, fail-forward, cancellation and timeouts."""
+
+import _thread
+import asyncio
+import json
+import threading
+import time
+from typing import Dict, List, Literal, Optional
+
+import pytest
+
+import toolplan
+
+
+def make_engine(**settings) -> toolplan.Engine:
+    engine = toolplan.Engine(**settings)
+
+    @engine.tool
+    def get_user(name: str) -> dict:
+        """A user's city.
+
+        More text that is not the description."""
+        return {"name": name, "city": {"alice": "Tokyo", "bob": "Paris"}[name.lower()]}
+
+    @engine.tool(name="add", read_only=True)
+    def add_numbers(a: float, b: float = 0) -> float:
+        "Adds two numbers."
+        return a + b
+
+    return engine
+
+
+CHAIN = {
+    "steps": [
+        {"id": "u", "tool": "get_user", "arguments": {"name": "Alice"}},
+        {"id": "n", "tool": "add", "arguments": {"a": 1, "b": 2}},
+        {"id": "m", "tool": "add", "arguments": {"a": "$ref:n", "b": 10}},
+    ],
+    "output_steps": ["u", "m"],
+}
+
+
+def test_a_decorated_function_is_a_tool_with_its_name_doc_and_hints():
+    engine = make_engine()
+    assert engine.tool_names == ["get_user", "add"]
+    report = engine.run_sync(CHAIN)
+    assert report.outputs == {"u": {"name": "Alice", "city": "Tokyo"}, "m": 13}
+    assert report.errors == {}
+    assert report.ok and report.outcome == "completed"
+
+
+def test_schemas_come_from_type_hints():
+    from toolplan._schema import description_of, parameters_schema
+
+    def f(city: str, days: int, units: Literal["c", "f"] = "c", tags: Optional[List[str]] = None,
+          extra: Dict[str, float] = {}) -> None:  # noqa: B006
+        """Forecast.
+
+        Details."""
+
+    schema = parameters_schema(f)
+    assert schema["required"] == ["city", "days"]
+    assert schema["properties"]["city"] == {"type": "string"}
+    assert schema["properties"]["days"] == {"type": "integer"}
+    assert schema["properties"]["units"] == {"enum": ["c", "f"], "default": "c"}
+    assert schema["properties"]["tags"] == {"type": "array", "items": {"type": "string"},
+                                            "default": None}
+    assert schema["properties"]["extra"]["additionalProperties"] == {"type": "number"}
+    assert description_of(f) == "Forecast."
+
+
+def test_a_wrong_argument_type_is_a_problem_before_anything_runs():
+    engine = make_engine()
+    problems = engine.validate({"steps": [
+        {"id": "a", "tool": "get_user", "arguments": {"name": 3}},
+        {"id": "b", "tool": "nope", "arguments": {}},
+        {"id": "c", "tool": "add", "arguments": {"a": "$ref:missing"}},
+    ]})
+    assert len(problems) == 3, problems
+    assert any("nope" in p for p in problems)
+    assert any("missing" in p for p in problems)
+    with pytest.raises(toolplan.InvalidPlan) as caught:
+        engine.run_sync({"steps": [{"id": "a", "tool": "nope", "arguments": {}}]})
+    assert caught.value.problems == ["Unknown tool 'nope' in step 'a'"]
+    assert engine.validate(CHAIN) == []
+    assert engine.validate(json.dumps(CHAIN)) == []
+
+
+def test_an_exception_fails_its_step_and_skips_what_reads_it():
+    engine = make_engine()
+
+    @engine.tool
+    def boom(x: int) -> int:
+        raise KeyError("no such thing")
+
+    report = engine.run_sync({"steps": [
+        {"id": "b", "tool": "boom", "arguments": {"x": 1}},
+        {"id": "after", "tool": "add", "arguments": {"a": "$ref:b"}},
+        {"id": "fine", "tool": "add", "arguments": {"a": 2}},
+    ], "output_steps": ["fine"]})
+    assert report.outputs == {"fine": 2}
+    assert report.errors["b"] == "KeyError: 'no such thing'"
+    assert "b" in report.errors["after"]
+    assert not report.ok
+
+
+def test_the_report_is_the_cli_document():
+    report = make_engine().run_sync(CHAIN)
+    doc = json.loads(report.to_json())
+    assert set(doc) == {"outputs", "errors", "waves", "elapsed_ms", "steps", "outcome"}
+    assert doc["waves"] == [["u", "n"], ["m"]]
+    assert set(report.timings) == {"u", "n", "m"}
+    assert all(t >= 0 for t in report.timings.values())
+    assert "Tokyo" in report.summary()
+
+
+def test_independent_plain_functions_overlap():
+    engine = toolplan.Engine()
+
+    # Steps on one tool that may change things keep their written order; a read-only tool's
+    # steps, and steps on different tools, run at once.
+    @engine.tool(read_only=True)
+    def slow(n: int) -> int:
+        time.sleep(0.4)
+        return n
+
+    plan = {"steps": [{"id": f"s{i}", "tool": "slow", "arguments": {"n": i}} for i in range(4)]}
+    started = time.monotonic()
+    report = engine.run_sync(plan)
+    took = time.monotonic() - started
+    assert report.outputs == {f"s{i}": i for i in range(4)}
+    assert took < 1.2, f"4 × 0.4 s took {took:.2f} s: the calls did not overlap"
+
+
+def test_steps_on_a_tool_that_may_change_things_keep_their_order():
+    engine = toolplan.Engine()
+    calls = []
+
+    @engine.tool
+    def write(n: int) -> int:
+        calls.append(("start", n))
+        time.sleep(0.1)
+        calls.append(("end", n))
+        return n
+
+    @engine.tool
+    def other() -> str:
+        time.sleep(0.3)
+        return "other"
+
+    started = time.monotonic()
+    report = engine.run_sync({"steps": [
+        {"id": "o", "tool": "other", "arguments": {}},
+        {"id": "w1", "tool": "write", "arguments": {"n": 1}},
+        {"id": "w2", "tool": "write", "arguments": {"n": 2}}]})
+    took = time.monotonic() - started
+    assert calls == [("start", 1), ("end", 1), ("start", 2), ("end", 2)]
+    assert report.ok and took < 0.45, took
+
+
+def test_async_tools_run_on_the_callers_loop_and_overlap():
+    engine = toolplan.Engine()
+    loops = []
+
+    @engine.tool(read_only=True)
+    async def wait(n: int) -> int:
+        loops.append(asyncio.get_running_loop())
+        await asyncio.sleep(0.4)
+        return n * 2
+
+    async def main():
+        plan = {"steps": [{"id": f"w{i}", "tool": "wait", "arguments": {"n": i}}
+                          for i in range(5)]}
+        started = time.monotonic()
+        report = await engine.run(plan)
+        return report, time.monotonic() - started, asyncio.get_running_loop()
+
+    report, took, loop = asyncio.run(main())
+    assert report.outputs == {f"w{i}": i * 2 for i in range(5)}
+    assert took < 1.2, took
+    assert loops and all(lp is loop for lp in loops)
+
+
+def test_run_sync_starts_a_loop_for_async_tools_and_refuses_inside_one():
+    engine = toolplan.Engine()
+
+    @engine.tool
+    async def double(n: int) -> int:
+        return n * 2
+
+    plan = {"steps": [{"id": "d", "tool": "double", "arguments": {"n": 4}}]}
+    assert engine.run_sync(plan).outputs == {"d": 8}
+
+    async def inside():
+        engine.run_sync(plan)
+
+    with pytest.raises(RuntimeError, match="await engine.run"):
+        asyncio.run(inside())
+
+
+def test_cancelling_the_awaiting_task_cancels_running_steps():
+    engine = toolplan.Engine()
+    seen = {}
+
+    @engine.tool
+    async def forever() -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen["cancelled"] = time.monotonic()
+            raise
+        return "done"
+
+    async def main():
+        task = asyncio.ensure_future(engine.run({"steps": [
+            {"id": "f", "tool": "forever", "arguments": {}}]}))
+        await asyncio.sleep(0.2)
+        cancelled_at = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(50):
+            if "cancelled" in seen:
+                break
+            await asyncio.sleep(0.02)
+        return cancelled_at
+
+    cancelled_at = asyncio.run(main())
+    assert "cancelled" in seen, "the tool's task was not cancelled"
+    assert seen["cancelled"] - cancelled_at < 1.0
+
+
+def test_a_step_that_takes_too_long_times_out_alone():
+    engine = toolplan.Engine(step_timeout=0.3)
+
+    @engine.tool
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    @engine.tool
+    def quick() -> str:
+        return "ok"
+
+    started = time.monotonic()
+    report = engine.run_sync({"steps": [{"id": "s", "tool": "slow", "arguments": {}},
+                                        {"id": "q", "tool": "quick", "arguments": {}}],
+                              "output_steps": ["q"]})
+    assert time.monotonic() - started < 3
+    assert report.outputs == {"q": "ok"}
+    assert "timed out" in report.errors["s"]
+
+
+def test_ctrl_c_stops_a_blocking_run():
+    engine = toolplan.Engine()
+
+    @engine.tool
+    def sleepy() -> str:
+        time.sleep(2)
+        return "late"
+
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        engine.run_sync({"steps": [{"id": "s", "tool": "sleepy", "arguments": {}}]})
+    assert time.monotonic() - started < 1.5
+    timer.cancel()
+
+
+def test_pydantic_and_dataclass_parameters():
+    import dataclasses
+
+    pydantic = pytest.importorskip("pydantic")
+
+    class Order(pydantic.BaseModel):
+        item: str
+        quantity: int = 1
+
+    @dataclasses.dataclass
+    class Address:
+        city: str
+
+    engine = toolplan.Engine()
+
+    @engine.tool
+    def place(order: Order, to: Address) -> str:
+        """Places an order."""
+        assert isinstance(order, Order) and isinstance(to, Address)
+        return f"{order.quantity} × {order.item} to {to.city}"
+
+    @engine.tool(parameters=Order)
+    def price(item: str, quantity: int = 1) -> float:
+        return 2.5 * quantity
+
+    report = engine.run_sync({"steps": [
+        {"id": "p", "tool": "place",
+         "arguments": {"order": {"item": "tea", "quantity": 2}, "to": {"city": "Oslo"}}},
+        {"id": "q", "tool": "price", "arguments": {"item": "tea", "quantity": 4}}]})
+    assert report.outputs == {"p": "2 × tea to Oslo", "q": 10.0}
+    assert engine.validate({"steps": [
+        {"id": "p", "tool": "place", "arguments": {"order": {"quantity": 2}, "to": {}}}]})
