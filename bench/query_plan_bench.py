@@ -19,6 +19,11 @@ plan is scheduled:
   JSON object `{"wall_ms": [...], "tool_calls": n, "llm_calls": m}`. When it is missing, only the
   LlamaIndex column is shown.
 
+* toolplan inside LlamaIndex (the tp-in-li column): `toolplan.llamaindex.QueryPlanTool` from this
+  checkout's Python package (bindings/python, installed into the same virtualenv by this script;
+  --no-adapter skips it), built from the very same FunctionTools and synthesizer as LlamaIndex's:
+  what a LlamaIndex user gets by changing one import.
+
 Reported per plan: nodes, the critical path (longest path through the DAG, a leaf costing --tool-ms and
 a branch --synth-ms, each node once), the serial time (every node in the order LlamaIndex runs it,
 shared nodes once per use), the median wall time of each side over --repeat runs after one warm-up,
@@ -205,8 +210,8 @@ def _llamaindex_run(args):
     synth = get_response_synthesizer(response_mode="compact", llm=llm)
     query_plan_tool = QueryPlanTool.from_defaults(query_engine_tools=tools, response_synthesizer=synth)
 
-    out = {"plans": {}}
-    for path in args.plan_files:
+    def timed(tool, path):
+        """Runs the plan in `path` with `tool`: one warm-up, then --repeat timed runs."""
         with open(path) as f:
             plan = json.load(f)
         walls, runs = [], []
@@ -214,20 +219,34 @@ def _llamaindex_run(args):
             counts["llm"] = 0
             counts["tools"] = {}
             started = time.perf_counter()
-            response = query_plan_tool(**plan)
+            response = tool(**plan)
             wall = (time.perf_counter() - started) * 1000.0
             if i:
                 walls.append(wall)
                 runs.append({"llm": counts["llm"], "tools": dict(counts["tools"])})
         if any(r != runs[0] for r in runs):
             raise RuntimeError(f"{path}: call counts differ between runs: {runs}")
-        out["plans"][path] = {
+        return {
             "wall_ms": walls,
             "tool_calls": sum(runs[0]["tools"].values()),
             "llm_calls": runs[0]["llm"],
             "per_tool": runs[0]["tools"],
             "answer": str(response),
         }
+
+    out = {"plans": {path: timed(query_plan_tool, path) for path in args.plan_files}}
+    # toolplan's adapter inside LlamaIndex: the same tools and synthesizer, one import changed.
+    try:
+        from toolplan.llamaindex import QueryPlanTool as ToolplanQueryPlanTool
+    except ImportError:
+        return out
+    adapter = ToolplanQueryPlanTool.from_defaults(query_engine_tools=tools, response_synthesizer=synth)
+    for path in args.plan_files:
+        result = timed(adapter, path)
+        result["same_answer"] = result["answer"] == out["plans"][path]["answer"]
+        out["plans"][path]["adapter"] = result
+    import toolplan
+    out["toolplan_python"] = toolplan.__version__
     return out
 
 
@@ -276,6 +295,15 @@ def ensure_venv(venv):
         if proc.returncode != 0 or installed_version(python) is None:
             sys.exit(f"error: pip could not install {PACKAGE} into {venv}")
     return python
+
+
+def install_adapter(python):
+    """Build and install this checkout's Python package (bindings/python) into the venv, so the
+    worker also runs toolplan's QueryPlanTool inside LlamaIndex. False when that fails."""
+    print("# installing bindings/python into the LlamaIndex virtualenv", file=sys.stderr, flush=True)
+    proc = subprocess.run([python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps",
+                           os.path.join(ROOT, "bindings", "python")], cwd=ROOT)
+    return proc.returncode == 0
 
 
 def run_llamaindex(python, plan_files, args):
@@ -331,6 +359,8 @@ def main():
     ap.add_argument("--venv", default=DEFAULT_VENV, help="virtualenv for llama-index-core")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "query_plan.txt"))
     ap.add_argument("--timeout", type=int, default=600, help="seconds per toolplan command")
+    ap.add_argument("--no-adapter", action="store_true",
+                    help="skip toolplan's Python adapter inside LlamaIndex (the tp-in-li column)")
     ap.add_argument("--llamaindex-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--plan-files", nargs="*", default=[], help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -356,6 +386,8 @@ def main():
                       "serial": serial_ms(nodes, root, args.tool_ms, args.synth_ms)})
 
     python = ensure_venv(args.venv)
+    if not args.no_adapter and not install_adapter(python):
+        print("# bindings/python did not install: no adapter column", file=sys.stderr)
     print(f"# running {len(plans)} plans with LlamaIndex ({args.repeat} runs + 1 warm-up each)",
           file=sys.stderr, flush=True)
     li = run_llamaindex(python, [p["path"] for p in plans], args)
@@ -397,8 +429,11 @@ def main():
         emit(f"# toolplan: {args.toolplan_cmd} not found (not built yet?): LlamaIndex column only")
     emit("# critical = longest path, each node once; serial = every node one after another, shared nodes once per use")
     emit()
+    if "toolplan_python" in li:
+        emit(f"# tp-in-li: toolplan's QueryPlanTool (python package {li['toolplan_python']}) inside "
+             "LlamaIndex, the same tools and synthesizer; tools li/tp/py counts all three")
     emit(f"{'plan':10} {'nodes':>5} {'critical':>8} {'serial':>7} {'llamaidx':>9} {'toolplan':>9} "
-         f"{'li/tp':>6} {'tp/crit':>8} {'tools li/tp':>11} {'llm li/tp':>9}")
+         f"{'tp-in-li':>9} {'li/tp':>6} {'li/py':>6} {'tp/crit':>8} {'tools li/tp/py':>14} {'llm li/tp/py':>12}")
     notes = []
     for p in plans:
         r = li["plans"][p["path"]]
@@ -407,10 +442,15 @@ def main():
         tp_med = statistics.median(tp["wall_ms"]) if "wall_ms" in tp else None
         ratio = f"{li_med / tp_med:.2f}" if tp_med else "-"
         over = f"{(tp_med / p['critical'] - 1) * 100:+.1f}%" if tp_med and p["critical"] else "-"
-        tools = f"{r['tool_calls']}/{tp.get('tool_calls', '-')}"
-        llm = f"{r['llm_calls']}/{tp.get('llm_calls', '-')}"
+        py = r.get("adapter") or {}
+        py_med = statistics.median(py["wall_ms"]) if "wall_ms" in py else None
+        py_ratio = f"{li_med / py_med:.2f}" if py_med else "-"
+        tools = f"{r['tool_calls']}/{tp.get('tool_calls', '-')}/{py.get('tool_calls', '-')}"
+        llm = f"{r['llm_calls']}/{tp.get('llm_calls', '-')}/{py.get('llm_calls', '-')}"
         emit(f"{p['name']:10} {len(p['nodes']):>5} {p['critical']:>8.0f} {p['serial']:>7.0f} {fmt_ms(li_med):>9} "
-             f"{fmt_ms(tp_med):>9} {ratio:>6} {over:>8} {tools:>11} {llm:>9}")
+             f"{fmt_ms(tp_med):>9} {fmt_ms(py_med):>9} {ratio:>6} {py_ratio:>6} {over:>8} {tools:>14} {llm:>12}")
+        if py and not py.get("same_answer"):
+            notes.append(f"# {p['name']}: the adapter's answer differs from LlamaIndex's")
         repeated = {k: v for k, v in sorted(r["per_tool"].items()) if v > 1}
         if repeated:
             notes.append(f"# {p['name']}: LlamaIndex called " +

@@ -10,7 +10,8 @@
 //!   GIL) and `start` (the run goes on on this module's runtime and calls back when done: how
 //!   `await engine.run(plan)` waits without blocking its event loop);
 //! * `py_tool.rs`, `PyTool` — a Python callable as a `toolplan_core::Tool`: a plain function runs on
-//!   a worker thread of the runtime's blocking pool, an `async def` is awaited on the event loop of
+//!   one of the module's Python worker threads (`workers.rs`: threads that stay attached to the
+//!   interpreter, so a call costs no thread state), an `async def` is awaited on the event loop of
 //!   the run that calls it (the run's [`RunExtension`](toolplan_core::RunExtension));
 //! * `convert.rs` — values cross as JSON text, parsed and written by Python's `json` module on one
 //!   side and serde_json on the other, so that nesting, cycles and sizes are bounded on both.
@@ -21,6 +22,7 @@ mod convert;
 mod engine;
 mod py_tool;
 mod runtime;
+mod workers;
 
 use pyo3::prelude::*;
 

@@ -1,5 +1,6 @@
-//! A Python callable as a tool. Plain functions run on a thread of the runtime's blocking pool (so
-//! that a slow one holds no runtime thread, and the GIL is taken only while Python code runs);
+//! A Python callable as a tool. Plain functions run on the module's Python worker threads
+//! ([`crate::workers`]: a slow one holds no runtime thread, and the GIL is taken only while Python
+//! code runs);
 //! `async def` functions are awaited on the event loop of the run that calls them, which the run
 //! carries as an [`EventLoop`] extension. Whatever the function raises becomes its step's error.
 //!
@@ -17,6 +18,7 @@ use tokio::sync::oneshot;
 use toolplan_core::{Tool, ToolAnnotations, ToolContext, ToolError, ToolResult};
 
 use crate::convert::{describe, from_python, to_python};
+use crate::workers;
 
 /// The event loop a run's `async` tools are awaited on (the loop of `await engine.run(...)`).
 pub struct EventLoop(pub Py<PyAny>);
@@ -67,23 +69,27 @@ impl Tool for PyTool {
             call_async(&self.func, &arguments, event_loop).await
         } else {
             let func = Arc::clone(&self.func);
-            match tokio::task::spawn_blocking(move || call_sync(&func, &arguments)).await {
-                Ok(result) => result,
-                Err(e) => Err(ToolError::Panicked(e.to_string())),
-            }
+            let (tx, rx) = oneshot::channel();
+            workers::submit(Box::new(move |py| {
+                let _ = tx.send(call_sync(py, &func, &arguments));
+            }))
+            .map_err(ToolError::Failed)?;
+            rx.await.unwrap_or_else(|_| {
+                Err(ToolError::Panicked(
+                    "the call ended without a result".into(),
+                ))
+            })
         }
     }
 }
 
 /// Calls a plain function with the arguments as keyword arguments.
-fn call_sync(func: &Py<PyAny>, arguments: &Value) -> ToolResult {
-    Python::attach(|py| {
-        let kwargs = keyword_arguments(py, arguments)?;
-        match func.bind(py).call((), Some(&kwargs)) {
-            Ok(out) => from_python(&out).map_err(ToolError::Failed),
-            Err(e) => Err(ToolError::Failed(describe(py, &e))),
-        }
-    })
+fn call_sync(py: Python<'_>, func: &Py<PyAny>, arguments: &Value) -> ToolResult {
+    let kwargs = keyword_arguments(py, arguments)?;
+    match func.bind(py).call((), Some(&kwargs)) {
+        Ok(out) => from_python(&out).map_err(ToolError::Failed),
+        Err(e) => Err(ToolError::Failed(describe(py, &e))),
+    }
 }
 
 /// The arguments object as a dict of keyword arguments.

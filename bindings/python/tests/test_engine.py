@@ -301,3 +301,49 @@ def test_pydantic_and_dataclass_parameters():
     assert report.outputs == {"p": "2 × tea to Oslo", "q": 10.0}
     assert engine.validate({"steps": [
         {"id": "p", "tool": "place", "arguments": {"order": {"quantity": 2}, "to": {}}}]})
+
+
+def test_results_cross_as_json_values():
+    import dataclasses
+    import datetime
+
+    engine = toolplan.Engine()
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    @engine.tool
+    def values() -> dict:
+        return {"tuple": (1, 2), 3: "int key", None: "none key", "big": 2**70, "nested": [{"a": None}],
+                "flag": True, "when": datetime.date(2026, 11, 27), "point": Point(1)}
+
+    @engine.tool
+    def nan() -> float:
+        return float("nan")
+
+    report = engine.run_sync({"steps": [{"id": "v", "tool": "values", "arguments": {}},
+                                        {"id": "n", "tool": "nan", "arguments": {}}],
+                              "output_steps": ["v"]})
+    v = report.outputs["v"]
+    # As json.dumps(default=str) would write them.
+    assert v["3"] == "int key" and v["null"] == "none key" and v["flag"] is True
+    assert v["big"] == float(2**70)
+    assert v["nested"] == [{"a": None}]
+    assert v["when"] == "2026-11-27" and v["point"] == str(Point(1))
+    assert v["tuple"] == [1, 2]
+    assert "not JSON" in report.errors["n"], report.errors
+
+
+def test_arguments_arrive_as_python_values():
+    engine = toolplan.Engine()
+    seen = {}
+
+    @engine.tool
+    def take(a: dict, b: list, c: float, d: Optional[str] = None) -> bool:
+        seen.update(a=a, b=b, c=c, d=d)
+        return True
+
+    engine.run_sync({"steps": [{"id": "t", "tool": "take", "arguments": {
+        "a": {"x": [1, 2.5, None, True]}, "b": [], "c": 1e300, "d": "é"}}]})
+    assert seen == {"a": {"x": [1, 2.5, None, True]}, "b": [], "c": 1e300, "d": "é"}

@@ -99,7 +99,8 @@ class QueryPlanTool(AsyncBaseTool):
         # Query engine tools answer questions: read-only, so a plan's leaves on one of them run
         # at once (``read_only=False`` keeps their written order).
         self.engine = add_tools(engine or Engine(), query_engine_tools, read_only=read_only)
-        self.engine.tool(self._synthesize, name=SYNTHESIZER,
+        # Synthesis reads its children's answers and changes nothing: branches synthesize at once.
+        self.engine.tool(self._synthesize, name=SYNTHESIZER, read_only=True,
                          description="Combines the answers of a node's children.",
                          parameters={"type": "object",
                                      "properties": {"query": {"type": "string"},
