@@ -18,7 +18,7 @@ from toolplan.langchain import add_tools, execute_tool_plan_tool  # noqa: E402
 @tool
 def get_weather(city: str) -> dict:
     """Today's temperature in a city."""
-    time.sleep(0.3)
+    time.sleep(0.5)
     return {"city": city, "temp": {"Tokyo": 18, "London": 11}[city]}
 
 
@@ -37,10 +37,13 @@ STEPS = [
 
 def test_langchain_tools_run_in_plans_in_parallel():
     engine = add_tools(toolplan.Engine(), [get_weather, difference], read_only=True)
+    # LangChain's first invocation imports and builds what it needs: not part of the timing.
+    difference.invoke({"a": 1, "b": 1})
     started = time.monotonic()
     report = engine.run_sync({"steps": STEPS, "output_steps": ["d"]})
     assert report.outputs == {"d": 7.0}
-    assert time.monotonic() - started < 0.55  # the two lookups overlapped
+    took = time.monotonic() - started
+    assert took < 0.9, f"two 0.5 s lookups took {took:.2f} s: they did not overlap"
 
 
 def test_execute_tool_plan_is_a_structured_tool_an_agent_calls():
