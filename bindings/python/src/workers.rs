@@ -26,6 +26,8 @@ struct Pool {
     threads: AtomicUsize,
     /// Threads waiting for work.
     idle: Arc<AtomicUsize>,
+    /// Jobs sent and not yet taken by a thread.
+    queued: Arc<AtomicUsize>,
 }
 
 static POOL: OnceLock<Pool> = OnceLock::new();
@@ -38,22 +40,26 @@ fn pool() -> &'static Pool {
             receiver: Arc::new(Mutex::new(receiver)),
             threads: AtomicUsize::new(0),
             idle: Arc::new(AtomicUsize::new(0)),
+            queued: Arc::new(AtomicUsize::new(0)),
         }
     })
 }
 
-/// Queues `job` for a worker thread, making one if none is idle (and fewer than [`MAX_WORKERS`]
-/// exist). An error when no thread could be made and none exists to run it.
+/// Queues `job` for a worker thread, making one when the jobs waiting outnumber the idle threads
+/// (and fewer than [`MAX_WORKERS`] exist): a job never waits behind another while a thread could
+/// be made for it. An error when no thread could be made and none exists to run it.
 pub fn submit(job: Job) -> Result<(), String> {
     let pool = pool();
-    if pool.idle.load(Ordering::Acquire) == 0 {
+    let queued = pool.queued.fetch_add(1, Ordering::AcqRel) + 1;
+    if queued > pool.idle.load(Ordering::Acquire) {
         let made = pool.threads.fetch_add(1, Ordering::AcqRel);
         if made < MAX_WORKERS {
             let receiver = Arc::clone(&pool.receiver);
             let idle = Arc::clone(&pool.idle);
+            let queued = Arc::clone(&pool.queued);
             let spawned = std::thread::Builder::new()
                 .name("toolplan-python".into())
-                .spawn(move || work(&receiver, &idle));
+                .spawn(move || work(&receiver, &idle, &queued));
             if let Err(e) = spawned {
                 pool.threads.fetch_sub(1, Ordering::AcqRel);
                 if pool.threads.load(Ordering::Acquire) == 0 {
@@ -64,22 +70,32 @@ pub fn submit(job: Job) -> Result<(), String> {
             pool.threads.fetch_sub(1, Ordering::AcqRel);
         }
     }
-    pool.queue
+    let sent = pool
+        .queue
         .lock()
-        .map_err(|_| "the worker queue was poisoned".to_owned())?
-        .send(job)
-        .map_err(|_| "the worker queue is closed".to_owned())
+        .map_err(|_| "the worker queue was poisoned".to_owned())
+        .and_then(|q| {
+            q.send(job)
+                .map_err(|_| "the worker queue is closed".to_owned())
+        });
+    if sent.is_err() {
+        pool.queued.fetch_sub(1, Ordering::AcqRel);
+    }
+    sent
 }
 
 /// A worker's life: attached to the interpreter, it waits for a job without the GIL, runs it
 /// with the GIL, and waits again.
-fn work(receiver: &Mutex<Receiver<Job>>, idle: &AtomicUsize) {
+fn work(receiver: &Mutex<Receiver<Job>>, idle: &AtomicUsize, queued: &AtomicUsize) {
     Python::attach(|py| {
         loop {
             let job = py.detach(|| {
                 idle.fetch_add(1, Ordering::AcqRel);
                 let job = receiver.lock().ok().and_then(|r| r.recv().ok());
                 idle.fetch_sub(1, Ordering::AcqRel);
+                if job.is_some() {
+                    queued.fetch_sub(1, Ordering::AcqRel);
+                }
                 job
             });
             match job {

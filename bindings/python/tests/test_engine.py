@@ -348,3 +348,26 @@ def test_arguments_arrive_as_python_values():
     engine.run_sync({"steps": [{"id": "t", "tool": "take", "arguments": {
         "a": {"x": [1, 2.5, None, True]}, "b": [], "c": 1e300, "d": "é"}}]})
     assert seen == {"a": {"x": [1, 2.5, None, True]}, "b": [], "c": 1e300, "d": "é"}
+
+
+def test_calls_overlap_when_a_worker_thread_is_already_idle():
+    # Calls first leave idle worker threads; more calls at once than there are idle threads then
+    # need new threads, not a wait behind the others (CI saw two 0.5 s calls take 1.0 s).
+    engine = toolplan.Engine()
+
+    @engine.tool(read_only=True)
+    def nap(s: float) -> float:
+        time.sleep(s)
+        return s
+
+    def at_once(n: int, s: float) -> float:
+        started = time.monotonic()
+        report = engine.run_sync({"steps": [{"id": f"n{i}", "tool": "nap", "arguments": {"s": s}}
+                                            for i in range(n)]})
+        assert report.ok
+        return time.monotonic() - started
+
+    at_once(2, 0.05)
+    for _ in range(3):
+        took = at_once(6, 0.3)
+        assert took < 0.5, f"six 0.3 s calls took {took:.2f} s"
