@@ -14,6 +14,7 @@ use toolplan_core::{
     Engine, InvalidPlan, Limits, Plan, PlanRun, RunConfig, RunControl, RunExtension, Tool,
     ToolAnnotations, ToolRegistry,
 };
+use toolplan_query::QueryPlan;
 
 use crate::py_tool::{EventLoop, PyTool};
 use crate::runtime::{RunHandle, block_on_interruptible, runtime};
@@ -98,7 +99,7 @@ impl NativeEngine {
     /// A query plan compiled into a tool plan whose branches call the tool `synthesizer`, with its
     /// root's step id; or the problems as an `InvalidPlanError`.
     fn compile_query(engine: &Engine, plan: &str, synthesizer: &str) -> PyResult<(Plan, String)> {
-        toolplan_query::compile_plan(plan, engine.tools(), synthesizer, engine.limits())
+        query_plan(engine, plan, synthesizer)
             .map(|q| (q.plan, q.root))
             .map_err(|e| invalid(&e))
     }
@@ -141,6 +142,16 @@ impl NativeEngine {
 
 fn problems(e: &InvalidPlan) -> Vec<String> {
     e.problems.iter().map(ToString::to_string).collect()
+}
+
+/// What `validate` answers: every problem, none for a plan that compiled.
+fn problems_of<T>(compiled: Result<T, InvalidPlan>) -> Vec<String> {
+    compiled.err().map(|e| problems(&e)).unwrap_or_default()
+}
+
+/// A query plan compiled against the engine's tools, its branches calling `synthesizer`.
+fn query_plan(engine: &Engine, plan: &str, synthesizer: &str) -> Result<QueryPlan, InvalidPlan> {
+    toolplan_query::compile_plan(plan, engine.tools(), synthesizer, engine.limits())
 }
 
 fn invalid(e: &InvalidPlan) -> PyErr {
@@ -258,10 +269,7 @@ impl NativeEngine {
 
     /// Every problem of a plan (JSON text), empty when it is sound.
     fn validate(&self, plan: &str) -> PyResult<Vec<String>> {
-        Ok(match self.engine()?.compile(plan) {
-            Ok(_) => Vec::new(),
-            Err(e) => problems(&e),
-        })
+        Ok(problems_of(self.engine()?.compile(plan)))
     }
 
     /// Runs a plan (JSON text) while the calling thread waits without the GIL; Ctrl-C cancels it.
@@ -284,13 +292,7 @@ impl NativeEngine {
     /// Every problem of a query plan (LlamaIndex's `QueryPlan` format, JSON text) whose branches
     /// call the registered tool `synthesizer`; empty when it is sound.
     fn validate_query_plan(&self, plan: &str, synthesizer: &str) -> PyResult<Vec<String>> {
-        let engine = self.engine()?;
-        Ok(
-            match toolplan_query::compile_plan(plan, engine.tools(), synthesizer, engine.limits()) {
-                Ok(_) => Vec::new(),
-                Err(e) => problems(&e),
-            },
-        )
+        Ok(problems_of(query_plan(&*self.engine()?, plan, synthesizer)))
     }
 
     /// Runs a query plan as `run_blocking` runs a tool plan; returns the report, the summary and

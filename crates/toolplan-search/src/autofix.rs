@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::check::{EXACT, FIELD_KEYED, agg_bodies, query_objects};
+use crate::check::{EXACT, FIELD_KEYED, agg_bodies, clause_value, field_clause, query_objects};
 use crate::mapping::{FieldKind, Mapping};
 
 /// Body keys that belong at the top level, not inside a query.
@@ -322,22 +322,11 @@ fn words_on_numbers(mapping: &Mapping, clause: &Value) -> Option<String> {
     let Value::Object(c) = clause else {
         return None;
     };
-    let (kind, Value::Object(fields)) = c.iter().next()? else {
-        return None;
-    };
-    if c.len() != 1
-        || fields.len() != 1
-        || !matches!(kind.as_str(), "match" | "match_phrase" | "term")
-    {
+    let (kind, field, options) = field_clause(c, &["match", "match_phrase", "term"])?;
+    if options.get("lenient").and_then(Value::as_bool) == Some(true) {
         return None;
     }
-    let (field, v) = fields.iter().next()?;
-    let v = match v {
-        Value::Object(o) if o.get("lenient").and_then(Value::as_bool) == Some(true) => return None,
-        Value::Object(o) => o.get("query").or_else(|| o.get("value"))?,
-        other => other,
-    };
-    let text = v.as_str()?;
+    let text = clause_value(options)?.as_str()?;
     let numeric = mapping.field(field).is_some_and(|f| f.kind.is_numeric());
     (numeric && !text.chars().any(|c| c.is_ascii_digit()))
         .then(|| format!("{kind} {field} = '{text}': words on a number field; removed"))

@@ -3,7 +3,7 @@
 //! `term` / `terms` / `prefix` / `wildcard` on an analysed text field that has an exact sub-field.
 //! `toolplan search` prints these as warnings; the query-DSL planner sends them back to the model.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::mapping::{FieldKind, Mapping};
 
@@ -104,6 +104,32 @@ fn suggestion(mapping: &Mapping, field: &str) -> String {
         })
         .map(|f| format!(" (did you mean '{}'?)", f.path))
         .unwrap_or_default()
+}
+
+/// A clause of exactly one query of one of `kinds`, keyed by exactly one field
+/// (`{"match": {"title": …}}`): its kind, field and options as written (an object such as
+/// `{"query": …}`, or the bare value).
+pub(crate) fn field_clause<'c>(
+    clause: &'c Map<String, Value>,
+    kinds: &[&str],
+) -> Option<(&'c str, &'c str, &'c Value)> {
+    let (kind, Value::Object(fields)) = clause.iter().next()? else {
+        return None;
+    };
+    if clause.len() != 1 || fields.len() != 1 || !kinds.contains(&kind.as_str()) {
+        return None;
+    }
+    let (field, options) = fields.iter().next()?;
+    Some((kind, field, options))
+}
+
+/// The value a field clause's options give: the `query` or `value` of an options object, or the
+/// bare value itself; `None` for an object with neither.
+pub(crate) fn clause_value(options: &Value) -> Option<&Value> {
+    match options {
+        Value::Object(o) => o.get("query").or_else(|| o.get("value")),
+        other => Some(other),
+    }
 }
 
 /// Escapes a key for a JSON pointer.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import types
 import typing
 from typing import Any, Callable, Dict, List, Optional
 
@@ -103,9 +104,9 @@ def _schema(hint: Any, depth: int) -> Dict[str, Any]:
     if isinstance(hint, type):
         if issubclass(hint, enum.Enum):
             return {"enum": [m.value for m in hint]}
-        model_schema = getattr(hint, "model_json_schema", None)
-        if callable(model_schema):  # a pydantic model
-            return model_schema()
+        model_schema = model_parameters(hint)
+        if model_schema is not None:
+            return model_schema
         if dataclasses.is_dataclass(hint):
             return _fields_schema(hint, depth)
         if _is_typed_dict(hint):
@@ -114,7 +115,7 @@ def _schema(hint: Any, depth: int) -> Dict[str, Any]:
 
 
 def _is_pipe_union(hint: Any) -> bool:
-    union_type = getattr(__import__("types"), "UnionType", None)
+    union_type = getattr(types, "UnionType", None)
     return union_type is not None and isinstance(hint, union_type)
 
 

@@ -41,7 +41,7 @@ def _result(output: Any) -> Any:
     (a dict a later step can refer into), else its text."""
     if isinstance(output, ToolOutput):
         raw = output.raw_output
-        if isinstance(raw, (dict, list, str, int, float, bool)) and not isinstance(raw, ToolOutput):
+        if isinstance(raw, (dict, list, str, int, float, bool)):
             try:
                 json.dumps(raw)
                 return raw

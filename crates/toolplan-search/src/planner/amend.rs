@@ -35,9 +35,9 @@ use serde_json::{Map, Value, json};
 use super::observe::{
     AGGREGATE_WORDS, AVERAGE_AGGS, Context, MIN_VALUE_CHARS, Needs, TOTAL_AGGS, TOTAL_COUNT_WORDS,
     agg_types, has_sort, is_bound, mentions, missing_values, names, names_a_value, names_field,
-    other_value, same, sample_value, total_hits, words,
+    other_value, same, sample_value, stem, total_hits, words,
 };
-use crate::check::query_objects;
+use crate::check::{clause_value, field_clause, query_objects};
 use crate::mapping::{FieldKind, FieldSpec};
 
 /// Words that, right before a value the question names (at most two words before), make it a value
@@ -173,10 +173,7 @@ fn keep_clause(
             let Some((field, v)) = fields.iter().next() else {
                 return true;
             };
-            let v = match v {
-                Value::Object(o) => o.get("value").or_else(|| o.get("query")).unwrap_or(v),
-                other => other,
-            };
+            let v = clause_value(v).unwrap_or(v);
             if fields.len() == 1 && copied(field, v) {
                 notes.push(format!("{kind} {field} = {v}: the sample document's value, not in the question; removed"));
                 return false;
@@ -233,23 +230,11 @@ fn values_to_their_field(
     notes: &mut Vec<String>,
 ) {
     for_each_clause(body, |clause| {
-        let Some((kind, Value::Object(fields))) = clause.iter().next() else {
+        let Some((kind, field, options)) = field_clause(clause, &["match", "match_phrase", "term"])
+        else {
             return;
         };
-        if clause.len() != 1
-            || fields.len() != 1
-            || !matches!(kind.as_str(), "match" | "match_phrase" | "term")
-        {
-            return;
-        }
-        let Some((field, v)) = fields.iter().next() else {
-            return;
-        };
-        let v = match v {
-            Value::Object(o) => o.get("query").or_else(|| o.get("value")),
-            other => Some(other),
-        };
-        let Some(text) = v.and_then(Value::as_str).map(str::trim) else {
+        let Some(text) = clause_value(options).and_then(Value::as_str).map(str::trim) else {
             return;
         };
         let parent = field.strip_suffix(".keyword").unwrap_or(field);
@@ -535,13 +520,6 @@ fn add_aggregation(cx: &Context<'_>, question: &str, body: &mut Value, notes: &m
         o.insert("aggs".into(), Value::Object(aggs));
         notes.push(format!("aggs: {metric} of {}, for '{word}'", field.path));
     }
-}
-
-/// A field's name as words: its last dotted segment (the parent's for a `.keyword` sub-field),
-/// `_` and `-` as spaces.
-fn stem(path: &str) -> String {
-    let path = path.strip_suffix(".keyword").unwrap_or(path);
-    path.rsplit('.').next().unwrap_or(path).to_owned()
 }
 
 /// The one field `accepts` takes whose name the text names best: the most leading words of its

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::values::KeywordValues;
 use crate::backend::SearchBackend;
-use crate::check::{agg_bodies, query_objects};
+use crate::check::{agg_bodies, clause_value, query_objects};
 use crate::error::SearchError;
 use crate::mapping::{FieldKind, Mapping, value_at};
 
@@ -354,12 +354,11 @@ fn for_each_field_value(body: &Value, clauses: &[&str], mut f: impl FnMut(&str, 
                         .iter()
                         .filter(|(k, _)| is_bound(k))
                         .for_each(|(_, b)| f(field, b)),
-                    (_, Value::Object(o)) => {
-                        if let Some(x) = o.get("value").or_else(|| o.get("query")) {
+                    (_, options) => {
+                        if let Some(x) = clause_value(options) {
                             f(field, x);
                         }
                     }
-                    (_, other) => f(field, other),
                 }
             }
         }
@@ -530,11 +529,17 @@ pub(super) fn names_a_value(question: &str, body: &Value) -> bool {
 /// parent's for a `.keyword` sub-field; `_` and `-` separate words) of at least
 /// [`MIN_VALUE_CHARS`] letters, plurals allowed.
 pub(super) fn names_field(question: &str, field: &str) -> bool {
-    let path = field.strip_suffix(".keyword").unwrap_or(field);
-    let last = path.rsplit('.').next().unwrap_or(path);
-    last.split(['_', '-'])
+    stem(field)
+        .split(['_', '-'])
         .filter(|w| w.chars().count() >= MIN_VALUE_CHARS)
         .any(|w| names(question, w))
+}
+
+/// A field's name: its last dotted segment (the parent's for a `.keyword` sub-field), whose `_`
+/// and `-` separate its words.
+pub(super) fn stem(path: &str) -> String {
+    let path = path.strip_suffix(".keyword").unwrap_or(path);
+    path.rsplit('.').next().unwrap_or(path).to_owned()
 }
 
 fn other_values(cx: &Context<'_>, question: &str, body: &Value, out: &mut Vec<String>) {
