@@ -16,6 +16,10 @@ if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so*
   missing+=(libclang-dev)
 fi
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+# The Python package's Rust unit tests (bindings/python) link against libpython: python3-dev.
+if ! python3 -c 'import os, sys, sysconfig as s; d, l = s.get_config_var("LIBDIR"), s.get_config_var("LDLIBRARY"); sys.exit(not (d and l and os.path.exists(os.path.join(d, l))))' 2>/dev/null; then
+  missing+=(python3-dev)
+fi
 # The --confirm tests run toolplan on a pseudo-terminal (script) and in a session without one
 # (setsid).
 command -v script >/dev/null 2>&1 || missing+=(bsdutils)

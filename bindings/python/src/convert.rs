@@ -1,6 +1,6 @@
 //! Values between Rust and Python. JSON values become Python's `dict`, `list`, `str`, `int`,
 //! `float`, `bool` and `None` directly, and a tool's result comes back the same way; a result of
-//! another type goes through `json.dumps(…, default=str)`. Both walks stop at [`MAX_DEPTH`]
+//! another type goes through `json.dumps(…, default=str)`. Both walks stop at the engine's `max_value_depth`
 //! levels, so a tool that returns a list containing itself, or a value nested a million levels
 //! deep, fails its step with a message instead of crashing the interpreter.
 
@@ -17,20 +17,30 @@ fn dumps(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     DUMPS.import(py, "json", "dumps")
 }
 
-/// How deep a value may nest when it crosses, either way (serde_json's own limit: every value a
-/// JSON parser on the other side accepts). Deeper, or a value that contains itself, is an error.
-pub const MAX_DEPTH: usize = 128;
+/// The deepest a value may be allowed to nest when it crosses (the engine's `max_value_depth`,
+/// 128 by default, is the limit; it may be raised this far): both walks recurse, and Python's own
+/// recursion limit is 1,000.
+pub const MAX_DEPTH_CEILING: usize = 1_000;
 
-/// The Python value of a JSON value (built directly; the engine has already bounded its depth,
-/// and [`MAX_DEPTH`] bounds it again here).
-pub fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
-    build(py, value, 0)
+/// The Python value of a JSON value, built directly; nested deeper than `max_depth` levels it is an
+/// error (the engine has already bounded its depth by the same limit).
+pub fn to_python<'py>(
+    py: Python<'py>,
+    value: &Value,
+    max_depth: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    build(py, value, 0, max_depth)
 }
 
-fn build<'py>(py: Python<'py>, value: &Value, depth: usize) -> PyResult<Bound<'py, PyAny>> {
-    if depth > MAX_DEPTH {
+fn build<'py>(
+    py: Python<'py>,
+    value: &Value,
+    depth: usize,
+    max_depth: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    if depth > max_depth {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "nested deeper than {MAX_DEPTH} levels"
+            "nested deeper than {max_depth} levels (max_value_depth)"
         )));
     }
     Ok(match value {
@@ -45,14 +55,14 @@ fn build<'py>(py: Python<'py>, value: &Value, depth: usize) -> PyResult<Bound<'p
         Value::Array(items) => {
             let list = PyList::empty(py);
             for item in items {
-                list.append(build(py, item, depth + 1)?)?;
+                list.append(build(py, item, depth + 1, max_depth)?)?;
             }
             list.into_any()
         }
         Value::Object(fields) => {
             let dict = PyDict::new(py);
             for (k, v) in fields {
-                dict.set_item(k, build(py, v, depth + 1)?)?;
+                dict.set_item(k, build(py, v, depth + 1, max_depth)?)?;
             }
             dict.into_any()
         }
@@ -70,20 +80,20 @@ enum Unread {
 /// The JSON value of what a Python tool returned: `None` is `null`; dicts, lists, tuples, strings,
 /// numbers and booleans are read directly; anything else (a dataclass, a datetime, a pydantic
 /// model) goes through `json.dumps(…, default=str)`, so an object becomes its `str()`. Nesting
-/// past [`MAX_DEPTH`] (a list that contains itself among them), NaN and infinities are errors:
-/// messages for the step.
-pub fn from_python(obj: &Bound<'_, PyAny>) -> Result<Value, String> {
-    match read(obj, 0) {
+/// past `max_depth` levels (a list that contains itself among them), NaN and infinities are
+/// errors: messages for the step.
+pub fn from_python(obj: &Bound<'_, PyAny>, max_depth: usize) -> Result<Value, String> {
+    match read(obj, 0, max_depth) {
         Ok(v) => Ok(v),
         Err(Unread::Bad(why)) => Err(format!("the result is not JSON: {why}")),
         Err(Unread::Other) => through_json(obj),
     }
 }
 
-fn read(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unread> {
-    if depth > MAX_DEPTH {
+fn read(obj: &Bound<'_, PyAny>, depth: usize, max_depth: usize) -> Result<Value, Unread> {
+    if depth > max_depth {
         return Err(Unread::Bad(format!(
-            "nested deeper than {MAX_DEPTH} levels (or it contains itself)"
+            "nested deeper than {max_depth} levels (max_value_depth), or it contains itself"
         )));
     }
     let bad = |e: PyErr| Unread::Bad(describe(obj.py(), &e));
@@ -112,14 +122,14 @@ fn read(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unread> {
     if let Ok(list) = obj.cast_exact::<PyList>() {
         let mut out = Vec::with_capacity(list.len());
         for item in list.iter() {
-            out.push(read(&item, depth + 1)?);
+            out.push(read(&item, depth + 1, max_depth)?);
         }
         return Ok(Value::Array(out));
     }
     if let Ok(tuple) = obj.cast_exact::<PyTuple>() {
         let mut out = Vec::with_capacity(tuple.len());
         for item in tuple.iter() {
-            out.push(read(&item, depth + 1)?);
+            out.push(read(&item, depth + 1, max_depth)?);
         }
         return Ok(Value::Array(out));
     }
@@ -135,11 +145,11 @@ fn read(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unread> {
                 || k.is_exact_instance_of::<PyInt>()
                 || k.is_exact_instance_of::<PyFloat>()
             {
-                read(&k, depth + 1)?.to_string()
+                read(&k, depth + 1, max_depth)?.to_string()
             } else {
                 return Err(Unread::Other);
             };
-            out.insert(key, read(&v, depth + 1)?);
+            out.insert(key, read(&v, depth + 1, max_depth)?);
         }
         return Ok(Value::Object(out));
     }

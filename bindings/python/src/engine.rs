@@ -11,12 +11,14 @@ use pyo3::prelude::*;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolplan_core::{
-    Engine, InvalidPlan, Limits, Plan, PlanRun, RunConfig, RunControl, RunExtension, Tool,
-    ToolAnnotations, ToolRegistry,
+    Engine, InvalidPlan, Limits, Plan, RunConfig, RunControl, RunExtension, Tool, ToolAnnotations,
+    ToolRegistry,
 };
 use toolplan_query::QueryPlan;
 
+use crate::convert::MAX_DEPTH_CEILING;
 use crate::py_tool::{EventLoop, PyTool};
+use crate::report::NativeRun;
 use crate::runtime::{RunHandle, block_on_interruptible, runtime};
 
 create_exception!(
@@ -25,10 +27,6 @@ create_exception!(
     PyValueError,
     "A plan that does not validate; its argument is the list of every problem."
 );
-
-/// What a finished run hands back to Python: the JSON report (the CLI's `run --json` document)
-/// and the summary a model reads.
-type Finished = (String, String);
 
 /// The engine, its settings and its tools.
 #[pyclass(frozen, module = "toolplan._toolplan")]
@@ -120,23 +118,25 @@ impl NativeEngine {
         };
         runtime()?.spawn(async move {
             let run = engine.run(&plan, control).await;
-            let (report, summary) = finished(&run);
+            let max_depth = engine.config().max_value_depth;
             Python::attach(|py| {
                 // A loop closed in the meantime has no one waiting: nothing to tell.
-                let _ = event_loop
-                    .bind(py)
-                    .call_method1("call_soon_threadsafe", (on_done, report, summary));
+                let _ = Py::new(py, NativeRun::new(run, max_depth)).and_then(|run| {
+                    event_loop
+                        .bind(py)
+                        .call_method1("call_soon_threadsafe", (on_done, run))
+                });
             });
         });
         Ok(RunHandle { cancel })
     }
 
     /// Runs `plan` while the calling thread waits; see `run_blocking`.
-    fn block(py: Python<'_>, engine: &Engine, plan: &Plan) -> PyResult<Finished> {
+    fn block(py: Python<'_>, engine: &Engine, plan: &Plan) -> PyResult<NativeRun> {
         let cancel = CancellationToken::new();
         let control = RunControl::with_cancel(cancel.clone());
         let run = block_on_interruptible(py, &cancel, engine.run(plan, control))?;
-        Ok(finished(&run))
+        Ok(NativeRun::new(run, engine.config().max_value_depth))
     }
 }
 
@@ -158,16 +158,13 @@ fn invalid(e: &InvalidPlan) -> PyErr {
     InvalidPlanError::new_err(problems(e))
 }
 
-fn finished(run: &PlanRun) -> Finished {
-    (run.to_json().to_string(), run.summary())
-}
-
 #[pymethods]
 impl NativeEngine {
     /// An engine with the CLI's defaults for every setting not given.
     #[new]
     #[pyo3(signature = (*, max_concurrency=None, step_timeout=None, deadline=None, max_steps=None,
-                        max_plan_bytes=None, max_argument_bytes=None, max_output_bytes=None))]
+                        max_plan_bytes=None, max_argument_bytes=None, max_output_bytes=None,
+                        max_value_depth=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         max_concurrency: Option<usize>,
@@ -177,6 +174,7 @@ impl NativeEngine {
         max_plan_bytes: Option<usize>,
         max_argument_bytes: Option<usize>,
         max_output_bytes: Option<usize>,
+        max_value_depth: Option<usize>,
     ) -> PyResult<Self> {
         let mut limits = Limits::default();
         let mut config = RunConfig::default();
@@ -188,6 +186,12 @@ impl NativeEngine {
             max_output_bytes,
             config.max_output_bytes,
         )?;
+        config.max_value_depth = count("max_value_depth", max_value_depth, config.max_value_depth)?;
+        if config.max_value_depth > MAX_DEPTH_CEILING {
+            return Err(PyValueError::new_err(format!(
+                "max_value_depth must be at most {MAX_DEPTH_CEILING} (Python's own recursion limit)"
+            )));
+        }
         limits.max_steps = count("max_steps", max_steps, limits.max_steps)?;
         limits.max_plan_bytes = count("max_plan_bytes", max_plan_bytes, limits.max_plan_bytes)?;
         limits.max_argument_bytes = count(
@@ -224,6 +228,7 @@ impl NativeEngine {
     ) -> PyResult<Vec<String>> {
         let parameters: Value = serde_json::from_str(parameters)
             .map_err(|e| PyValueError::new_err(format!("parameters of '{name}': {e}")))?;
+        let max_depth = self.state()?.config.max_value_depth;
         let tool: Arc<dyn Tool> = Arc::new(PyTool {
             name: name.clone(),
             description,
@@ -235,6 +240,8 @@ impl NativeEngine {
                 ..ToolAnnotations::default()
             },
             is_async,
+            pace: Arc::default(),
+            max_depth,
             func: Arc::new(func),
         });
         let mut state = self.state()?;
@@ -273,15 +280,15 @@ impl NativeEngine {
     }
 
     /// Runs a plan (JSON text) while the calling thread waits without the GIL; Ctrl-C cancels it.
-    /// Returns the JSON report and the summary. Raises `InvalidPlanError` before anything runs.
-    fn run_blocking(&self, py: Python<'_>, plan: &str) -> PyResult<Finished> {
+    /// Returns what the run did. Raises `InvalidPlanError` before anything runs.
+    fn run_blocking(&self, py: Python<'_>, plan: &str) -> PyResult<NativeRun> {
         let engine = self.engine()?;
         let plan = Self::compile(&engine, plan)?;
         Self::block(py, &engine, &plan)
     }
 
     /// Starts a plan (JSON text) on the runtime and returns its handle. When the run ends,
-    /// `on_done(report_json, summary)` is called on `event_loop` (`call_soon_threadsafe`), whose
+    /// `on_done(run)` is called on `event_loop` (`call_soon_threadsafe`), whose
     /// `async` tools it awaits there. Raises `InvalidPlanError` before anything runs.
     fn start(&self, plan: &str, event_loop: Py<PyAny>, on_done: Py<PyAny>) -> PyResult<RunHandle> {
         let engine = self.engine()?;
@@ -295,18 +302,17 @@ impl NativeEngine {
         Ok(problems_of(query_plan(&*self.engine()?, plan, synthesizer)))
     }
 
-    /// Runs a query plan as `run_blocking` runs a tool plan; returns the report, the summary and
-    /// the root node's step id.
+    /// Runs a query plan as `run_blocking` runs a tool plan; returns what the run did and the root
+    /// node's step id.
     fn run_query_plan_blocking(
         &self,
         py: Python<'_>,
         plan: &str,
         synthesizer: &str,
-    ) -> PyResult<(String, String, String)> {
+    ) -> PyResult<(NativeRun, String)> {
         let engine = self.engine()?;
         let (plan, root) = Self::compile_query(&engine, plan, synthesizer)?;
-        let (report, summary) = Self::block(py, &engine, &plan)?;
-        Ok((report, summary, root))
+        Ok((Self::block(py, &engine, &plan)?, root))
     }
 
     /// Starts a query plan as `start` starts a tool plan; returns the handle and the root node's

@@ -1,14 +1,24 @@
 //! A Python callable as a tool. Plain functions run on the module's Python worker threads
 //! ([`crate::workers`]: a slow one holds no runtime thread, and the GIL is taken only while Python
-//! code runs);
-//! `async def` functions are awaited on the event loop of the run that calls them, which the run
-//! carries as an [`EventLoop`] extension. Whatever the function raises becomes its step's error.
+//! code runs); `async def` functions are awaited on the event loop of the run that calls them,
+//! which the run carries as an [`EventLoop`] extension. Whatever the function raises becomes its
+//! step's error.
+//!
+//! A call crosses threads twice (to a worker, and its result back), and waking a parked thread
+//! costs more than a trivial Python function. So a tool whose last [`QUICK_STREAK`] calls each took
+//! at most [`QUICK_CALL`] ([`Pace`]) has its result waited for on the thread that made the call, for
+//! at most [`QUICK_CALL`], before that thread goes on to other work; and an idle worker looks for
+//! the next call for a moment before it parks ([`crate::workers`]). Neither wait is longer than
+//! that, so a tool that turns slow costs its caller at most [`QUICK_CALL`] and then runs as any
+//! other (the first slow call starts the count again).
 //!
 //! What a step timeout or a cancelled run can stop: an `async` tool's task is cancelled (the
 //! coroutine sees `CancelledError`); a plain function cannot be interrupted, so its step fails at
 //! once and the thread finishes the call in the background, its result dropped.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use pyo3::prelude::*;
@@ -19,6 +29,41 @@ use toolplan_core::{Tool, ToolAnnotations, ToolContext, ToolError, ToolResult};
 
 use crate::convert::{describe, from_python, to_python};
 use crate::workers;
+
+/// The longest call of a plain function that counts as quick, and the longest its caller waits for
+/// such a call's result without giving up its thread: a few times what waking a parked thread
+/// costs (tens of µs on a 2-core machine).
+pub const QUICK_CALL: Duration = Duration::from_micros(200);
+
+/// Quick calls in a row after which a tool's results are waited for on the calling thread.
+pub const QUICK_STREAK: u32 = 8;
+
+/// How fast a plain function's recent calls were: where its next call runs.
+#[derive(Debug, Default)]
+pub struct Pace {
+    /// Calls in a row that took at most [`QUICK_CALL`].
+    quick: AtomicU32,
+}
+
+impl Pace {
+    /// Whether the last [`QUICK_STREAK`] calls were quick.
+    pub fn proven_quick(&self) -> bool {
+        self.quick.load(Ordering::Relaxed) >= QUICK_STREAK
+    }
+
+    /// Counts a call that took `took`: a slow one starts the count again.
+    pub fn record(&self, took: Duration) {
+        if took <= QUICK_CALL {
+            let _ = self
+                .quick
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    Some(n.saturating_add(1))
+                });
+        } else {
+            self.quick.store(0, Ordering::Relaxed);
+        }
+    }
+}
 
 /// The event loop a run's `async` tools are awaited on (the loop of `await engine.run(...)`).
 pub struct EventLoop(pub Py<PyAny>);
@@ -35,6 +80,10 @@ pub struct PyTool {
     pub annotations: ToolAnnotations,
     /// Whether it is an `async def` (its call returns a coroutine).
     pub is_async: bool,
+    /// How fast its recent calls were.
+    pub pace: Arc<Pace>,
+    /// How deep its arguments and results may nest (the engine's `max_value_depth`).
+    pub max_depth: usize,
     /// The function.
     pub func: Arc<Py<PyAny>>,
 }
@@ -66,15 +115,25 @@ impl Tool for PyTool {
                     self.name
                 )));
             };
-            call_async(&self.func, &arguments, event_loop).await
+            call_async(&self.func, &arguments, event_loop, self.max_depth).await
         } else {
             let func = Arc::clone(&self.func);
-            let (tx, rx) = oneshot::channel();
+            let pace = Arc::clone(&self.pace);
+            let max_depth = self.max_depth;
+            let (tx, mut rx) = oneshot::channel();
+            let quick = self.pace.proven_quick();
             workers::submit(Box::new(move |py| {
-                let _ = tx.send(call_sync(py, &func, &arguments));
+                let began = Instant::now();
+                let out = call_sync(py, &func, &arguments, max_depth);
+                pace.record(began.elapsed());
+                let _ = tx.send(out);
             }))
             .map_err(ToolError::Failed)?;
-            rx.await.unwrap_or_else(|_| {
+            let result = match quick.then(|| wait_briefly(&mut rx)).flatten() {
+                Some(result) => result,
+                None => rx.await.map_err(|_| ()),
+            };
+            result.unwrap_or_else(|_| {
                 Err(ToolError::Panicked(
                     "the call ended without a result".into(),
                 ))
@@ -83,11 +142,34 @@ impl Tool for PyTool {
     }
 }
 
+/// A result that comes within [`QUICK_CALL`], waited for without giving up the thread (a parked
+/// thread's wake-up costs more than a quick call); `None` when it has not come by then.
+fn wait_briefly<T>(rx: &mut oneshot::Receiver<T>) -> Option<Result<T, ()>> {
+    let until = Instant::now() + QUICK_CALL;
+    for spin in 1u32.. {
+        match rx.try_recv() {
+            Ok(value) => return Some(Ok(value)),
+            Err(oneshot::error::TryRecvError::Closed) => return Some(Err(())),
+            Err(oneshot::error::TryRecvError::Empty) => {}
+        }
+        if Instant::now() >= until {
+            break;
+        }
+        // On a machine with one core the worker needs this thread's turn.
+        if spin % 32 == 0 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    None
+}
+
 /// Calls a plain function with the arguments as keyword arguments.
-fn call_sync(py: Python<'_>, func: &Py<PyAny>, arguments: &Value) -> ToolResult {
-    let kwargs = keyword_arguments(py, arguments)?;
+fn call_sync(py: Python<'_>, func: &Py<PyAny>, arguments: &Value, max_depth: usize) -> ToolResult {
+    let kwargs = keyword_arguments(py, arguments, max_depth)?;
     match func.bind(py).call((), Some(&kwargs)) {
-        Ok(out) => from_python(&out).map_err(ToolError::Failed),
+        Ok(out) => from_python(&out, max_depth).map_err(ToolError::Failed),
         Err(e) => Err(ToolError::Failed(describe(py, &e))),
     }
 }
@@ -96,8 +178,10 @@ fn call_sync(py: Python<'_>, func: &Py<PyAny>, arguments: &Value) -> ToolResult 
 fn keyword_arguments<'py>(
     py: Python<'py>,
     arguments: &Value,
+    max_depth: usize,
 ) -> Result<Bound<'py, PyDict>, ToolError> {
-    let value = to_python(py, arguments).map_err(|e| ToolError::Failed(describe(py, &e)))?;
+    let value =
+        to_python(py, arguments, max_depth).map_err(|e| ToolError::Failed(describe(py, &e)))?;
     value
         .cast_into::<PyDict>()
         .map_err(|_| ToolError::invalid("the arguments are not an object"))
@@ -134,10 +218,15 @@ impl Drop for Scheduled {
 
 /// Calls an `async def` with the arguments as keyword arguments and awaits the coroutine on the
 /// run's event loop (`asyncio.run_coroutine_threadsafe`).
-async fn call_async(func: &Py<PyAny>, arguments: &Value, event_loop: &EventLoop) -> ToolResult {
+async fn call_async(
+    func: &Py<PyAny>,
+    arguments: &Value,
+    event_loop: &EventLoop,
+    max_depth: usize,
+) -> ToolResult {
     let (tx, rx) = oneshot::channel();
     let scheduled = Python::attach(|py| -> Result<Py<PyAny>, ToolError> {
-        let kwargs = keyword_arguments(py, arguments)?;
+        let kwargs = keyword_arguments(py, arguments, max_depth)?;
         let failed = |e: PyErr| ToolError::Failed(describe(py, &e));
         let coroutine = func.bind(py).call((), Some(&kwargs)).map_err(failed)?;
         let future = py
@@ -177,8 +266,42 @@ async fn call_async(func: &Py<PyAny>, arguments: &Value, event_loop: &EventLoop)
             ));
         }
         match future.call_method0("result") {
-            Ok(out) => from_python(&out).map_err(ToolError::Failed),
+            Ok(out) => from_python(&out, max_depth).map_err(ToolError::Failed),
             Err(e) => Err(ToolError::Failed(describe(py, &e))),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_is_quick_after_a_streak_of_quick_calls_and_not_after_a_slow_one() {
+        let pace = Pace::default();
+        for _ in 0..QUICK_STREAK - 1 {
+            pace.record(Duration::from_micros(5));
+        }
+        assert!(!pace.proven_quick());
+        pace.record(QUICK_CALL);
+        assert!(pace.proven_quick());
+        pace.record(QUICK_CALL + Duration::from_micros(1));
+        assert!(!pace.proven_quick());
+    }
+
+    #[test]
+    fn a_brief_wait_takes_a_result_that_is_there_and_gives_up_on_one_that_is_not() {
+        let (tx, mut rx) = oneshot::channel();
+        tx.send(7).ok();
+        assert_eq!(wait_briefly(&mut rx), Some(Ok(7)));
+
+        let (_tx, mut rx) = oneshot::channel::<i32>();
+        let began = Instant::now();
+        assert_eq!(wait_briefly(&mut rx), None);
+        assert!(began.elapsed() >= QUICK_CALL);
+
+        let (tx, mut rx) = oneshot::channel::<i32>();
+        drop(tx);
+        assert_eq!(wait_briefly(&mut rx), Some(Err(())));
+    }
 }

@@ -3,66 +3,85 @@
 //! switch, not the thread state Python makes and frees for a thread that attaches afresh (which
 //! tokio's blocking pool would do on every call, at ten times the cost of a trivial tool).
 //!
-//! Threads are made as calls need them (one per call running at once, at most [`MAX_WORKERS`]; past
+//! Threads are made as calls need them (one per call running at once, at most [`MAX_WORKERS`] unless
+//! [`set_max_workers`] says otherwise; past
 //! it calls wait in the queue) and wait for work without end: they hold nothing but the queue, and
-//! the process's exit ends them.
+//! the process's exit ends them. One idle thread at a time looks for the next call for
+//! [`LOOK_FOR_WORK`] before it parks: in a chain of quick calls the next one comes within
+//! microseconds, and waking a parked thread costs tens (more threads looking at once would take
+//! the cores from the threads that make the calls).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, Sender, TryRecvError, unbounded};
 use pyo3::prelude::*;
 
-/// Most worker threads (calls of plain Python tools running at once, process-wide).
+/// Most worker threads by default (calls of plain Python tools running at once, process-wide);
+/// [`set_max_workers`] changes it.
 pub const MAX_WORKERS: usize = 256;
+
+/// The most worker threads now.
+static MAX: AtomicUsize = AtomicUsize::new(MAX_WORKERS);
+
+/// Sets the most worker threads (at least 1) and returns the former maximum. Threads made past a
+/// lower maximum stay (they end with the process); no new one is made until fewer are left.
+pub fn set_max_workers(max: usize) -> usize {
+    MAX.swap(max.max(1), Ordering::AcqRel)
+}
+
+/// How long an idle thread looks for the next call before it parks.
+pub const LOOK_FOR_WORK: Duration = Duration::from_micros(100);
 
 /// A call to run with the GIL held.
 pub type Job = Box<dyn FnOnce(Python<'_>) + Send>;
 
 struct Pool {
-    queue: Mutex<Sender<Job>>,
-    receiver: Arc<Mutex<Receiver<Job>>>,
+    queue: Sender<Job>,
+    receiver: Receiver<Job>,
     /// Threads made so far.
     threads: AtomicUsize,
     /// Threads waiting for work.
-    idle: Arc<AtomicUsize>,
+    idle: AtomicUsize,
     /// Jobs sent and not yet taken by a thread.
-    queued: Arc<AtomicUsize>,
+    queued: AtomicUsize,
+    /// Whether an idle thread is looking for work (the others are parked).
+    looking: AtomicBool,
 }
 
 static POOL: OnceLock<Pool> = OnceLock::new();
 
 fn pool() -> &'static Pool {
     POOL.get_or_init(|| {
-        let (queue, receiver) = channel();
+        let (queue, receiver) = unbounded();
         Pool {
-            queue: Mutex::new(queue),
-            receiver: Arc::new(Mutex::new(receiver)),
+            queue,
+            receiver,
             threads: AtomicUsize::new(0),
-            idle: Arc::new(AtomicUsize::new(0)),
-            queued: Arc::new(AtomicUsize::new(0)),
+            idle: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+            looking: AtomicBool::new(false),
         }
     })
 }
 
 /// Queues `job` for a worker thread, making one when the jobs waiting outnumber the idle threads
-/// (and fewer than [`MAX_WORKERS`] exist): a job never waits behind another while a thread could
+/// (and fewer than the maximum exist): a job never waits behind another while a thread could
 /// be made for it. An error when no thread could be made and none exists to run it.
 pub fn submit(job: Job) -> Result<(), String> {
     let pool = pool();
     let queued = pool.queued.fetch_add(1, Ordering::AcqRel) + 1;
     if queued > pool.idle.load(Ordering::Acquire) {
         let made = pool.threads.fetch_add(1, Ordering::AcqRel);
-        if made < MAX_WORKERS {
-            let receiver = Arc::clone(&pool.receiver);
-            let idle = Arc::clone(&pool.idle);
-            let queued = Arc::clone(&pool.queued);
+        if made < MAX.load(Ordering::Acquire) {
             let spawned = std::thread::Builder::new()
                 .name("toolplan-python".into())
-                .spawn(move || work(&receiver, &idle, &queued));
+                .spawn(move || work(pool));
             if let Err(e) = spawned {
                 pool.threads.fetch_sub(1, Ordering::AcqRel);
                 if pool.threads.load(Ordering::Acquire) == 0 {
+                    pool.queued.fetch_sub(1, Ordering::AcqRel);
                     return Err(format!("no thread to run the tool on: {e}"));
                 }
             }
@@ -70,31 +89,23 @@ pub fn submit(job: Job) -> Result<(), String> {
             pool.threads.fetch_sub(1, Ordering::AcqRel);
         }
     }
-    let sent = pool
-        .queue
-        .lock()
-        .map_err(|_| "the worker queue was poisoned".to_owned())
-        .and_then(|q| {
-            q.send(job)
-                .map_err(|_| "the worker queue is closed".to_owned())
-        });
-    if sent.is_err() {
+    pool.queue.send(job).map_err(|_| {
         pool.queued.fetch_sub(1, Ordering::AcqRel);
-    }
-    sent
+        "the worker queue is closed".to_owned()
+    })
 }
 
 /// A worker's life: attached to the interpreter, it waits for a job without the GIL, runs it
 /// with the GIL, and waits again.
-fn work(receiver: &Mutex<Receiver<Job>>, idle: &AtomicUsize, queued: &AtomicUsize) {
+fn work(pool: &Pool) {
     Python::attach(|py| {
         loop {
             let job = py.detach(|| {
-                idle.fetch_add(1, Ordering::AcqRel);
-                let job = receiver.lock().ok().and_then(|r| r.recv().ok());
-                idle.fetch_sub(1, Ordering::AcqRel);
+                pool.idle.fetch_add(1, Ordering::AcqRel);
+                let job = next_job(pool);
+                pool.idle.fetch_sub(1, Ordering::AcqRel);
                 if job.is_some() {
-                    queued.fetch_sub(1, Ordering::AcqRel);
+                    pool.queued.fetch_sub(1, Ordering::AcqRel);
                 }
                 job
             });
@@ -108,4 +119,37 @@ fn work(receiver: &Mutex<Receiver<Job>>, idle: &AtomicUsize, queued: &AtomicUsiz
             }
         }
     });
+}
+
+/// The next job: looked for during [`LOOK_FOR_WORK`] when no other idle thread is looking, then
+/// waited for; `None` when the queue is closed.
+fn next_job(pool: &Pool) -> Option<Job> {
+    if !pool.looking.swap(true, Ordering::AcqRel) {
+        let found = look_for_job(&pool.receiver);
+        pool.looking.store(false, Ordering::Release);
+        match found {
+            Ok(job) => return Some(job),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => {}
+        }
+    }
+    pool.receiver.recv().ok()
+}
+
+/// [`next_job`]'s look: the queue tried again and again for [`LOOK_FOR_WORK`].
+fn look_for_job(receiver: &Receiver<Job>) -> Result<Job, TryRecvError> {
+    let until = Instant::now() + LOOK_FOR_WORK;
+    for spin in 1u32.. {
+        match receiver.try_recv() {
+            Err(TryRecvError::Empty) if Instant::now() < until => {}
+            found => return found,
+        }
+        // On a machine with one core the thread that sends the job needs this one's turn.
+        if spin % 32 == 0 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    Err(TryRecvError::Empty)
 }

@@ -371,3 +371,49 @@ def test_calls_overlap_when_a_worker_thread_is_already_idle():
     for _ in range(3):
         took = at_once(6, 0.3)
         assert took < 0.5, f"six 0.3 s calls took {took:.2f} s"
+
+
+def test_a_tool_that_was_quick_and_turns_slow_still_overlaps_and_times_out():
+    # A tool whose calls have been quick has its results waited for on the calling thread, but
+    # only briefly: calls that turn slow still run at once, and their step timeout still holds.
+    engine = toolplan.Engine(step_timeout=0.5)
+
+    @engine.tool(read_only=True)
+    def nap(s: float, tag: int = 0) -> float:
+        time.sleep(s)
+        return s
+
+    warm = engine.run_sync({"steps": [{"id": f"w{i}", "tool": "nap", "arguments": {"s": 0, "tag": i}}
+                                      for i in range(20)]})
+    assert warm.ok
+    started = time.monotonic()
+    report = engine.run_sync({"steps": [{"id": f"n{i}", "tool": "nap", "arguments": {"s": 0.3, "tag": i}}
+                                        for i in range(4)]})
+    took = time.monotonic() - started
+    assert report.ok, report.errors
+    assert took < 0.9, f"four 0.3 s calls of a tool that was quick took {took:.2f} s"
+
+    engine.run_sync({"steps": [{"id": f"w{i}", "tool": "nap", "arguments": {"s": 0, "tag": i}}
+                               for i in range(20)]})
+    started = time.monotonic()
+    report = engine.run_sync({"steps": [{"id": "long", "tool": "nap", "arguments": {"s": 3}},
+                                        {"id": "q", "tool": "nap", "arguments": {"s": 0, "tag": 1}}],
+                              "output_steps": ["q"]})
+    assert time.monotonic() - started < 2
+    assert "timed out" in report.errors["long"]
+    assert report.outputs == {"q": 0}
+
+
+def test_long_chains_of_quick_calls_are_right():
+    engine = toolplan.Engine(max_steps=5000)
+
+    @engine.tool
+    def inc(n: int) -> int:
+        return n + 1
+
+    steps = [{"id": "s0", "tool": "inc", "arguments": {"n": 0}}]
+    steps += [{"id": f"s{i}", "tool": "inc", "arguments": {"n": f"$ref:s{i - 1}"}} for i in range(1, 3000)]
+    report = engine.run_sync({"steps": steps, "output_steps": ["s2999"]})
+    assert report.outputs == {"s2999": 3000}
+    report = asyncio.run(engine.run({"steps": steps, "output_steps": ["s2999"]}))
+    assert report.outputs == {"s2999": 3000}

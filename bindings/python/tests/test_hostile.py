@@ -2,6 +2,8 @@
 the plan or the step, never a crash, a hang or an interpreter that stops."""
 
 import json
+import subprocess
+import sys
 import time
 
 import pytest
@@ -86,6 +88,64 @@ def test_a_tool_that_returns_a_cycle_or_a_deep_value_fails_its_step():
     assert report.outputs == {"o": {"thing": "a thing"}}
 
 
+def test_the_nesting_limit_is_the_engines_and_can_be_changed():
+    def nested(levels: int) -> list:
+        v: list = []
+        for _ in range(levels):
+            v = [v]
+        return v
+
+    for limit, ok, too_deep in [(None, 100, 200), (8, 6, 12), (600, 500, 700)]:
+        engine = toolplan.Engine(max_value_depth=limit)
+
+        @engine.tool
+        def deep(levels: int) -> list:
+            return nested(levels)
+
+        report = engine.run_sync({"steps": [
+            {"id": "ok", "tool": "deep", "arguments": {"levels": ok}},
+            {"id": "deep", "tool": "deep", "arguments": {"levels": too_deep}}],
+            "output_steps": ["ok"]})
+        assert "nested deeper" in report.errors["deep"], (limit, report.errors)
+        assert "ok" not in report.errors, (limit, report.errors)
+        assert report.outputs["ok"] == nested(ok)
+
+
+WORKER_LIMIT_SCRIPT = """
+import sys, time, toolplan
+limit = int(sys.argv[1])
+if limit:
+    assert toolplan.set_max_worker_threads(limit) == 256
+engine = toolplan.Engine()
+
+@engine.tool(read_only=True)
+def nap(i: int) -> int:
+    time.sleep(0.3)
+    return i
+
+started = time.monotonic()
+report = engine.run_sync({"steps": [{"id": f"n{i}", "tool": "nap", "arguments": {"i": i}}
+                                    for i in range(6)]})
+assert report.outputs == {f"n{i}": i for i in range(6)}, report.errors
+print(time.monotonic() - started)
+"""
+
+
+def test_the_worker_thread_limit_can_be_changed_and_calls_then_wait_their_turn():
+    # A fresh process each, since the limit is the process's: six 0.3 s calls at once take one
+    # round with the default limit and three with two threads.
+    def took(limit: int) -> float:
+        out = subprocess.run([sys.executable, "-c", WORKER_LIMIT_SCRIPT, str(limit)],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return float(out.stdout.strip())
+
+    assert took(0) < 0.8
+    assert took(2) >= 0.85
+    with pytest.raises(ValueError):
+        toolplan.set_max_worker_threads(0)
+
+
 def test_an_output_past_the_limit_fails_its_step():
     engine = toolplan.Engine(max_output_bytes=1000)
 
@@ -131,7 +191,8 @@ def test_a_deadline_ends_the_whole_run():
 
 @pytest.mark.parametrize("settings", [
     {"max_concurrency": 0}, {"step_timeout": -1.0}, {"step_timeout": float("nan")},
-    {"deadline": float("inf")}, {"max_steps": 0},
+    {"deadline": float("inf")}, {"max_steps": 0}, {"max_value_depth": 0},
+    {"max_value_depth": 1_000_000},
 ])
 def test_bad_settings_are_value_errors(settings):
     with pytest.raises(ValueError):

@@ -18,7 +18,7 @@ what it reads is ready, and returns only the results asked for.
 {'y': 13}
 """
 
-from ._engine import Engine, InvalidPlan, Plan, Report
+from ._engine import Engine, InvalidPlan, Plan, Report, set_max_worker_threads
 from ._toolplan import __version__
 
-__all__ = ["Engine", "InvalidPlan", "Plan", "Report", "__version__"]
+__all__ = ["Engine", "InvalidPlan", "Plan", "Report", "set_max_worker_threads", "__version__"]

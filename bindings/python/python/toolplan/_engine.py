@@ -35,13 +35,16 @@ class InvalidPlan(ValueError):
 
 
 class Report:
-    """What a run did: the output steps' results, every failure, and when each step ran."""
+    """What a run did: the output steps' results, every failure, and when each step ran. Each part
+    is read from the engine when first asked for (a run of many steps costs no document that is
+    never read)."""
 
-    def __init__(self, document: str, summary: str, root: Optional[str] = None) -> None:
-        self._document = document
-        self._data: Dict[str, Any] = json.loads(document)
-        self._summary = summary
+    def __init__(self, run: Any, root: Optional[str] = None) -> None:
+        self._run = run
         self._root = root
+        self._outputs: Optional[Dict[str, Any]] = None
+        self._errors: Optional[Dict[str, str]] = None
+        self._document: Optional[str] = None
 
     @property
     def answer(self) -> Any:
@@ -53,26 +56,26 @@ class Report:
     @property
     def outputs(self) -> Dict[str, Any]:
         """Output step id → its result (the steps in ``output_steps``, or the last wave's)."""
-        return self._data["outputs"]
+        if self._outputs is None:
+            self._outputs = self._run.outputs()
+        return self._outputs
 
     @property
     def errors(self) -> Dict[str, str]:
         """Step id → why it failed or was skipped."""
-        return self._data["errors"]
+        if self._errors is None:
+            self._errors = self._run.errors()
+        return self._errors
 
     @property
     def timings(self) -> Dict[str, float]:
         """Step id → seconds it ran (steps that never started are left out)."""
-        out: Dict[str, float] = {}
-        for step_id, step in self._data["steps"].items():
-            if step.get("started_ms") is not None:
-                out[step_id] = (step["finished_ms"] - step["started_ms"]) / 1000.0
-        return out
+        return dict(self._run.timings())
 
     @property
     def outcome(self) -> str:
         """``completed``, ``cancelled``, ``deadline_exceeded`` or ``declined``."""
-        return self._data["outcome"]
+        return self._run.outcome
 
     @property
     def ok(self) -> bool:
@@ -82,19 +85,21 @@ class Report:
     @property
     def elapsed(self) -> float:
         """Wall time of the whole run, in seconds."""
-        return self._data["elapsed_ms"] / 1000.0
+        return self._run.elapsed
 
     @property
     def waves(self) -> List[List[str]]:
         """The steps by wave (steps of one wave depend on none of each other)."""
-        return self._data["waves"]
+        return self._run.waves()
 
     def summary(self) -> str:
         """The text a model reads: output results, failures, and what the failed steps read."""
-        return self._summary
+        return self._run.summary()
 
     def to_json(self) -> str:
         """The same JSON document as ``toolplan run --json``."""
+        if self._document is None:
+            self._document = self._run.document()
         return self._document
 
     def __repr__(self) -> str:
@@ -155,7 +160,8 @@ class Engine:
     The limits are the CLI's: ``max_concurrency`` tool calls at once (64), ``step_timeout``
     seconds per call (300; ``None`` for none), ``deadline`` seconds for a whole run (none),
     ``max_steps`` per plan (10,000), ``max_plan_bytes`` of plan text (16 MiB),
-    ``max_argument_bytes`` per step's arguments (1 MiB), ``max_output_bytes`` per result (16 MiB).
+    ``max_argument_bytes`` per step's arguments (1 MiB), ``max_output_bytes`` per result (16 MiB),
+    ``max_value_depth`` levels of nesting in a step's arguments and result (128; at most 1,000).
     Going past one is a clear error on the plan or the step, never a crash.
     """
 
@@ -169,6 +175,7 @@ class Engine:
         max_plan_bytes: Optional[int] = None,
         max_argument_bytes: Optional[int] = None,
         max_output_bytes: Optional[int] = None,
+        max_value_depth: Optional[int] = None,
     ) -> None:
         self._native = _toolplan.NativeEngine(
             max_concurrency=max_concurrency,
@@ -178,6 +185,7 @@ class Engine:
             max_plan_bytes=max_plan_bytes,
             max_argument_bytes=max_argument_bytes,
             max_output_bytes=max_output_bytes,
+            max_value_depth=max_value_depth,
         )
         self._async_tools: List[str] = []
         #: Warnings about the registered tools' schemas (a schema that contradicts itself is read
@@ -272,7 +280,7 @@ class Engine:
         runs."""
         text = _plan_text(plan)
         return self._blocking(lambda: self.run(text),
-                              lambda: (*self._native.run_blocking(text), None))
+                              lambda: (self._native.run_blocking(text), None))
 
     async def run(self, plan: Plan) -> Report:
         """Runs ``plan`` without blocking the event loop; ``async`` tools are awaited on this
@@ -306,8 +314,8 @@ class Engine:
             lambda loop, finish: self._native.start_query_plan(text, synthesizer, loop, finish))
 
     def _blocking(self, on_loop: Callable[[], Any], native: Callable[[], Any]) -> Report:
-        """A run the calling thread waits for: ``native()`` (report, summary, root) without the
-        GIL, or, with ``async`` tools, ``on_loop()`` on a new event loop."""
+        """A run the calling thread waits for: ``native()`` (the run, the root) without the GIL,
+        or, with ``async`` tools, ``on_loop()`` on a new event loop."""
         if self._async_tools:
             try:
                 asyncio.get_running_loop()
@@ -317,28 +325,34 @@ class Engine:
                 "a blocking run was asked for inside a running event loop and the engine has "
                 f"async tools ({', '.join(self._async_tools)}): use `await engine.run(plan)`")
         try:
-            document, summary, root = native()
+            run, root = native()
         except _toolplan.InvalidPlanError as e:
             raise InvalidPlan(list(e.args[0])) from None
-        return Report(document, summary, root)
+        return Report(run, root)
 
-    async def _awaited(self, start: Callable[[Any, Callable[[str, str], None]], Any]) -> Report:
+    async def _awaited(self, start: Callable[[Any, Callable[[Any], None]], Any]) -> Report:
         """A run started by ``start(loop, finish)`` (returning the handle and the root), awaited
         on this loop; cancelling the awaiting task cancels the run."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future = loop.create_future()
 
-        def finish(document: str, summary: str) -> None:
+        def finish(run: Any) -> None:
             if not done.done():
-                done.set_result((document, summary))
+                done.set_result(run)
 
         try:
             handle, root = start(loop, finish)
         except _toolplan.InvalidPlanError as e:
             raise InvalidPlan(list(e.args[0])) from None
         try:
-            document, summary = await done
+            run = await done
         except asyncio.CancelledError:
             handle.cancel()
             raise
-        return Report(document, summary, root)
+        return Report(run, root)
+
+
+def set_max_worker_threads(max_threads: int) -> int:
+    """Sets the most threads plain Python tools run on, process-wide (256 by default; more calls
+    at once wait in a queue for a thread), and returns the former maximum."""
+    return _toolplan.set_max_worker_threads(max_threads)
