@@ -65,19 +65,232 @@ pub fn date_from_json(value: &serde_json::Value) -> Option<DateTime<Utc>> {
     }
 }
 
+/// A date `format` as OpenSearch names them: built-in names (`epoch_millis`, `epoch_second`,
+/// `strict_date_optional_time`, `basic_date` …) and Java-style patterns (`yyyy/MM/dd HH:mm:ss`,
+/// `dd.MM.yyyy`), several joined by `||` (the first that reads a text wins).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DateFormat {
+    alternatives: Vec<Alternative>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Alternative {
+    /// The ISO forms [`parse_date`] reads.
+    Iso,
+    EpochMillis,
+    EpochSecond,
+    /// A pattern in chrono's syntax, and whether it has a time (else a date at midnight).
+    Pattern {
+        chrono: String,
+        has_time: bool,
+        has_zone: bool,
+    },
+}
+
+impl DateFormat {
+    /// Reads a `format`; an unknown name or a pattern letter it cannot translate is an error
+    /// naming it.
+    pub fn parse(format: &str) -> Result<DateFormat, String> {
+        let alternatives = format
+            .split("||")
+            .map(|f| alternative(f.trim()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(DateFormat { alternatives })
+    }
+
+    /// The date `text` stands for under this format.
+    pub fn read(&self, text: &str) -> Option<DateTime<Utc>> {
+        let t = text.trim();
+        self.alternatives.iter().find_map(|a| match a {
+            Alternative::Iso => parse_date(t),
+            Alternative::EpochMillis => t
+                .parse::<i64>()
+                .ok()
+                .and_then(DateTime::from_timestamp_millis),
+            Alternative::EpochSecond => t
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && s.abs() < 9.2e15)
+                .and_then(|s| DateTime::from_timestamp_millis((s * 1000.0).round() as i64)),
+            Alternative::Pattern {
+                chrono,
+                has_time,
+                has_zone,
+            } => {
+                if *has_zone {
+                    DateTime::parse_from_str(t, chrono)
+                        .ok()
+                        .map(|d| d.with_timezone(&Utc))
+                } else if *has_time {
+                    NaiveDateTime::parse_from_str(t, chrono)
+                        .ok()
+                        .map(|d| Utc.from_utc_datetime(&d))
+                } else {
+                    NaiveDate::parse_from_str(t, chrono)
+                        .ok()
+                        .and_then(|d| d.and_hms_opt(0, 0, 0))
+                        .map(|d| Utc.from_utc_datetime(&d))
+                }
+            }
+        })
+    }
+}
+
+/// One alternative of a format.
+fn alternative(format: &str) -> Result<Alternative, String> {
+    Ok(match format {
+        "strict_date_optional_time"
+        | "date_optional_time"
+        | "strict_date_optional_time_nanos"
+        | "strict_date_time"
+        | "date_time"
+        | "strict_date_time_no_millis"
+        | "date_time_no_millis"
+        | "strict_date"
+        | "date"
+        | "strict_date_hour_minute_second"
+        | "date_hour_minute_second"
+        | "strict_date_hour_minute_second_millis"
+        | "date_hour_minute_second_millis"
+        | "strict_year_month"
+        | "year_month"
+        | "strict_year"
+        | "year" => Alternative::Iso,
+        "epoch_millis" => Alternative::EpochMillis,
+        "epoch_second" => Alternative::EpochSecond,
+        "basic_date" | "strict_basic_date" => java_pattern("yyyyMMdd")?,
+        "basic_date_time_no_millis" => java_pattern("yyyyMMdd'T'HHmmssZ")?,
+        name if name.chars().all(|c| c.is_ascii_lowercase() || c == '_') => {
+            return Err(format!("date format [{name}] is not supported"));
+        }
+        pattern => java_pattern(pattern)?,
+    })
+}
+
+/// A Java date pattern (`yyyy-MM-dd'T'HH:mm:ss.SSSZ`) in chrono's syntax.
+fn java_pattern(pattern: &str) -> Result<Alternative, String> {
+    let mut out = String::new();
+    let (mut has_time, mut has_zone) = (false, false);
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let run = chars[i..].iter().take_while(|&&x| x == c).count();
+        if c == '\'' {
+            // Quoted literal text; '' is a quote.
+            let end = chars[i + 1..]
+                .iter()
+                .position(|&x| x == '\'')
+                .map(|p| i + 1 + p);
+            let Some(end) = end else {
+                return Err(format!("date format [{pattern}] has an unclosed quote"));
+            };
+            if end == i + 1 {
+                out.push('\'');
+            } else {
+                out.extend(chars[i + 1..end].iter().flat_map(|&x| escape(x)));
+            }
+            i = end + 1;
+            continue;
+        }
+        let piece = match (c, run) {
+            ('y' | 'u', 2) => "%y",
+            ('y' | 'u', _) => "%Y",
+            ('M', 1 | 2) => "%m",
+            ('M', 3) => "%b",
+            ('M', _) => "%B",
+            ('d', _) => "%d",
+            ('D', _) => "%j",
+            ('E', 1..=3) => "%a",
+            ('E', _) => "%A",
+            ('a', _) => "%p",
+            ('H', _) => {
+                has_time = true;
+                "%H"
+            }
+            ('h', _) => {
+                has_time = true;
+                "%I"
+            }
+            ('m', _) => {
+                has_time = true;
+                "%M"
+            }
+            ('s', _) => {
+                has_time = true;
+                "%S"
+            }
+            ('S', _) => {
+                has_time = true;
+                // Fractions of a second follow a '.', written in the pattern.
+                if out.ends_with('.') {
+                    out.pop();
+                }
+                "%.f"
+            }
+            ('Z' | 'X' | 'x', _) => {
+                has_zone = true;
+                has_time = true;
+                "%z"
+            }
+            (c, _) if c.is_ascii_alphabetic() => {
+                return Err(format!(
+                    "date format [{pattern}]: the pattern letter '{c}' is not supported"
+                ));
+            }
+            (c, _) => {
+                for _ in 0..run {
+                    out.extend(escape(c));
+                }
+                i += run;
+                continue;
+            }
+        };
+        out.push_str(piece);
+        i += run;
+    }
+    Ok(Alternative::Pattern {
+        chrono: out,
+        has_time,
+        has_zone,
+    })
+}
+
+/// A literal character in chrono's syntax.
+fn escape(c: char) -> Vec<char> {
+    if c == '%' { vec!['%', '%'] } else { vec![c] }
+}
+
 /// Evaluates date math (or a plain date) relative to `now`; `round_up` rounds to the last
 /// millisecond of the unit instead of its first.
 pub fn eval(expr: &str, now: DateTime<Utc>, round_up: bool) -> Result<DateTime<Utc>, String> {
+    eval_with(expr, now, round_up, None)
+}
+
+/// [`eval`], with the dates in `expr` read by `format` when one is given.
+pub fn eval_with(
+    expr: &str,
+    now: DateTime<Utc>,
+    round_up: bool,
+    format: Option<&DateFormat>,
+) -> Result<DateTime<Utc>, String> {
     let expr = expr.trim();
+    let read = |text: &str| match format {
+        Some(f) => f.read(text),
+        None => parse_date(text),
+    };
     let (mut at, mut rest) = if let Some(rest) = expr.strip_prefix("now") {
         (now, rest)
     } else if let Some((date, rest)) = expr.split_once("||") {
         (
-            parse_date(date).ok_or_else(|| format!("'{date}' is not a date"))?,
+            read(date).ok_or_else(|| format!("'{date}' is not a date"))?,
             rest,
         )
     } else {
-        return parse_date(expr).ok_or_else(|| format!("'{expr}' is not a date or date math"));
+        return read(expr).ok_or_else(|| match format {
+            Some(_) => format!("'{expr}' does not match the date format"),
+            None => format!("'{expr}' is not a date or date math"),
+        });
     };
     while !rest.is_empty() {
         let op = rest.as_bytes()[0];
@@ -211,5 +424,61 @@ mod tests {
         );
         assert!(eval("soon", now, false).is_err());
         assert!(eval("now*2", now, false).is_err());
+    }
+
+    #[test]
+    fn formats_read_dates_as_opensearch_does() {
+        let at = |f: &str, t: &str| {
+            DateFormat::parse(f)
+                .unwrap()
+                .read(t)
+                .map(|d| d.to_rfc3339())
+        };
+        assert_eq!(
+            at("dd/MM/yyyy", "02/01/2024").as_deref(),
+            Some("2024-01-02T00:00:00+00:00")
+        );
+        assert_eq!(
+            at("MM/dd/yyyy", "02/01/2024").as_deref(),
+            Some("2024-02-01T00:00:00+00:00")
+        );
+        assert_eq!(
+            at("epoch_second", "1700000000").as_deref(),
+            Some("2023-11-14T22:13:20+00:00")
+        );
+        assert_eq!(
+            at("epoch_millis", "1700000000000").as_deref(),
+            Some("2023-11-14T22:13:20+00:00")
+        );
+        assert_eq!(
+            at("yyyy-MM-dd HH:mm:ss||epoch_millis", "2024-03-04 05:06:07").as_deref(),
+            Some("2024-03-04T05:06:07+00:00")
+        );
+        assert_eq!(
+            at("yyyy-MM-dd HH:mm:ss||epoch_millis", "0").as_deref(),
+            Some("1970-01-01T00:00:00+00:00")
+        );
+        assert_eq!(
+            at("yyyy-MM-dd'T'HH:mm:ss.SSSZ", "2024-03-04T05:06:07.250+0100").as_deref(),
+            Some("2024-03-04T04:06:07.250+00:00")
+        );
+        assert_eq!(
+            at("basic_date", "20240102").as_deref(),
+            Some("2024-01-02T00:00:00+00:00")
+        );
+        assert_eq!(
+            at("strict_date_optional_time", "2024-01-02").as_deref(),
+            Some("2024-01-02T00:00:00+00:00")
+        );
+        assert_eq!(at("dd/MM/yyyy", "2024-01-02"), None);
+        assert!(DateFormat::parse("week_date_time_of_doom").is_err());
+        assert!(DateFormat::parse("yyyy-ww").is_err());
+        assert!(DateFormat::parse("'unclosed").is_err());
+        let now = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().unwrap();
+        let f = DateFormat::parse("dd/MM/yyyy").unwrap();
+        assert_eq!(
+            eval_with("02/01/2024||+1d", now, false, Some(&f)).map(|d| d.to_rfc3339()),
+            Ok("2024-01-03T00:00:00+00:00".to_owned())
+        );
     }
 }

@@ -14,11 +14,13 @@
 //! [`SearchBackend::list_indices_checked`]) and fails only the requests that name it.
 //!
 //! The parts: this module keeps the open indices and the writes; `schema` maps an OpenSearch
-//! mapping and documents onto tantivy; `search` runs one request body; `query` translates its query
+//! mapping and documents onto tantivy; `analysis` registers the analyzers and normalizers a mapping
+//! can name on each index; `search` runs one request body; `query` translates its query
 //! DSL (by family: full text, term level, compound); `aggs` runs its aggregations; `budget` stops a
 //! search in progress.
 
 mod aggs;
+mod analysis;
 mod budget;
 mod query;
 mod schema;
@@ -208,6 +210,7 @@ impl Inner {
     }
 
     fn wrap(schema: IndexSchema, index: Index) -> Result<OpenIndex, SearchError> {
+        analysis::register(&index);
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)

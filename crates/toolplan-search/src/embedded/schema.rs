@@ -10,12 +10,14 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 use tantivy::schema::{
-    DateOptions, DateTimePrecision, FAST, Field, INDEXED, STORED, STRING, Schema, TEXT,
+    DateOptions, DateTimePrecision, FAST, Field, INDEXED, IndexRecordOption, STORED, STRING,
+    Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::{DateTime, TantivyDocument};
 
+use super::analysis::{analyzer_tokenizer, normalizer_tokenizer};
 use crate::datemath;
-use crate::mapping::{FieldKind, FieldSpec, Mapping, value_at};
+use crate::mapping::{FieldKind, FieldSpec, Mapping, values_at};
 
 /// The id field.
 pub const ID: &str = "_id";
@@ -33,6 +35,11 @@ pub struct Indexed {
     pub field: Field,
     /// Its tantivy name (`f3`), for aggregations, sorting and `exists`.
     pub name: String,
+    /// The tokenizer that analyses query text for it: its search analyzer, else the one it was
+    /// indexed with; for a keyword, its normalizer (or none: values are compared as they are).
+    pub search_tokenizer: Option<String>,
+    /// A date field's format, read.
+    pub format: Option<datemath::DateFormat>,
 }
 
 /// The schema of one index and how mapping paths reach its fields.
@@ -62,9 +69,34 @@ impl IndexSchema {
         let mut fields = HashMap::new();
         for (i, spec) in mapping.fields().iter().enumerate() {
             let name = format!("f{i}");
+            let text_options = |tokenizer: &str, positions: bool| {
+                TextOptions::default().set_indexing_options(
+                    TextFieldIndexing::default()
+                        .set_tokenizer(tokenizer)
+                        .set_index_option(if positions {
+                            IndexRecordOption::WithFreqsAndPositions
+                        } else {
+                            IndexRecordOption::Basic
+                        }),
+                )
+            };
+            let analyzer = analyzer_tokenizer(spec.analyzer.as_deref().unwrap_or("standard"));
+            let normalizer = spec.normalizer.as_deref().map(normalizer_tokenizer);
+            let search_tokenizer = match spec.kind {
+                FieldKind::Text => Some(
+                    spec.search_analyzer
+                        .as_deref()
+                        .map_or_else(|| analyzer.clone(), analyzer_tokenizer),
+                ),
+                FieldKind::Keyword => normalizer.clone(),
+                _ => None,
+            };
             let field = match spec.kind {
-                FieldKind::Text => b.add_text_field(&name, TEXT),
-                FieldKind::Keyword => b.add_text_field(&name, STRING | FAST),
+                FieldKind::Text => b.add_text_field(&name, text_options(&analyzer, true)),
+                FieldKind::Keyword => match &normalizer {
+                    Some(n) => b.add_text_field(&name, text_options(n, false).set_fast(n.as_str())),
+                    None => b.add_text_field(&name, STRING | FAST),
+                },
                 FieldKind::Integer => b.add_i64_field(&name, INDEXED | FAST),
                 FieldKind::Float => b.add_f64_field(&name, INDEXED | FAST),
                 FieldKind::Date => b.add_date_field(
@@ -81,6 +113,11 @@ impl IndexSchema {
                     spec: spec.clone(),
                     field,
                     name,
+                    search_tokenizer,
+                    format: spec
+                        .format
+                        .as_deref()
+                        .and_then(|f| datemath::DateFormat::parse(f).ok()),
                 },
             );
         }
@@ -115,20 +152,13 @@ impl IndexSchema {
         );
         for indexed in self.fields.values() {
             let spec = &indexed.spec;
-            let Some(value) = value_at(&source, &spec.source_path) else {
-                continue;
-            };
-            let values: Vec<&Value> = match value {
-                Value::Array(items) => items.iter().collect(),
-                Value::Null => Vec::new(),
-                v => vec![v],
-            };
             let mut any = false;
-            for v in values {
-                if v.is_null() {
-                    continue;
-                }
-                if add_value(&mut out, indexed, v)? {
+            for v in values_at(&source, &spec.source_path) {
+                let added = match add_value(&mut out, indexed, v) {
+                    Err(_) if spec.ignore_malformed => false,
+                    other => other?,
+                };
+                if added {
                     any = true;
                 }
             }
@@ -167,7 +197,12 @@ fn add_value(doc: &mut TantivyDocument, f: &Indexed, v: &Value) -> Result<bool, 
         ),
         FieldKind::Float => doc.add_f64(f.field, float(v).ok_or_else(|| bad("not a number:"))?),
         FieldKind::Date => {
-            let d = datemath::date_from_json(v).ok_or_else(|| bad("not a date:"))?;
+            let d = match (&f.format, v) {
+                (Some(format), Value::String(text)) => format.read(text),
+                (Some(format), Value::Number(n)) => format.read(&n.to_string()),
+                _ => datemath::date_from_json(v),
+            }
+            .ok_or_else(|| bad("not a date:"))?;
             doc.add_date(
                 f.field,
                 DateTime::from_timestamp_millis(d.timestamp_millis()),

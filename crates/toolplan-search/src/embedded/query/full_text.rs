@@ -1,20 +1,22 @@
 //! Full-text queries, which analyse their text with the field's analyzer: `match` (operator,
-//! fuzziness, minimum_should_match), `match_phrase` (slop), `match_phrase_prefix` and `multi_match`
-//! (best_fields / most_fields / phrase, `field^boost`, field patterns like `title*`). On a field that
-//! is not analysed text they compare the whole value, as a `term` query does.
+//! fuzziness, minimum_should_match, zero_terms_query), `match_phrase` (slop),
+//! `match_phrase_prefix` (max_expansions) and `multi_match` (best_fields / most_fields / phrase,
+//! `field^boost`, field patterns like `title*`). On a field that is not analysed text they compare
+//! the whole value, as a `term` query does. An option a query does not implement is an error
+//! naming it ([`check_options`]).
 
 use serde_json::{Map, Value};
 use tantivy::Term;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, DisjunctionMaxQuery, FuzzyTermQuery, Occur, PhrasePrefixQuery,
-    PhraseQuery, RegexQuery, TermQuery,
+    AllQuery, BooleanQuery, BoostQuery, DisjunctionMaxQuery, FuzzyTermQuery, Occur,
+    PhrasePrefixQuery, PhraseQuery, RegexQuery, TermQuery,
 };
 use tantivy::schema::IndexRecordOption;
 use tantivy::tokenizer::TokenStream;
 
 use super::compound::minimum_should_match;
 use super::term_level::regex_escape;
-use super::{BoxedQuery, QueryTranslator, match_nothing};
+use super::{BoxedQuery, QueryTranslator, check_options, match_nothing};
 use crate::embedded::schema::{Indexed, scalar_text};
 use crate::error::SearchError;
 use crate::mapping::FieldKind;
@@ -27,10 +29,17 @@ impl QueryTranslator<'_> {
         text: &str,
         path: &str,
     ) -> Result<Vec<String>, SearchError> {
-        let mut analyzer = self
-            .index
-            .tokenizer_for_field(indexed.field)
-            .map_err(|e| SearchError::dsl(path, e.to_string()))?;
+        let by_name = indexed
+            .search_tokenizer
+            .as_deref()
+            .and_then(|name| self.index.tokenizers().get(name));
+        let mut analyzer = match by_name {
+            Some(analyzer) => analyzer,
+            None => self
+                .index
+                .tokenizer_for_field(indexed.field)
+                .map_err(|e| SearchError::dsl(path, e.to_string()))?,
+        };
         let mut stream = analyzer.token_stream(text);
         let mut tokens = Vec::new();
         while let Some(t) = stream.next() {
@@ -46,9 +55,11 @@ impl QueryTranslator<'_> {
         options: &Map<String, Value>,
         path: &str,
     ) -> Result<BoxedQuery, SearchError> {
+        check_options("match", options, &[MATCH_OPTIONS], path)?;
         let value = options
             .get("query")
             .ok_or_else(|| SearchError::dsl(path, "match needs a query"))?;
+        let zero_terms = zero_terms(options, path)?;
         if indexed.spec.kind != FieldKind::Text {
             // On exact fields, match compares the whole value. A value the field cannot hold
             // ("average" on a number field) is an error, as in OpenSearch, unless `lenient`.
@@ -62,13 +73,23 @@ impl QueryTranslator<'_> {
         let tokens = self.analyze(indexed, &text, path)?;
         self.count_clauses(tokens.len(), path)?;
         let fuzziness = options.get("fuzziness");
+        let transpositions = match options.get("fuzzy_transpositions") {
+            None => true,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => {
+                return Err(SearchError::dsl(
+                    path,
+                    format!("fuzzy_transpositions must be true or false, found {v}"),
+                ));
+            }
+        };
         let parts: Vec<BoxedQuery> = tokens
             .iter()
             .map(|t| -> Result<BoxedQuery, SearchError> {
                 let term = Term::from_field_text(indexed.field, t);
                 Ok(match fuzzy_distance(fuzziness, t, path)? {
                     0 => Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
-                    d => Box::new(FuzzyTermQuery::new(term, d, true)),
+                    d => Box::new(FuzzyTermQuery::new(term, d, transpositions)),
                 })
             })
             .collect::<Result<_, _>>()?;
@@ -80,7 +101,8 @@ impl QueryTranslator<'_> {
         };
         let n = parts.len();
         if n == 0 {
-            return Ok(match_nothing());
+            // The text analysed to nothing (stop words only, punctuation).
+            return Ok(zero_terms);
         }
         let occur = if and { Occur::Must } else { Occur::Should };
         let clauses: Vec<(Occur, BoxedQuery)> = parts.into_iter().map(|q| (occur, q)).collect();
@@ -102,10 +124,21 @@ impl QueryTranslator<'_> {
         path: &str,
         prefix: bool,
     ) -> Result<BoxedQuery, SearchError> {
+        if prefix {
+            check_options(
+                "match_phrase_prefix",
+                options,
+                &[PHRASE_PREFIX_OPTIONS],
+                path,
+            )?;
+        } else {
+            check_options("match_phrase", options, &[PHRASE_OPTIONS], path)?;
+        }
         let text = options
             .get("query")
             .and_then(scalar_text)
             .ok_or_else(|| SearchError::dsl(path, "the phrase must be text"))?;
+        let zero_terms = zero_terms(options, path)?;
         if indexed.spec.kind != FieldKind::Text {
             let mut exact = Map::new();
             exact.insert("value".into(), Value::String(text));
@@ -116,8 +149,30 @@ impl QueryTranslator<'_> {
             .iter()
             .map(|t| Term::from_field_text(indexed.field, t))
             .collect();
+        if prefix && self.slop(options.get("slop"), path)?.is_some_and(|s| s > 0) {
+            return Err(SearchError::Unsupported {
+                path: format!("{path}.slop"),
+                clause: "match_phrase_prefix with slop".into(),
+            });
+        }
+        let max_expansions = match options.get("max_expansions") {
+            None => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        SearchError::dsl(
+                            path,
+                            format!(
+                                "max_expansions must be a whole number of at least 1, found {v}"
+                            ),
+                        )
+                    })?,
+            ),
+        };
         Ok(match (terms.len(), prefix) {
-            (0, _) => match_nothing(),
+            (0, _) => zero_terms,
             (1, false) => Box::new(TermQuery::new(
                 terms[0].clone(),
                 IndexRecordOption::WithFreqs,
@@ -131,7 +186,11 @@ impl QueryTranslator<'_> {
             }
             (_, true) => {
                 self.made_phrase_query.set(true);
-                Box::new(PhrasePrefixQuery::new(terms))
+                let mut query = PhrasePrefixQuery::new(terms);
+                if let Some(n) = max_expansions {
+                    query.set_max_expansions(n);
+                }
+                Box::new(query)
             }
             (_, false) => {
                 self.made_phrase_query.set(true);
@@ -166,6 +225,14 @@ impl QueryTranslator<'_> {
     /// `multi_match`: a `match` (or `match_phrase`) on each of its fields, the best score
     /// (`best_fields`, plus `tie_breaker` times the others) or their sum (`most_fields`).
     pub(super) fn multi_match(&self, body: &Value, path: &str) -> Result<BoxedQuery, SearchError> {
+        if let Value::Object(options) = body {
+            check_options(
+                "multi_match",
+                options,
+                &[MATCH_OPTIONS, MULTI_MATCH_OPTIONS],
+                path,
+            )?;
+        }
         let query = body
             .get("query")
             .ok_or_else(|| SearchError::dsl(path, "multi_match needs a query"))?;
@@ -235,7 +302,22 @@ impl QueryTranslator<'_> {
                 self.count_clauses(1, path)?;
                 let mut options: Map<String, Value> = body.as_object().cloned().unwrap_or_default();
                 options.insert("query".into(), query.clone());
-                options.remove("fields");
+                for key in ["fields", "type", "tie_breaker"] {
+                    options.remove(key);
+                }
+                if phrase {
+                    options.remove("auto_generate_synonyms_phrase_query");
+                    for key in MATCH_ONLY {
+                        if options.contains_key(*key) {
+                            return Err(SearchError::dsl(
+                                path,
+                                format!("[multi_match] of type phrase does not support [{key}]"),
+                            ));
+                        }
+                    }
+                } else if options.remove("slop").is_some() {
+                    // OpenSearch reads slop only for the phrase types.
+                }
                 let one = if phrase {
                     self.match_phrase(indexed, &options, path, false)?
                 } else {
@@ -263,6 +345,54 @@ impl QueryTranslator<'_> {
                 Box::new(DisjunctionMaxQuery::with_tie_breaker(parts, tie))
             }
         })
+    }
+}
+
+/// The options of `match` this engine implements.
+const MATCH_OPTIONS: &[&str] = &[
+    "query",
+    "operator",
+    "minimum_should_match",
+    "fuzziness",
+    "fuzzy_transpositions",
+    "lenient",
+    "zero_terms_query",
+    // No synonyms are configured, so the phrase queries it would make for them never arise.
+    "auto_generate_synonyms_phrase_query",
+];
+
+/// The options of `match_phrase`.
+const PHRASE_OPTIONS: &[&str] = &["query", "slop", "zero_terms_query"];
+
+/// The options of `match_phrase_prefix`.
+const PHRASE_PREFIX_OPTIONS: &[&str] = &["query", "slop", "max_expansions", "zero_terms_query"];
+
+/// The options of `multi_match` beside those of `match`.
+const MULTI_MATCH_OPTIONS: &[&str] = &["fields", "type", "tie_breaker", "slop"];
+
+/// `multi_match` options that only its `match` types read.
+const MATCH_ONLY: &[&str] = &[
+    "operator",
+    "minimum_should_match",
+    "fuzziness",
+    "fuzzy_transpositions",
+    "lenient",
+];
+
+/// What a full-text query whose text analyses to no token matches: `zero_terms_query` `none` (the
+/// default: nothing) or `all` (everything).
+fn zero_terms(options: &Map<String, Value>, path: &str) -> Result<BoxedQuery, SearchError> {
+    match options.get("zero_terms_query").and_then(Value::as_str) {
+        None if options.get("zero_terms_query").is_none() => Ok(match_nothing()),
+        Some(z) if z.eq_ignore_ascii_case("none") => Ok(match_nothing()),
+        Some(z) if z.eq_ignore_ascii_case("all") => Ok(Box::new(AllQuery)),
+        _ => Err(SearchError::dsl(
+            format!("{path}.zero_terms_query"),
+            format!(
+                "zero_terms_query must be \"none\" or \"all\", found {}",
+                options.get("zero_terms_query").unwrap_or(&Value::Null)
+            ),
+        )),
     }
 }
 

@@ -1,12 +1,14 @@
 //! OpenSearch query DSL → tantivy queries.
 //!
-//! Supported: `match` (operator, fuzziness, minimum_should_match), `match_phrase` (slop),
-//! `match_phrase_prefix`, `multi_match` (best_fields / most_fields, `field^boost`), `term`, `terms`,
-//! `range` (numbers, dates with date math, keywords), `bool` (must / should / filter / must_not,
+//! Supported: `match` (operator, fuzziness, minimum_should_match, zero_terms_query), `match_phrase`
+//! (slop), `match_phrase_prefix`, `multi_match` (best_fields / most_fields / phrase, `field^boost`),
+//! `term`, `terms`, `range` (numbers, dates with date math and formats, keywords; keywords and
+//! patterns through the field's normalizer), `bool` (must / should / filter / must_not,
 //! minimum_should_match), `exists`, `prefix`, `wildcard`, `ids`, `match_all`, `match_none`,
 //! `constant_score`, `dis_max`, `boost` on any clause. A clause that names a field the mapping does not
 //! have matches nothing, as in OpenSearch. Everything else is an error naming the clause and where it
-//! is — never ignored. The [`SearchLimits`] bound what a body may ask for (nesting, clauses, terms,
+//! is — never ignored; so is an option of a clause that its builder does not read
+//! ([`check_options`]). The [`SearchLimits`] bound what a body may ask for (nesting, clauses, terms,
 //! slop, pattern length); going over one is an error naming the limit.
 //!
 //! [`QueryTranslator`] walks the body: this module dispatches each clause by its query type and
@@ -26,10 +28,12 @@ use chrono::{DateTime as ChronoDate, Utc};
 use serde_json::{Map, Value};
 use tantivy::Index;
 use tantivy::query::{AllQuery, BoostQuery, EmptyQuery, Query};
+use tantivy::tokenizer::TokenStream;
 
 use super::schema::{IndexSchema, Indexed};
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, within};
+use crate::mapping::FieldKind;
 
 /// Clauses OpenSearch has that this backend does not run.
 pub const UNSUPPORTED: &[&str] = &[
@@ -182,6 +186,7 @@ impl<'a> QueryTranslator<'a> {
             }
             "multi_match" => self.multi_match(body, &here)?,
             "term" => self.field_clause(body, &here, "value", |field, options, at| {
+                check_options("term", options, &[&["value", "case_insensitive"]], at)?;
                 self.term_query(field, options, at)
             })?,
             "terms" => self.terms_query(body, &here)?,
@@ -259,9 +264,35 @@ impl<'a> QueryTranslator<'a> {
         }
     }
 
-    /// The indexed field at `name`; `None` when the mapping does not have it (matches nothing).
+    /// `text` as a keyword field holds it: through the field's normalizer when it has one
+    /// (`lowercase`), as OpenSearch normalizes the values of term-level queries on such a field.
+    fn normalized(&self, indexed: &Indexed, text: &str) -> String {
+        let tokenizer = indexed
+            .search_tokenizer
+            .as_deref()
+            .filter(|_| indexed.spec.kind == FieldKind::Keyword)
+            .and_then(|name| self.index.tokenizers().get(name));
+        let Some(mut analyzer) = tokenizer else {
+            return text.to_owned();
+        };
+        let mut stream = analyzer.token_stream(text);
+        let mut out = String::with_capacity(text.len());
+        while let Some(token) = stream.next() {
+            out.push_str(&token.text);
+        }
+        out
+    }
+
+    /// The indexed field at `name`; `None` when the mapping does not have it (matches nothing). A
+    /// field mapped with `index: false` cannot be searched: an error, as in OpenSearch.
     fn indexed_field(&self, name: &str, path: &str) -> Result<Option<&Indexed>, SearchError> {
         if let Some(field) = self.schema.fields.get(name) {
+            if !field.spec.searchable {
+                return Err(SearchError::dsl(
+                    path,
+                    format!("Cannot search on field [{name}] since it is not indexed"),
+                ));
+            }
             return Ok(Some(field));
         }
         match self.schema.mapping.field(name) {
@@ -274,6 +305,35 @@ impl<'a> QueryTranslator<'a> {
             )),
             None => Ok(None),
         }
+    }
+}
+
+/// Refuses an option of a `query` clause that the engine does not implement, as OpenSearch refuses
+/// one it does not know (`[match] query does not support [foo]`): an option ignored would change
+/// the answer without a word. `allowed` are the options the clause's builder reads, in one or
+/// more lists (`boost` is always allowed).
+pub(super) fn check_options(
+    query: &str,
+    options: &Map<String, Value>,
+    allowed: &[&[&str]],
+    path: &str,
+) -> Result<(), SearchError> {
+    let allowed: Vec<&str> = allowed
+        .iter()
+        .flat_map(|list| list.iter().copied())
+        .collect();
+    match options
+        .keys()
+        .find(|k| k.as_str() != "boost" && !allowed.contains(&k.as_str()))
+    {
+        None => Ok(()),
+        Some(k) => Err(SearchError::dsl(
+            path,
+            format!(
+                "[{query}] query does not support [{k}] here (supported: {})",
+                allowed.join(", ")
+            ),
+        )),
     }
 }
 

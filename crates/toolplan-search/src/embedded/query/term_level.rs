@@ -5,14 +5,11 @@
 use std::ops::Bound;
 
 use serde_json::{Map, Value};
-use tantivy::query::{
-    BooleanQuery, ConstScoreQuery, Occur, RangeQuery, RegexQuery, TermQuery,
-    wildcard_query_to_regex_str,
-};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, RangeQuery, RegexQuery, TermQuery};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DateTime, Term};
 
-use super::{BoxedQuery, QueryTranslator, match_nothing, with_boost};
+use super::{BoxedQuery, QueryTranslator, check_options, match_nothing, with_boost};
 use crate::datemath;
 use crate::embedded::schema::{Indexed, boolean, float, integer, scalar_text};
 use crate::error::SearchError;
@@ -33,7 +30,7 @@ impl QueryTranslator<'_> {
             .ok_or_else(|| SearchError::dsl(path, "term needs a value"))?;
         if indexed.spec.kind == FieldKind::Date {
             // Dates are exact to the millisecond only in the fast column: an inclusive range of one.
-            let d = self.date_value(v, false, path)?;
+            let d = self.date_value(v, false, indexed.format.as_ref(), path)?;
             let t = Term::from_field_date(indexed.field, d);
             return Ok(Box::new(RangeQuery::new(
                 Bound::Included(t.clone()),
@@ -66,7 +63,7 @@ impl QueryTranslator<'_> {
         let field = indexed.field;
         Ok(match indexed.spec.kind {
             FieldKind::Text | FieldKind::Keyword => {
-                scalar_text(v).map(|s| Term::from_field_text(field, &s))
+                scalar_text(v).map(|s| Term::from_field_text(field, &self.normalized(indexed, &s)))
             }
             FieldKind::Integer => match integer(v) {
                 Some(i) => Some(Term::from_field_i64(field, i)),
@@ -83,19 +80,28 @@ impl QueryTranslator<'_> {
             },
             FieldKind::Date => Some(Term::from_field_date(
                 field,
-                self.date_value(v, false, path)?,
+                self.date_value(v, false, indexed.format.as_ref(), path)?,
             )),
             FieldKind::Unsupported(_) => None,
         })
     }
 
     /// A date or date math (`now-30d/d`); `round_up` rounds date math to the end of its unit.
-    fn date_value(&self, v: &Value, round_up: bool, path: &str) -> Result<DateTime, SearchError> {
-        let d = match v {
-            Value::String(s) => {
-                datemath::eval(s, self.now, round_up).map_err(|e| SearchError::dsl(path, e))?
-            }
-            other => datemath::date_from_json(other)
+    fn date_value(
+        &self,
+        v: &Value,
+        round_up: bool,
+        format: Option<&datemath::DateFormat>,
+        path: &str,
+    ) -> Result<DateTime, SearchError> {
+        let d = match (v, format) {
+            (Value::String(s), _) => datemath::eval_with(s, self.now, round_up, format)
+                .map_err(|e| SearchError::dsl(path, e))?,
+            // A number under a format is read as its text ("epoch_second": 1600000000).
+            (Value::Number(n), Some(f)) => f.read(&n.to_string()).ok_or_else(|| {
+                SearchError::dsl(path, format!("{n} does not match the date format"))
+            })?,
+            (other, _) => datemath::date_from_json(other)
                 .ok_or_else(|| SearchError::dsl(path, format!("{other} is not a date")))?,
         };
         Ok(DateTime::from_timestamp_millis(d.timestamp_millis()))
@@ -158,14 +164,40 @@ impl QueryTranslator<'_> {
     ) -> Result<BoxedQuery, SearchError> {
         let mut lower: Option<(&Value, bool)> = None; // (value, inclusive)
         let mut upper: Option<(&Value, bool)> = None;
+        let flag = |key: &str| -> Result<bool, SearchError> {
+            match options.get(key) {
+                None => Ok(true),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(v) => Err(SearchError::dsl(
+                    path,
+                    format!("{key} must be true or false, found {v}"),
+                )),
+            }
+        };
+        let (include_lower, include_upper) = (flag("include_lower")?, flag("include_upper")?);
         for (k, v) in options {
             match k.as_str() {
                 "gt" => lower = Some((v, false)),
-                "gte" | "from" => lower = Some((v, true)),
+                "gte" => lower = Some((v, true)),
+                "from" if lower.is_none() => lower = Some((v, include_lower)),
                 "lt" => upper = Some((v, false)),
-                "lte" | "to" => upper = Some((v, true)),
-                "boost" | "format" | "relation" | "time_zone" | "include_lower"
-                | "include_upper" => {}
+                "lte" => upper = Some((v, true)),
+                "to" if upper.is_none() => upper = Some((v, include_upper)),
+                "from" | "to" | "boost" | "format" | "include_lower" | "include_upper" => {}
+                // Only range fields (which this engine does not index) read `relation`.
+                "relation" => {}
+                "time_zone" => {
+                    let zone = v.as_str().unwrap_or_default();
+                    if !matches!(
+                        zone,
+                        "UTC" | "Z" | "+00:00" | "-00:00" | "+0000" | "Etc/UTC" | "GMT"
+                    ) {
+                        return Err(SearchError::Unsupported {
+                            path: format!("{path}.time_zone"),
+                            clause: format!("range time_zone {v} (only UTC)"),
+                        });
+                    }
+                }
                 other => {
                     return Err(SearchError::dsl(
                         path,
@@ -174,6 +206,19 @@ impl QueryTranslator<'_> {
                 }
             }
         }
+        let format = match options.get("format") {
+            None => None,
+            Some(Value::String(f)) if indexed.spec.kind == FieldKind::Date => Some(
+                datemath::DateFormat::parse(f)
+                    .map_err(|e| SearchError::dsl(format!("{path}.format"), e))?,
+            ),
+            Some(v) => {
+                return Err(SearchError::dsl(
+                    format!("{path}.format"),
+                    format!("format {v} applies to date fields only, and must be text"),
+                ));
+            }
+        };
         let lower = lower.filter(|(v, _)| !v.is_null());
         let upper = upper.filter(|(v, _)| !v.is_null());
         if lower.is_none() && upper.is_none() {
@@ -181,53 +226,59 @@ impl QueryTranslator<'_> {
             return Ok(self.has_value(&indexed.spec.path));
         }
         let field = indexed.field;
-        let bound = |b: Option<(&Value, bool)>,
-                     is_lower: bool|
-         -> Result<Bound<Term>, SearchError> {
-            let Some((v, inclusive)) = b else {
-                return Ok(Bound::Unbounded);
+        let bound =
+            |b: Option<(&Value, bool)>, is_lower: bool| -> Result<Bound<Term>, SearchError> {
+                let Some((v, inclusive)) = b else {
+                    return Ok(Bound::Unbounded);
+                };
+                let term = match indexed.spec.kind {
+                    FieldKind::Integer => {
+                        let x = float(v).ok_or_else(|| wrong_type(indexed, "number", v, path))?;
+                        // Whole-number bounds of a fractional value: round toward the inside.
+                        let (n, inclusive) = if x.fract() == 0.0 {
+                            (x, inclusive)
+                        } else if is_lower {
+                            (x.ceil(), true)
+                        } else {
+                            (x.floor(), true)
+                        };
+                        let t = Term::from_field_i64(field, n.clamp(-9.2e18, 9.2e18) as i64);
+                        return Ok(if inclusive {
+                            Bound::Included(t)
+                        } else {
+                            Bound::Excluded(t)
+                        });
+                    }
+                    FieldKind::Float => Term::from_field_f64(
+                        field,
+                        float(v).ok_or_else(|| wrong_type(indexed, "number", v, path))?,
+                    ),
+                    // gt and lte round date math up, gte and lt down (OpenSearch's rule).
+                    FieldKind::Date => Term::from_field_date(
+                        field,
+                        self.date_value(
+                            v,
+                            is_lower != inclusive,
+                            format.as_ref().or(indexed.format.as_ref()),
+                            path,
+                        )?,
+                    ),
+                    FieldKind::Boolean => Term::from_field_bool(
+                        field,
+                        boolean(v).ok_or_else(|| wrong_type(indexed, "boolean", v, path))?,
+                    ),
+                    FieldKind::Keyword | FieldKind::Text => Term::from_field_text(
+                        field,
+                        &self.normalized(indexed, &scalar_text(v).unwrap_or_default()),
+                    ),
+                    FieldKind::Unsupported(_) => return Ok(Bound::Unbounded),
+                };
+                Ok(if inclusive {
+                    Bound::Included(term)
+                } else {
+                    Bound::Excluded(term)
+                })
             };
-            let term = match indexed.spec.kind {
-                FieldKind::Integer => {
-                    let x = float(v).ok_or_else(|| wrong_type(indexed, "number", v, path))?;
-                    // Whole-number bounds of a fractional value: round toward the inside.
-                    let (n, inclusive) = if x.fract() == 0.0 {
-                        (x, inclusive)
-                    } else if is_lower {
-                        (x.ceil(), true)
-                    } else {
-                        (x.floor(), true)
-                    };
-                    let t = Term::from_field_i64(field, n.clamp(-9.2e18, 9.2e18) as i64);
-                    return Ok(if inclusive {
-                        Bound::Included(t)
-                    } else {
-                        Bound::Excluded(t)
-                    });
-                }
-                FieldKind::Float => Term::from_field_f64(
-                    field,
-                    float(v).ok_or_else(|| wrong_type(indexed, "number", v, path))?,
-                ),
-                // gt and lte round date math up, gte and lt down (OpenSearch's rule).
-                FieldKind::Date => {
-                    Term::from_field_date(field, self.date_value(v, is_lower != inclusive, path)?)
-                }
-                FieldKind::Boolean => Term::from_field_bool(
-                    field,
-                    boolean(v).ok_or_else(|| wrong_type(indexed, "boolean", v, path))?,
-                ),
-                FieldKind::Keyword | FieldKind::Text => {
-                    Term::from_field_text(field, &scalar_text(v).unwrap_or_default())
-                }
-                FieldKind::Unsupported(_) => return Ok(Bound::Unbounded),
-            };
-            Ok(if inclusive {
-                Bound::Included(term)
-            } else {
-                Bound::Excluded(term)
-            })
-        };
         let lo = bound(lower, true)?;
         let hi = bound(upper, false)?;
         Ok(Box::new(RangeQuery::new(lo, hi)))
@@ -274,11 +325,21 @@ impl QueryTranslator<'_> {
         path: &str,
         prefix: bool,
     ) -> Result<BoxedQuery, SearchError> {
+        let (kind, allowed): (&str, &[&str]) = if prefix {
+            ("prefix", &["value", "case_insensitive", "rewrite"])
+        } else {
+            (
+                "wildcard",
+                &["value", "wildcard", "case_insensitive", "rewrite"],
+            )
+        };
+        check_options(kind, options, &[allowed], path)?;
         let value = options
             .get("value")
             .or_else(|| options.get("wildcard"))
             .and_then(scalar_text)
             .ok_or_else(|| SearchError::dsl(path, "expected a text value"))?;
+        let value = self.normalized(indexed, &value);
         let max = self.limits.max_pattern_length;
         let length = value.chars().count();
         within(length, max, "max_pattern_length", path, || {
@@ -297,7 +358,7 @@ impl QueryTranslator<'_> {
         let mut regex = if prefix {
             format!("{}.*", regex_escape(&value))
         } else {
-            wildcard_query_to_regex_str(&value)
+            wildcard_regex(&value)
         };
         if options.get("case_insensitive").and_then(Value::as_bool) == Some(true) {
             regex = format!("(?i){regex}");
@@ -351,6 +412,28 @@ fn wrong_type(indexed: &Indexed, what: &str, v: &Value, path: &str) -> SearchErr
     )
 }
 
+/// A wildcard pattern as a regular expression, as Lucene reads it: `*` any run of characters, `?`
+/// any one character, `\` takes the next character as itself.
+pub(super) fn wildcard_regex(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() * 2);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => out.push_str(".*"),
+            '?' => out.push('.'),
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    out.push_str(&regex_escape(&next.to_string()));
+                } else {
+                    out.push_str("\\\\");
+                }
+            }
+            c => out.push_str(&regex_escape(&c.to_string())),
+        }
+    }
+    out
+}
+
 /// `s` with the characters tantivy's regular expressions treat as operators escaped.
 pub(super) fn regex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -361,4 +444,17 @@ pub(super) fn regex_escape(s: &str) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wildcard_regex;
+
+    #[test]
+    fn wildcards_read_as_lucene_reads_them() {
+        assert_eq!(wildcard_regex("a*b?c"), "a.*b.c");
+        assert_eq!(wildcard_regex("a\\?b\\*"), "a\\?b\\*");
+        assert_eq!(wildcard_regex("x.y"), "x\\.y");
+        assert_eq!(wildcard_regex("end\\"), "end\\\\");
+    }
 }

@@ -1,0 +1,378 @@
+//! Issue 25.1: answers the embedded engine used to get wrong without a word, each checked the way a
+//! user would meet it, with OpenSearch's answer as the expected one; and what it does not implement
+//! refused by name, as OpenSearch answers 400, instead of ignored.
+
+use serde_json::{Value, json};
+use toolplan_search::{EmbeddedBackend, SearchBackend};
+
+async fn index(mapping: Value, docs: &[Value]) -> (tempfile::TempDir, EmbeddedBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(dir.path()).unwrap();
+    backend.create_index("t", &mapping).await.unwrap();
+    let mut ndjson = String::new();
+    for (i, doc) in docs.iter().enumerate() {
+        ndjson.push_str(&format!(
+            "{}\n{doc}\n",
+            json!({"index": {"_id": i.to_string()}})
+        ));
+    }
+    let summary = backend.bulk(Some("t"), &ndjson).await.unwrap();
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    (dir, backend)
+}
+
+async fn ids(b: &EmbeddedBackend, query: Value) -> Vec<String> {
+    let response = b
+        .search("t", &json!({"query": query, "size": 100}))
+        .await
+        .unwrap_or_else(|e| panic!("{query}: {e}"));
+    let mut ids: Vec<String> = response["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["_id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+async fn refused(b: &EmbeddedBackend, query: Value) -> String {
+    match b.search("t", &json!({"query": query})).await {
+        Ok(r) => panic!("{query} was answered: {r}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn every_element_of_an_array_of_objects_is_indexed() {
+    let mapping = json!({"properties": {"payload": {"properties": {"commits": {"properties": {
+        "message": {"type": "text"}, "sha": {"type": "keyword"}}}}}}});
+    let event = json!({"payload": {"commits": [
+        {"message": "fix the parser", "sha": "a1"},
+        {"message": "update docs", "sha": "b2"},
+        {"message": "bump version", "sha": "c3"}]}});
+    let (_d, b) = index(mapping, &[event, json!({"payload": {"commits": []}})]).await;
+    assert_eq!(
+        ids(&b, json!({"match": {"payload.commits.message": "bump"}})).await,
+        ["0"]
+    );
+    assert_eq!(
+        ids(&b, json!({"term": {"payload.commits.sha": "c3"}})).await,
+        ["0"]
+    );
+    assert_eq!(
+        ids(&b, json!({"exists": {"field": "payload.commits.sha"}})).await,
+        ["0"]
+    );
+}
+
+#[tokio::test]
+async fn a_question_mark_in_a_wildcard_is_any_one_character() {
+    let (_d, b) = index(
+        json!({"properties": {"code": {"type": "keyword"}}}),
+        &[
+            json!({"code": "AB-1"}),
+            json!({"code": "AB-12"}),
+            json!({"code": "A?-1"}),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&b, json!({"wildcard": {"code": "AB-?"}})).await, ["0"]);
+    assert_eq!(
+        ids(&b, json!({"wildcard": {"code": "A?-1"}})).await,
+        ["0", "2"]
+    );
+    assert_eq!(
+        ids(&b, json!({"wildcard": {"code": {"value": "A\\?-1"}}})).await,
+        ["2"]
+    );
+    assert_eq!(
+        ids(&b, json!({"wildcard": {"code": "AB-*"}})).await,
+        ["0", "1"]
+    );
+}
+
+#[tokio::test]
+async fn a_lowercase_normalizer_applies_to_values_and_to_queries() {
+    let (_d, b) = index(
+        json!({"properties": {"name": {"type": "keyword", "normalizer": "lowercase"}}}),
+        &[
+            json!({"name": "Alice"}),
+            json!({"name": "BOB"}),
+            json!({"name": "carol"}),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&b, json!({"term": {"name": "ALICE"}})).await, ["0"]);
+    assert_eq!(
+        ids(&b, json!({"terms": {"name": ["bob", "Carol"]}})).await,
+        ["1", "2"]
+    );
+    assert_eq!(
+        ids(&b, json!({"range": {"name": {"gte": "B", "lt": "C"}}})).await,
+        ["1"]
+    );
+    assert_eq!(ids(&b, json!({"prefix": {"name": "AL"}})).await, ["0"]);
+    let response = b
+        .search(
+            "t",
+            &json!({"size": 0, "aggs": {"n": {"terms": {"field": "name"}}}}),
+        )
+        .await
+        .unwrap();
+    let mut keys: Vec<&str> = response["aggregations"]["n"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["key"].as_str().unwrap())
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["alice", "bob", "carol"]);
+}
+
+#[tokio::test]
+async fn zero_terms_query_decides_what_text_without_tokens_matches() {
+    let (_d, b) = index(
+        json!({"properties": {"title": {"type": "text", "analyzer": "stop"}}}),
+        &[
+            json!({"title": "the quick fox"}),
+            json!({"title": "lazy dogs"}),
+        ],
+    )
+    .await;
+    assert!(ids(&b, json!({"match": {"title": "the"}})).await.is_empty());
+    assert!(
+        ids(
+            &b,
+            json!({"match": {"title": {"query": "the", "zero_terms_query": "none"}}})
+        )
+        .await
+        .is_empty()
+    );
+    assert_eq!(
+        ids(
+            &b,
+            json!({"match": {"title": {"query": "to be or not", "zero_terms_query": "all"}}})
+        )
+        .await,
+        ["0", "1"]
+    );
+    assert!(
+        refused(
+            &b,
+            json!({"match": {"title": {"query": "the", "zero_terms_query": "some"}}})
+        )
+        .await
+        .contains("zero_terms_query")
+    );
+}
+
+#[tokio::test]
+async fn analyzers_are_the_ones_named_and_an_unknown_one_is_refused() {
+    let (_d, b) = index(
+        json!({"properties": {
+            "plain": {"type": "text", "analyzer": "whitespace"},
+            "stemmed": {"type": "text", "analyzer": "english"}}}),
+        &[json!({"plain": "Quick-Foxes", "stemmed": "The foxes were running"})],
+    )
+    .await;
+    // Whitespace keeps case and punctuation.
+    assert_eq!(
+        ids(&b, json!({"match": {"plain": "Quick-Foxes"}})).await,
+        ["0"]
+    );
+    assert!(
+        ids(&b, json!({"match": {"plain": "quick"}}))
+            .await
+            .is_empty()
+    );
+    // English stems: "fox" finds "foxes", "run" finds "running".
+    assert_eq!(
+        ids(
+            &b,
+            json!({"match": {"stemmed": {"query": "fox run", "operator": "and"}}})
+        )
+        .await,
+        ["0"]
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let other = EmbeddedBackend::open(dir.path()).unwrap();
+    for (mapping, named) in [
+        (
+            json!({"properties": {"t": {"type": "text", "analyzer": "my_custom"}}}),
+            "my_custom",
+        ),
+        (
+            json!({"properties": {"k": {"type": "keyword", "normalizer": "my_norm"}}}),
+            "my_norm",
+        ),
+        (
+            json!({"properties": {"t": {"type": "text", "copy_to": "all"}}}),
+            "copy_to",
+        ),
+        (
+            json!({"properties": {"d": {"type": "date", "format": "yyyy-qq"}}}),
+            "q",
+        ),
+    ] {
+        let err = other
+            .create_index("x", &mapping)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(named), "{mapping}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn query_options_the_engine_does_not_implement_are_refused_by_name() {
+    let (_d, b) = index(
+        json!({"properties": {"title": {"type": "text"}, "code": {"type": "keyword"}}}),
+        &[json!({"title": "hello world", "code": "x"})],
+    )
+    .await;
+    for (query, option) in [
+        (
+            json!({"match": {"title": {"query": "hello", "cutoff_frequency": 0.1}}}),
+            "cutoff_frequency",
+        ),
+        (
+            json!({"match": {"title": {"query": "hello", "prefix_length": 2}}}),
+            "prefix_length",
+        ),
+        (
+            json!({"match_phrase": {"title": {"query": "hello world", "operator": "and"}}}),
+            "operator",
+        ),
+        (
+            json!({"term": {"code": {"value": "x", "_name": "q1"}}}),
+            "_name",
+        ),
+        (
+            json!({"wildcard": {"code": {"value": "x*", "flags": "ALL"}}}),
+            "flags",
+        ),
+        (
+            json!({"multi_match": {"query": "hello", "fields": ["title"], "analyzer": "standard"}}),
+            "analyzer",
+        ),
+        (
+            json!({"range": {"title": {"gte": "a", "time_zone": "+01:00"}}}),
+            "time_zone",
+        ),
+    ] {
+        let err = refused(&b, query.clone()).await;
+        assert!(err.contains(option), "{query}: {err}");
+    }
+    // And what is implemented still answers.
+    assert_eq!(ids(&b, json!({"match": {"title": {"query": "helo", "fuzziness": 1, "fuzzy_transpositions": false}}})).await, ["0"]);
+}
+
+#[tokio::test]
+async fn dates_read_with_their_format_in_the_mapping_and_in_a_range() {
+    let (_d, b) = index(
+        json!({"properties": {
+            "day": {"type": "date", "format": "dd/MM/yyyy"},
+            "at": {"type": "date", "format": "epoch_second"}}}),
+        &[
+            json!({"day": "02/01/2024", "at": 1_700_000_000}),
+            json!({"day": "31/12/2023", "at": "1600000000"}),
+        ],
+    )
+    .await;
+    // 2 January 2024, not 1 February; query dates are read with the field's format, and one in
+    // another form is an error, as in OpenSearch.
+    assert_eq!(
+        ids(
+            &b,
+            json!({"range": {"day": {"gte": "01/01/2024", "lt": "03/01/2024"}}})
+        )
+        .await,
+        ["0"]
+    );
+    assert!(
+        refused(&b, json!({"range": {"day": {"gte": "2024-01-01"}}}))
+            .await
+            .contains("date format")
+    );
+    assert_eq!(ids(&b, json!({"term": {"day": "31/12/2023"}})).await, ["1"]);
+    assert_eq!(
+        ids(
+            &b,
+            json!({"range": {"day": {"gte": "2024-01-01", "format": "yyyy-MM-dd"}}})
+        )
+        .await,
+        ["0"]
+    );
+    // Seconds, not milliseconds.
+    assert_eq!(
+        ids(&b, json!({"range": {"at": {"gte": "1650000000"}}})).await,
+        ["0"]
+    );
+    assert_eq!(
+        ids(&b, json!({"range": {"at": {"lt": 1_650_000_000}}})).await,
+        ["1"]
+    );
+}
+
+#[tokio::test]
+async fn from_and_to_follow_include_lower_and_include_upper() {
+    let (_d, b) = index(
+        json!({"properties": {"n": {"type": "integer"}}}),
+        &[json!({"n": 1}), json!({"n": 2}), json!({"n": 3})],
+    )
+    .await;
+    assert_eq!(
+        ids(&b, json!({"range": {"n": {"from": 1, "to": 3}}})).await,
+        ["0", "1", "2"]
+    );
+    assert_eq!(
+        ids(&b, json!({"range": {"n": {"from": 1, "to": 3, "include_lower": false, "include_upper": false}}})).await,
+        ["1"]
+    );
+}
+
+#[tokio::test]
+async fn a_field_that_is_not_indexed_cannot_be_searched_and_a_disabled_object_is_left_out() {
+    let (_d, b) = index(
+        json!({"properties": {
+            "secret": {"type": "keyword", "index": false},
+            "raw": {"type": "object", "enabled": false}}}),
+        &[json!({"secret": "s", "raw": {"anything": [1, "two"]}})],
+    )
+    .await;
+    assert!(
+        refused(&b, json!({"term": {"secret": "s"}}))
+            .await
+            .contains("not indexed")
+    );
+    // The disabled object's content is kept, not searchable: no field there matches.
+    assert!(
+        ids(&b, json!({"match": {"raw.anything": "two"}}))
+            .await
+            .is_empty()
+    );
+    let hit = b.search("t", &json!({})).await.unwrap();
+    assert_eq!(
+        hit["hits"]["hits"][0]["_source"]["raw"]["anything"][1],
+        "two"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_value_fails_its_document_unless_the_field_ignores_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    b.create_index(
+        "t",
+        &json!({"properties": {"strict": {"type": "integer"}, "lax": {"type": "integer", "ignore_malformed": true}}}),
+    )
+    .await
+    .unwrap();
+    let body = "{\"index\":{\"_id\":\"1\"}}\n{\"strict\":\"x\"}\n{\"index\":{\"_id\":\"2\"}}\n{\"lax\":\"x\",\"strict\":5}\n";
+    let summary = b.bulk(Some("t"), body).await.unwrap();
+    assert_eq!(summary.indexed, 1);
+    assert_eq!(summary.errors.len(), 1, "{:?}", summary.errors);
+    assert_eq!(ids(&b, json!({"term": {"strict": 5}})).await, ["2"]);
+}
