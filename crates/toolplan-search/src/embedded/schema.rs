@@ -203,10 +203,10 @@ fn add_value(doc: &mut TantivyDocument, f: &Indexed, v: &Value) -> Result<bool, 
                 _ => datemath::date_from_json(v),
             }
             .ok_or_else(|| bad("not a date:"))?;
-            doc.add_date(
-                f.field,
-                DateTime::from_timestamp_millis(d.timestamp_millis()),
-            );
+            let stored = stored_date(d.timestamp_millis()).ok_or_else(|| {
+                bad("a date outside the years 1677 to 2262 (what the embedded engine stores):")
+            })?;
+            doc.add_date(f.field, stored);
         }
         FieldKind::Boolean => {
             doc.add_bool(f.field, boolean(v).ok_or_else(|| bad("not a boolean:"))?)
@@ -214,6 +214,15 @@ fn add_value(doc: &mut TantivyDocument, f: &Indexed, v: &Value) -> Result<bool, 
         FieldKind::Unsupported(_) => return Ok(false),
     }
     Ok(true)
+}
+
+/// The most milliseconds from the epoch a stored date can be: tantivy keeps dates as nanoseconds
+/// in an `i64` (about the years 1677 to 2262).
+pub const MAX_DATE_MILLIS: i64 = i64::MAX / 1_000_000;
+
+/// A date for the index, `None` outside what it can store ([`MAX_DATE_MILLIS`]).
+pub fn stored_date(millis: i64) -> Option<DateTime> {
+    (millis.abs() <= MAX_DATE_MILLIS).then(|| DateTime::from_timestamp_millis(millis))
 }
 
 /// Text of a scalar (numbers and booleans as written).

@@ -376,3 +376,29 @@ async fn a_malformed_value_fails_its_document_unless_the_field_ignores_it() {
     assert_eq!(summary.errors.len(), 1, "{:?}", summary.errors);
     assert_eq!(ids(&b, json!({"term": {"strict": 5}})).await, ["2"]);
 }
+
+#[tokio::test]
+async fn a_date_past_what_the_index_stores_is_refused_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    b.create_index("t", &json!({"properties": {"d": {"type": "date"}}}))
+        .await
+        .unwrap();
+    let body = "{\"index\":{\"_id\":\"far\"}}\n{\"d\":\"9999-01-01\"}\n{\"index\":{\"_id\":\"near\"}}\n{\"d\":\"2024-01-01\"}\n";
+    let summary = b.bulk(Some("t"), body).await.unwrap();
+    assert_eq!(summary.indexed, 1);
+    assert!(
+        summary.errors[0].contains("1677 to 2262"),
+        "{:?}",
+        summary.errors
+    );
+    // Bounds past it are as good as the furthest stored date.
+    assert_eq!(
+        ids(
+            &b,
+            json!({"range": {"d": {"gte": "0001-01-01", "lte": "9999-12-31"}}})
+        )
+        .await,
+        ["near"]
+    );
+}

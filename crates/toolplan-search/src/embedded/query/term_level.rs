@@ -11,7 +11,7 @@ use tantivy::{DateTime, Term};
 
 use super::{BoxedQuery, QueryTranslator, check_options, match_nothing, with_boost};
 use crate::datemath;
-use crate::embedded::schema::{Indexed, boolean, float, integer, scalar_text};
+use crate::embedded::schema::{Indexed, MAX_DATE_MILLIS, boolean, float, integer, scalar_text};
 use crate::error::SearchError;
 use crate::limits::within;
 use crate::mapping::FieldKind;
@@ -104,7 +104,11 @@ impl QueryTranslator<'_> {
             (other, _) => datemath::date_from_json(other)
                 .ok_or_else(|| SearchError::dsl(path, format!("{other} is not a date")))?,
         };
-        Ok(DateTime::from_timestamp_millis(d.timestamp_millis()))
+        // Past what the index stores, a bound is as good as the furthest stored date.
+        let millis = d
+            .timestamp_millis()
+            .clamp(-MAX_DATE_MILLIS, MAX_DATE_MILLIS);
+        Ok(DateTime::from_timestamp_millis(millis))
     }
 
     /// `terms`: documents whose field holds any of the values (scored 1).

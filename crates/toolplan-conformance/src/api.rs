@@ -1,0 +1,567 @@
+//! The APIs a test's `do` steps call, answered by a [`SearchBackend`] in OpenSearch's shapes:
+//! `indices.create` / `indices.delete` / `indices.refresh` / `indices.get_mapping` /
+//! `indices.exists`, `index`, `bulk`, `search`, `count`, `msearch`, `cluster.health`. Another API
+//! is [`Outcome::NotApplicable`]; a parameter an implemented API does not take is an error of the
+//! call (the engine lacks it), so that the test counts as failed, not skipped.
+
+use serde_json::{Map, Value, json};
+use toolplan_search::{SearchBackend, SearchError};
+
+/// What a call gave.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The response body.
+    Ok(Value),
+    /// An error response: its HTTP status and body (`{"error": {"type", "reason"}, "status"}`).
+    Err {
+        /// The HTTP status.
+        status: u16,
+        /// The body.
+        body: Value,
+    },
+    /// This runner does not implement the API (or a part of it that is not the engine's business,
+    /// such as HTTP headers): the test is not applicable.
+    NotApplicable(String),
+}
+
+fn error(status: u16, kind: &str, reason: impl Into<String>) -> Outcome {
+    let reason = reason.into();
+    Outcome::Err {
+        status,
+        body: json!({"error": {"root_cause": [{"type": kind, "reason": reason}],
+                               "type": kind, "reason": reason}, "status": status}),
+    }
+}
+
+/// The error response of a backend error.
+fn from_search_error(e: &SearchError) -> Outcome {
+    let (status, kind) = match e {
+        SearchError::NoSuchIndex(_) => (404, "index_not_found_exception"),
+        SearchError::IndexExists(_) => (400, "resource_already_exists_exception"),
+        SearchError::InvalidIndexName { .. } => (400, "invalid_index_name_exception"),
+        SearchError::InvalidMapping(_) => (400, "mapper_parsing_exception"),
+        SearchError::Dsl { .. } => (400, "parsing_exception"),
+        SearchError::Unsupported { .. } => (400, "unsupported_by_embedded_engine"),
+        SearchError::Bulk { .. } | SearchError::InvalidParameter(_) => {
+            (400, "illegal_argument_exception")
+        }
+        _ => (500, "exception"),
+    };
+    error(status, kind, e.to_string())
+}
+
+/// A parameter's text.
+fn param<'a>(params: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    params.get(key).and_then(Value::as_str)
+}
+
+/// The index names of an `index` parameter (a name, a comma list, or a list).
+fn index_names(params: &Map<String, Value>) -> Vec<String> {
+    match params.get("index") {
+        Some(Value::String(s)) => s.split(',').map(|n| n.trim().to_owned()).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Parameters an API takes that change nothing here (one node, one shard, no caches).
+const NO_EFFECT: &[&str] = &[
+    "refresh",
+    "wait_for_active_shards",
+    "timeout",
+    "master_timeout",
+    "cluster_manager_timeout",
+    "request_cache",
+    "preference",
+    "routing",
+    "search_type",
+    "batched_reduce_size",
+    "pre_filter_shard_size",
+    "ccs_minimize_roundtrips",
+    "max_concurrent_shard_requests",
+    "max_concurrent_searches",
+    "wait_for_status",
+    "wait_for_no_relocating_shards",
+    "wait_for_no_initializing_shards",
+    "wait_for_nodes",
+    "level",
+    "include_type_name",
+    "error_trace",
+    "filter_path",
+];
+
+/// The first parameter of `params` that is neither in `known` nor without effect.
+fn unknown_param(params: &Map<String, Value>, known: &[&str]) -> Option<String> {
+    params
+        .keys()
+        .find(|k| !known.contains(&k.as_str()) && !NO_EFFECT.contains(&k.as_str()))
+        .cloned()
+}
+
+/// Calls `api`.
+pub async fn call(
+    backend: &dyn SearchBackend,
+    api: &str,
+    params: &Map<String, Value>,
+    body: Option<&Value>,
+) -> Outcome {
+    let known: &[&str] = match api {
+        "indices.create" => &["index"],
+        "indices.delete" | "indices.refresh" | "indices.get_mapping" | "indices.exists" => &[
+            "index",
+            "ignore_unavailable",
+            "allow_no_indices",
+            "expand_wildcards",
+        ],
+        "index" => &["index", "id", "op_type"],
+        "bulk" => &["index"],
+        "search" => &[
+            "index",
+            "rest_total_hits_as_int",
+            "size",
+            "from",
+            "sort",
+            "track_total_hits",
+            "_source",
+            "_source_includes",
+            "_source_excludes",
+            "typed_keys",
+        ],
+        "count" => &["index"],
+        "msearch" => &["index", "rest_total_hits_as_int", "typed_keys"],
+        "cluster.health" => &["index"],
+        other => return Outcome::NotApplicable(format!("the runner does not implement {other}")),
+    };
+    if let Some(p) = unknown_param(params, known) {
+        return error(
+            400,
+            "illegal_argument_exception",
+            format!("{api}: parameter [{p}] is not supported"),
+        );
+    }
+    let names = index_names(params);
+    match api {
+        "indices.create" => create_index(backend, &names, body).await,
+        "indices.delete" => {
+            for name in &names {
+                if let Err(e) = backend.delete_index(name).await {
+                    return from_search_error(&e);
+                }
+            }
+            Outcome::Ok(json!({"acknowledged": true}))
+        }
+        "indices.refresh" => {
+            Outcome::Ok(json!({"_shards": {"total": 1, "successful": 1, "failed": 0}}))
+        }
+        "indices.exists" => {
+            let existing: Vec<String> = match backend.list_indices().await {
+                Ok(list) => list.into_iter().map(|i| i.name).collect(),
+                Err(e) => return from_search_error(&e),
+            };
+            Outcome::Ok(Value::Bool(
+                !names.is_empty() && names.iter().all(|n| existing.contains(n)),
+            ))
+        }
+        "indices.get_mapping" => {
+            let mut out = Map::new();
+            for name in &names {
+                match backend.get_mapping(name).await {
+                    Ok(m) => {
+                        out.insert(name.clone(), json!({"mappings": m}));
+                    }
+                    Err(e) => return from_search_error(&e),
+                }
+            }
+            Outcome::Ok(Value::Object(out))
+        }
+        "cluster.health" => Outcome::Ok(json!({"status": "green", "timed_out": false})),
+        "index" => index_document(backend, params, body).await,
+        "bulk" => bulk(backend, names.first().map(String::as_str), body).await,
+        "search" => search(backend, &names, params, body).await,
+        "count" => {
+            let query = body.and_then(|b| b.get("query")).cloned();
+            let mut request = json!({"size": 0, "track_total_hits": true});
+            if let Some(q) = query {
+                request["query"] = q;
+            }
+            match one_index(backend, &names).await {
+                Err(o) => o,
+                Ok(name) => match backend.search(&name, &request).await {
+                    Ok(r) => Outcome::Ok(json!({"count": r["hits"]["total"]["value"].clone(),
+                                                "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}})),
+                    Err(e) => from_search_error(&e),
+                },
+            }
+        }
+        "msearch" => msearch(backend, &names, params, body).await,
+        _ => Outcome::NotApplicable(format!("the runner does not implement {api}")),
+    }
+}
+
+/// The one index a request names: a name, or a pattern (`_all`, none, `test_*`) that matches
+/// exactly one existing index. Searching several at once is not implemented yet.
+async fn one_index(backend: &dyn SearchBackend, names: &[String]) -> Result<String, Outcome> {
+    let pattern = match names {
+        [one]
+            if !one.contains('*')
+                && one != "_all"
+                && !one.starts_with('-')
+                && !one.contains(',') =>
+        {
+            return Ok(one.clone());
+        }
+        [] => "*".to_owned(),
+        [one] if one == "_all" => "*".to_owned(),
+        [one] if !one.starts_with('-') => one.clone(),
+        _ => String::new(),
+    };
+    if !pattern.is_empty() {
+        let existing: Vec<String> = match backend.list_indices().await {
+            Ok(list) => list.into_iter().map(|i| i.name).collect(),
+            Err(e) => return Err(from_search_error(&e)),
+        };
+        let matching: Vec<&String> = existing.iter().filter(|n| glob(&pattern, n)).collect();
+        if let [one] = matching.as_slice() {
+            return Ok((*one).clone());
+        }
+    }
+    Err(error(
+        400,
+        "illegal_argument_exception",
+        format!("searching several indices at once ({names:?}) is not supported"),
+    ))
+}
+
+/// Whether `name` matches a pattern with `*`.
+fn glob(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == name;
+    };
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+async fn create_index(
+    backend: &dyn SearchBackend,
+    names: &[String],
+    body: Option<&Value>,
+) -> Outcome {
+    let [name] = names else {
+        return error(
+            400,
+            "illegal_argument_exception",
+            "indices.create names one index",
+        );
+    };
+    let body = body.cloned().unwrap_or_else(|| json!({}));
+    if let Some(bad) = body
+        .get("settings")
+        .and_then(|settings| unsupported_setting(settings, ""))
+    {
+        return error(
+            400,
+            "illegal_argument_exception",
+            format!("setting [{bad}] is not supported"),
+        );
+    }
+    if body
+        .get("aliases")
+        .is_some_and(|a| a.as_object().is_some_and(|a| !a.is_empty()))
+    {
+        return error(
+            400,
+            "illegal_argument_exception",
+            "aliases are not supported",
+        );
+    }
+    let mapping = body
+        .get("mappings")
+        .cloned()
+        .unwrap_or_else(|| json!({"properties": {}}));
+    let mapping = if mapping.get("properties").is_none() {
+        let mut m = mapping.clone();
+        if let Value::Object(o) = &mut m {
+            o.insert("properties".into(), json!({}));
+        }
+        m
+    } else {
+        mapping
+    };
+    match backend
+        .create_index(name, &json!({"mappings": mapping}))
+        .await
+    {
+        Ok(()) => {
+            Outcome::Ok(json!({"acknowledged": true, "shards_acknowledged": true, "index": name}))
+        }
+        Err(e) => from_search_error(&e),
+    }
+}
+
+/// The first setting that changes behaviour here (shard and replica counts change nothing on one
+/// node).
+fn unsupported_setting(settings: &Value, prefix: &str) -> Option<String> {
+    let Value::Object(map) = settings else {
+        return None;
+    };
+    for (k, v) in map {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        let key = key.strip_prefix("index.").unwrap_or(&key).to_owned();
+        if v.is_object() {
+            if let Some(bad) = unsupported_setting(v, &key) {
+                return Some(bad);
+            }
+            continue;
+        }
+        if !matches!(
+            key.as_str(),
+            "number_of_shards"
+                | "number_of_replicas"
+                | "number_of_routing_shards"
+                | "refresh_interval"
+        ) {
+            return Some(key);
+        }
+    }
+    None
+}
+
+async fn index_document(
+    backend: &dyn SearchBackend,
+    params: &Map<String, Value>,
+    body: Option<&Value>,
+) -> Outcome {
+    let Some(index) = param(params, "index") else {
+        return error(400, "illegal_argument_exception", "index needs an index");
+    };
+    let Some(doc) = body else {
+        return error(400, "illegal_argument_exception", "index needs a body");
+    };
+    let id = params.get("id").map(crate::assert::text);
+    let op = if param(params, "op_type") == Some("create") {
+        "create"
+    } else {
+        "index"
+    };
+    let mut action = json!({op: {"_index": index}});
+    if let Some(id) = &id {
+        action[op]["_id"] = Value::String(id.clone());
+    }
+    let ndjson = format!("{action}\n{doc}\n");
+    if let Err(o) = create_if_missing(backend, index).await {
+        return o;
+    }
+    match backend.bulk(Some(index), &ndjson).await {
+        Ok(summary) if summary.errors.is_empty() => Outcome::Ok(json!({
+            "_index": index, "_id": id.unwrap_or_default(), "_version": 1, "result": "created",
+            "_shards": {"total": 1, "successful": 1, "failed": 0}, "_seq_no": 0, "_primary_term": 1})),
+        Ok(summary) => error(400, "mapper_parsing_exception", summary.errors.join("; ")),
+        Err(e) => from_search_error(&e),
+    }
+}
+
+/// Creates `index` with an empty mapping when it does not exist, as OpenSearch does on a first
+/// write.
+async fn create_if_missing(backend: &dyn SearchBackend, index: &str) -> Result<(), Outcome> {
+    match backend.get_mapping(index).await {
+        Ok(_) => Ok(()),
+        Err(SearchError::NoSuchIndex(_)) => backend
+            .create_index(index, &json!({"mappings": {"properties": {}}}))
+            .await
+            .map_err(|e| from_search_error(&e)),
+        Err(e) => Err(from_search_error(&e)),
+    }
+}
+
+async fn bulk(backend: &dyn SearchBackend, index: Option<&str>, body: Option<&Value>) -> Outcome {
+    let ndjson = match body {
+        Some(Value::String(s)) => {
+            let mut s = s.clone();
+            if !s.ends_with('\n') {
+                s.push('\n');
+            }
+            s
+        }
+        Some(Value::Array(lines)) => lines
+            .iter()
+            .map(|l| match l {
+                Value::String(s) => format!("{s}\n"),
+                other => format!("{other}\n"),
+            })
+            .collect(),
+        _ => return error(400, "illegal_argument_exception", "bulk needs a body"),
+    };
+    // Every index the actions name is created first when missing.
+    let mut targets: Vec<String> = index.map(str::to_owned).into_iter().collect();
+    for line in ndjson.lines() {
+        if let Ok(Value::Object(action)) = serde_json::from_str::<Value>(line)
+            && let Some((_, meta)) = action.iter().next()
+            && let Some(name) = meta.get("_index").and_then(Value::as_str)
+            && !targets.iter().any(|t| t == name)
+        {
+            targets.push(name.to_owned());
+        }
+    }
+    for target in &targets {
+        if let Err(o) = create_if_missing(backend, target).await {
+            return o;
+        }
+    }
+    match backend.bulk(index, &ndjson).await {
+        Ok(summary) => {
+            Outcome::Ok(json!({"took": 0, "errors": !summary.errors.is_empty(), "items": []}))
+        }
+        Err(e) => from_search_error(&e),
+    }
+}
+
+async fn search(
+    backend: &dyn SearchBackend,
+    names: &[String],
+    params: &Map<String, Value>,
+    body: Option<&Value>,
+) -> Outcome {
+    let name = match one_index(backend, names).await {
+        Ok(n) => n,
+        Err(o) => return o,
+    };
+    let mut request = match body {
+        Some(Value::Object(b)) => b.clone(),
+        None | Some(Value::Null) => Map::new(),
+        Some(other) => {
+            return error(
+                400,
+                "parsing_exception",
+                format!("a search body is an object, not {other}"),
+            );
+        }
+    };
+    for key in ["size", "from", "track_total_hits"] {
+        if let Some(v) = params.get(key) {
+            let v = match v {
+                Value::String(s) => s.parse::<i64>().map(Value::from).unwrap_or_else(|_| {
+                    if s == "true" || s == "false" {
+                        Value::Bool(s == "true")
+                    } else {
+                        v.clone()
+                    }
+                }),
+                other => other.clone(),
+            };
+            request.insert(key.into(), v);
+        }
+    }
+    if let Some(sort) = params.get("sort") {
+        let specs: Vec<Value> = crate::assert::text(sort)
+            .split(',')
+            .map(|s| match s.split_once(':') {
+                Some((f, o)) => json!({f: o}),
+                None => json!(s),
+            })
+            .collect();
+        request.insert("sort".into(), Value::Array(specs));
+    }
+    if let Some(source) = params.get("_source") {
+        request.insert("_source".into(), source.clone());
+    }
+    let includes = params.get("_source_includes").map(crate::assert::text);
+    let excludes = params.get("_source_excludes").map(crate::assert::text);
+    if includes.is_some() || excludes.is_some() {
+        let list = |s: Option<String>| -> Value {
+            Value::Array(
+                s.unwrap_or_default()
+                    .split(',')
+                    .filter(|x| !x.is_empty())
+                    .map(|x| json!(x))
+                    .collect(),
+            )
+        };
+        request.insert(
+            "_source".into(),
+            json!({"includes": list(includes), "excludes": list(excludes)}),
+        );
+    }
+    if params
+        .get("typed_keys")
+        .is_some_and(|v| crate::assert::text(v) == "true")
+    {
+        return error(
+            400,
+            "illegal_argument_exception",
+            "typed_keys is not supported",
+        );
+    }
+    match backend.search(&name, &Value::Object(request)).await {
+        Ok(mut r) => {
+            if params
+                .get("rest_total_hits_as_int")
+                .is_some_and(|v| crate::assert::text(v) == "true")
+            {
+                let total = r["hits"]["total"]["value"].clone();
+                r["hits"]["total"] = total;
+            }
+            Outcome::Ok(r)
+        }
+        Err(e) => from_search_error(&e),
+    }
+}
+
+async fn msearch(
+    backend: &dyn SearchBackend,
+    names: &[String],
+    params: &Map<String, Value>,
+    body: Option<&Value>,
+) -> Outcome {
+    let Some(Value::Array(lines)) = body else {
+        return error(
+            400,
+            "illegal_argument_exception",
+            "msearch needs a body of header and body lines",
+        );
+    };
+    let mut responses = Vec::new();
+    for pair in lines.chunks(2) {
+        let [header, request] = pair else {
+            return error(
+                400,
+                "illegal_argument_exception",
+                "msearch lines come in pairs",
+            );
+        };
+        let mut p = params.clone();
+        if let Some(index) = header.get("index") {
+            p.insert("index".into(), index.clone());
+        } else if !names.is_empty() {
+            p.insert("index".into(), Value::from(names.join(",")));
+        }
+        let idx = index_names(&p);
+        responses.push(
+            match Box::pin(search(backend, &idx, &p, Some(request))).await {
+                Outcome::Ok(mut r) => {
+                    r["status"] = json!(200);
+                    r
+                }
+                Outcome::Err { body, .. } => body,
+                Outcome::NotApplicable(why) => return Outcome::NotApplicable(why),
+            },
+        );
+    }
+    Outcome::Ok(json!({"took": 0, "responses": responses}))
+}
