@@ -188,13 +188,10 @@ pub async fn call(
             if let Some(q) = query {
                 request["query"] = q;
             }
-            match one_index(backend, &names).await {
-                Err(o) => o,
-                Ok(name) => match backend.search(&name, &request).await {
-                    Ok(r) => Outcome::Ok(json!({"count": r["hits"]["total"]["value"].clone(),
-                                                "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}})),
-                    Err(e) => from_search_error(&e),
-                },
+            match backend.search(&target(&names), &request).await {
+                Ok(r) => Outcome::Ok(json!({"count": r["hits"]["total"]["value"].clone(),
+                                            "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}})),
+                Err(e) => from_search_error(&e),
             }
         }
         "msearch" => msearch(backend, &names, params, body).await,
@@ -202,56 +199,14 @@ pub async fn call(
     }
 }
 
-/// The one index a request names: a name, or a pattern (`_all`, none, `test_*`) that matches
-/// exactly one existing index. Searching several at once is not implemented yet.
-async fn one_index(backend: &dyn SearchBackend, names: &[String]) -> Result<String, Outcome> {
-    let pattern = match names {
-        [one]
-            if !one.contains('*')
-                && one != "_all"
-                && !one.starts_with('-')
-                && !one.contains(',') =>
-        {
-            return Ok(one.clone());
-        }
-        [] => "*".to_owned(),
-        [one] if one == "_all" => "*".to_owned(),
-        [one] if !one.starts_with('-') => one.clone(),
-        _ => String::new(),
-    };
-    if !pattern.is_empty() {
-        let existing: Vec<String> = match backend.list_indices().await {
-            Ok(list) => list.into_iter().map(|i| i.name).collect(),
-            Err(e) => return Err(from_search_error(&e)),
-        };
-        let matching: Vec<&String> = existing.iter().filter(|n| glob(&pattern, n)).collect();
-        if let [one] = matching.as_slice() {
-            return Ok((*one).clone());
-        }
+/// The index expression a request names (`a`, `a,b`, `logs-*`): the backend resolves it; none is
+/// every index.
+fn target(names: &[String]) -> String {
+    if names.is_empty() {
+        "_all".to_owned()
+    } else {
+        names.join(",")
     }
-    Err(error(
-        400,
-        "illegal_argument_exception",
-        format!("searching several indices at once ({names:?}) is not supported"),
-    ))
-}
-
-/// Whether `name` matches a pattern with `*`.
-fn glob(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let [first, middle @ .., last] = parts.as_slice() else {
-        return pattern == name;
-    };
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    for part in middle {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 async fn create_index(
@@ -438,10 +393,7 @@ async fn search(
     params: &Map<String, Value>,
     body: Option<&Value>,
 ) -> Outcome {
-    let name = match one_index(backend, names).await {
-        Ok(n) => n,
-        Err(o) => return o,
-    };
+    let name = target(names);
     let mut request = match body {
         Some(Value::Object(b)) => b.clone(),
         None | Some(Value::Null) => Map::new(),

@@ -176,9 +176,39 @@ pub fn check_index_name(name: &str) -> Result<(), SearchError> {
     Ok(())
 }
 
+/// Checks an index expression of a search (one name, or `a,b`, `logs-*`, `_all`, `-old`): each
+/// comma-separated part, without its leading `-`, is `_all` or a name whose `*` wildcards aside
+/// keeps [`check_index_name`]'s rules.
+pub fn check_index_expression(expr: &str) -> Result<(), SearchError> {
+    if expr.is_empty() {
+        return check_index_name(expr);
+    }
+    for part in expr.split(',') {
+        let name = part.strip_prefix('-').unwrap_or(part);
+        if name == "_all" || name == "*" {
+            continue;
+        }
+        check_index_name(&name.replace('*', "x")).map_err(|_| SearchError::InvalidIndexName {
+            name: expr.to_owned(),
+            reason: "each comma-separated part must be an index name, a pattern with * or _all, optionally after - to leave it out",
+        })?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_expressions() {
+        for ok in ["a", "logs-*,-logs-old", "_all", "*", "a,b", "x*y"] {
+            assert!(check_index_expression(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a,,b", "A", "a b", "a,/etc", "_x"] {
+            assert!(check_index_expression(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn index_names_follow_opensearch_rules() {

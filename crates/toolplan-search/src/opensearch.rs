@@ -23,7 +23,8 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 
 use crate::backend::{
-    BulkSummary, IndexInfo, SearchBackend, check_index_name, check_script_id, script_object,
+    BulkSummary, IndexInfo, SearchBackend, check_index_expression, check_index_name,
+    check_script_id, script_object,
 };
 use crate::error::SearchError;
 
@@ -363,7 +364,7 @@ impl SearchBackend for OpenSearchBackend {
     }
 
     async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
-        check_index_name(name)?;
+        check_index_expression(name)?;
         self.send(
             self.request(
                 reqwest::Method::POST,

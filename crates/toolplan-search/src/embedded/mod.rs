@@ -15,13 +15,14 @@
 //!
 //! The parts: this module keeps the open indices and the writes; `schema` maps an OpenSearch
 //! mapping and documents onto tantivy; `analysis` registers the analyzers and normalizers a mapping
-//! can name on each index; `search` runs one request body; `query` translates its query
+//! can name on each index; `search` runs one request body on one index, `multi` on several; `query` translates its query
 //! DSL (by family: full text, term level, compound); `aggs` runs its aggregations; `budget` stops a
 //! search in progress.
 
 mod aggs;
 mod analysis;
 mod budget;
+mod multi;
 mod query;
 mod schema;
 mod search;
@@ -44,8 +45,8 @@ pub use schema::IndexSchema;
 
 use self::budget::{Reason, Stop, StopOnDrop};
 use crate::backend::{
-    BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex, check_index_name,
-    check_script_id, script_object,
+    BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex, check_index_expression,
+    check_index_name, check_script_id, script_object,
 };
 use crate::bulk::{self, BulkOp};
 use crate::error::SearchError;
@@ -94,6 +95,50 @@ pub struct EmbeddedBackend {
 }
 
 impl EmbeddedBackend {
+    /// Runs a search body on one index, on a blocking thread, bounded by the limits: the body's
+    /// `timeout` makes it answer with what it found by then, the time budget makes it fail, and
+    /// dropping the future stops it (each at the next matching document).
+    async fn search_one(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
+        let partial_after = body_timeout(body.get("timeout"))?;
+        let budget = self.inner.limits.timeout;
+        let stop = Arc::new(Stop::default());
+        let _stop_on_drop = StopOnDrop(Arc::clone(&stop));
+        let (me, index, body, running) = (
+            Arc::clone(&self.inner),
+            name.to_owned(),
+            body.clone(),
+            Arc::clone(&stop),
+        );
+        let work = blocking(move || {
+            let ix = me.get(&index)?;
+            let searcher = ix.reader.searcher();
+            let env = search::Env {
+                name: &index,
+                index: &ix.index,
+                schema: &ix.schema,
+                searcher: &searcher,
+                now: Utc::now(),
+                limits: &me.limits,
+                stop: &running,
+            };
+            search::run(&env, &body)
+        });
+        let timer = async {
+            if let Some(partial) = partial_after.filter(|t| *t < budget) {
+                tokio::time::sleep(partial).await;
+                stop.raise(Reason::TimedOut);
+                tokio::time::sleep(budget.saturating_sub(partial)).await;
+            } else {
+                tokio::time::sleep(budget).await;
+            }
+            stop.raise(Reason::OverBudget);
+        };
+        tokio::select! {
+            result = work => result,
+            () = timer => Err(SearchError::TimedOut { index: name.to_owned(), budget }),
+        }
+    }
+
     /// A backend over the indices in `dir` (created when missing), with the default
     /// [`SearchLimits`].
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, SearchError> {
@@ -438,48 +483,29 @@ impl SearchBackend for EmbeddedBackend {
         .await
     }
 
-    /// Runs the search on a blocking thread, bounded by the limits: the body's `timeout` makes it
-    /// answer with what it found by then, the time budget makes it fail, and dropping the future
-    /// stops it (each at the next matching document).
+    /// Runs the search on the index `name` names, or on each index a list or pattern names
+    /// (`a,b`, `logs-*`, `_all`, `-old`), merged: totals added, hits ordered across them; each index bounded as a single search is.
     async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
-        let partial_after = body_timeout(body.get("timeout"))?;
-        let budget = self.inner.limits.timeout;
-        let stop = Arc::new(Stop::default());
-        let _stop_on_drop = StopOnDrop(Arc::clone(&stop));
-        let (me, index, body, running) = (
-            Arc::clone(&self.inner),
-            name.to_owned(),
-            body.clone(),
-            Arc::clone(&stop),
-        );
-        let work = blocking(move || {
-            let ix = me.get(&index)?;
-            let searcher = ix.reader.searcher();
-            let env = search::Env {
-                name: &index,
-                index: &ix.index,
-                schema: &ix.schema,
-                searcher: &searcher,
-                now: Utc::now(),
-                limits: &me.limits,
-                stop: &running,
-            };
-            search::run(&env, &body)
-        });
-        let timer = async {
-            if let Some(partial) = partial_after.filter(|t| *t < budget) {
-                tokio::time::sleep(partial).await;
-                stop.raise(Reason::TimedOut);
-                tokio::time::sleep(budget.saturating_sub(partial)).await;
-            } else {
-                tokio::time::sleep(budget).await;
-            }
-            stop.raise(Reason::OverBudget);
-        };
-        tokio::select! {
-            result = work => result,
-            () = timer => Err(SearchError::TimedOut { index: name.to_owned(), budget }),
+        if !multi::is_multi(name) {
+            return self.search_one(name, body).await;
         }
+        check_index_expression(name)?;
+        let existing: Vec<String> = self
+            .list_indices()
+            .await?
+            .into_iter()
+            .map(|i| i.name)
+            .collect();
+        let names = multi::resolve(name, &existing)?;
+        if let [one] = names.as_slice() {
+            return self.search_one(one, body).await;
+        }
+        let (per_index, from, size) = multi::per_index_body(body)?;
+        let mut responses = Vec::with_capacity(names.len());
+        for index in &names {
+            responses.push(self.search_one(index, &per_index).await?);
+        }
+        Ok(multi::merge(body, responses, from, size))
     }
 
     async fn put_script(&self, id: &str, script: &Value) -> Result<(), SearchError> {

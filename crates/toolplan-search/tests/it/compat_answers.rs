@@ -402,3 +402,78 @@ async fn a_date_past_what_the_index_stores_is_refused_not_a_crash() {
         ["near"]
     );
 }
+
+#[tokio::test]
+async fn several_indices_are_searched_as_one_by_list_pattern_and_exclusion() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    let mapping = json!({"properties": {"msg": {"type": "text"}, "n": {"type": "integer"}}});
+    for (index, docs) in [
+        (
+            "logs-1",
+            vec![
+                json!({"msg": "disk full", "n": 3}),
+                json!({"msg": "all good", "n": 1}),
+            ],
+        ),
+        ("logs-2", vec![json!({"msg": "disk slow", "n": 2})]),
+        ("logs-old", vec![json!({"msg": "disk gone", "n": 9})]),
+    ] {
+        b.create_index(index, &mapping).await.unwrap();
+        let mut ndjson = String::new();
+        for (i, d) in docs.iter().enumerate() {
+            ndjson.push_str(&format!(
+                "{}\n{d}\n",
+                json!({"index": {"_id": format!("{index}-{i}")}})
+            ));
+        }
+        b.bulk(Some(index), &ndjson).await.unwrap();
+    }
+    let search = |expr: &'static str, body: Value| {
+        let b = &b;
+        async move { b.search(expr, &body).await.unwrap() }
+    };
+    let ids = |r: &Value| -> Vec<String> {
+        r["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let disk = json!({"query": {"match": {"msg": "disk"}}, "sort": [{"n": "asc"}]});
+    let r = search("logs-*", disk.clone()).await;
+    assert_eq!(r["hits"]["total"]["value"], 3);
+    assert_eq!(ids(&r), ["logs-2-0", "logs-1-0", "logs-old-0"]);
+    let r = search("logs-*,-logs-old", disk.clone()).await;
+    assert_eq!(ids(&r), ["logs-2-0", "logs-1-0"]);
+    let r = search(
+        "logs-1,logs-2",
+        json!({"query": {"match_all": {}}, "sort": [{"n": "desc"}], "from": 1, "size": 1}),
+    )
+    .await;
+    assert_eq!(ids(&r), ["logs-2-0"]);
+    assert_eq!(r["hits"]["total"]["value"], 3);
+    assert_eq!(
+        search("_all", json!({"size": 0})).await["hits"]["total"]["value"],
+        4
+    );
+    assert_eq!(
+        search("nothing-*", json!({})).await["hits"]["total"]["value"],
+        0
+    );
+    assert!(
+        b.search("logs-1,missing", &json!({}))
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("missing")
+    );
+    assert!(
+        b.search("logs-*", &json!({"aggs": {"n": {"max": {"field": "n"}}}}))
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("several indices")
+    );
+}

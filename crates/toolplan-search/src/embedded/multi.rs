@@ -1,0 +1,276 @@
+//! Searching several indices at once, as OpenSearch names them: a comma list (`a,b`), wildcards
+//! (`logs-*`, `*`, `_all`) and exclusions (`-logs-old`). [`resolve`] turns the expression into
+//! index names; each index answers the search for the first `from + size` hits, and [`merge`]
+//! makes one response of them: totals added, the hits ordered by the body's `sort` (or by score)
+//! across indices, then the page cut. Aggregations over several indices are refused until their
+//! partial results can be combined.
+
+use std::cmp::Ordering;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::SearchError;
+
+/// Whether `expr` names more than one index or a pattern.
+pub fn is_multi(expr: &str) -> bool {
+    expr.contains(',') || expr.contains('*') || expr == "_all" || expr.starts_with('-')
+}
+
+/// The index names `expr` stands for among `existing` (sorted, without duplicates). A name
+/// without a wildcard must exist; a pattern may match none.
+pub fn resolve(expr: &str, existing: &[String]) -> Result<Vec<String>, SearchError> {
+    let mut out: Vec<String> = Vec::new();
+    for part in expr.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some(excluded) = part.strip_prefix('-') {
+            out.retain(|n| !glob(excluded, n));
+        } else if part == "_all" || part.contains('*') {
+            let pattern = if part == "_all" { "*" } else { part };
+            out.extend(existing.iter().filter(|n| glob(pattern, n)).cloned());
+        } else if existing.iter().any(|n| n == part) {
+            out.push(part.to_owned());
+        } else {
+            return Err(SearchError::NoSuchIndex(part.to_owned()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Whether `name` matches `pattern`, where `*` is any run of characters.
+fn glob(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == name;
+    };
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// The body each index answers: the same query for the first `from + size` hits. Aggregations are
+/// refused.
+pub fn per_index_body(body: &Value) -> Result<(Value, usize, usize), SearchError> {
+    let mut per = body.as_object().cloned().unwrap_or_default();
+    for key in ["aggs", "aggregations"] {
+        if per.contains_key(key) {
+            return Err(SearchError::Unsupported {
+                path: key.into(),
+                clause: "aggregations over several indices".into(),
+            });
+        }
+    }
+    let number = |key: &str, default: usize| {
+        per.get(key)
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(default)
+    };
+    let (from, size) = (number("from", 0), number("size", 10));
+    per.insert("from".into(), json!(0));
+    per.insert("size".into(), json!(from.saturating_add(size)));
+    Ok((Value::Object(per), from, size))
+}
+
+/// The directions of the body's sort keys (`true` for descending), `None` without a sort (by score).
+fn sort_directions(body: &Value) -> Option<Vec<bool>> {
+    let items: Vec<&Value> = match body.get("sort")? {
+        Value::Array(a) => a.iter().collect(),
+        Value::Null => return None,
+        other => vec![other],
+    };
+    Some(
+        items
+            .iter()
+            .map(|item| match item {
+                Value::String(f) => f == "_score",
+                Value::Object(o) => o.iter().next().is_some_and(|(field, spec)| {
+                    let order = match spec {
+                        Value::String(s) => Some(s.as_str()),
+                        Value::Object(so) => so.get("order").and_then(Value::as_str),
+                        _ => None,
+                    };
+                    order.map_or(field == "_score", |o| o.eq_ignore_ascii_case("desc"))
+                }),
+                _ => false,
+            })
+            .collect(),
+    )
+}
+
+/// Orders two sort values: numbers by value, text by its bytes; a missing value last.
+fn compare_values(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x
+            .as_f64()
+            .partial_cmp(&y.as_f64())
+            .unwrap_or(Ordering::Equal),
+        (Value::String(x), Value::String(y)) => x.cmp(y),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        _ => Ordering::Equal,
+    }
+}
+
+/// One response made of the per-index responses (in index order) to a body with `from` and `size`.
+pub fn merge(body: &Value, responses: Vec<Value>, from: usize, size: usize) -> Value {
+    let mut total: u64 = 0;
+    let mut exact = true;
+    // No index at all (a pattern that matched none) still counts: none.
+    let mut counted = responses.is_empty();
+    let mut timed_out = false;
+    let mut max_score: Option<f64> = None;
+    let mut hits: Vec<Value> = Vec::new();
+    let shards = responses.len();
+    for mut r in responses {
+        timed_out |= r["timed_out"].as_bool().unwrap_or(false);
+        if let Some(t) = r["hits"].get("total") {
+            counted = true;
+            total += t["value"].as_u64().unwrap_or(0);
+            exact &= t["relation"].as_str() != Some("gte");
+        }
+        if let Some(s) = r["hits"]["max_score"].as_f64() {
+            max_score = Some(max_score.map_or(s, |m| m.max(s)));
+        }
+        if let Some(Value::Array(h)) = r["hits"].get_mut("hits").map(Value::take) {
+            hits.extend(h);
+        }
+    }
+    match sort_directions(body) {
+        Some(descending) => hits.sort_by(|a, b| {
+            let (x, y) = (a["sort"].as_array(), b["sort"].as_array());
+            for (i, desc) in descending.iter().enumerate() {
+                let (p, q) = (
+                    x.and_then(|v| v.get(i)).unwrap_or(&Value::Null),
+                    y.and_then(|v| v.get(i)).unwrap_or(&Value::Null),
+                );
+                // A missing value goes last whichever the direction.
+                let order = match (p.is_null(), q.is_null()) {
+                    (true, false) => Ordering::Greater,
+                    (false, true) => Ordering::Less,
+                    _ if *desc => compare_values(q, p),
+                    _ => compare_values(p, q),
+                };
+                if order != Ordering::Equal {
+                    return order;
+                }
+            }
+            Ordering::Equal
+        }),
+        None => hits.sort_by(|a, b| {
+            let score = |h: &Value| h["_score"].as_f64().unwrap_or(f64::NEG_INFINITY);
+            score(b).partial_cmp(&score(a)).unwrap_or(Ordering::Equal)
+        }),
+    }
+    let page: Vec<Value> = hits.into_iter().skip(from).take(size).collect();
+    let mut hits_obj = Map::new();
+    if counted {
+        hits_obj.insert(
+            "total".into(),
+            json!({"value": total, "relation": if exact { "eq" } else { "gte" }}),
+        );
+    }
+    hits_obj.insert("max_score".into(), json!(max_score));
+    hits_obj.insert("hits".into(), Value::Array(page));
+    json!({
+        "took": 0,
+        "timed_out": timed_out,
+        "_shards": {"total": shards, "successful": shards, "skipped": 0, "failed": 0},
+        "hits": Value::Object(hits_obj),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn index_expressions_resolve_as_opensearch_resolves_them() {
+        let existing = names(&["logs-1", "logs-2", "logs-old", "users"]);
+        assert_eq!(
+            resolve("logs-*", &existing).unwrap(),
+            names(&["logs-1", "logs-2", "logs-old"])
+        );
+        assert_eq!(
+            resolve("logs-*,-logs-old", &existing).unwrap(),
+            names(&["logs-1", "logs-2"])
+        );
+        assert_eq!(resolve("_all", &existing).unwrap(), existing);
+        assert_eq!(
+            resolve("users,logs-1,users", &existing).unwrap(),
+            names(&["logs-1", "users"])
+        );
+        assert!(resolve("nope-*", &existing).unwrap().is_empty());
+        assert!(
+            matches!(resolve("users,nope", &existing), Err(SearchError::NoSuchIndex(n)) if n == "nope")
+        );
+        assert!(is_multi("a,b") && is_multi("a*") && is_multi("_all") && !is_multi("a"));
+    }
+
+    #[test]
+    fn hits_merge_by_score_or_by_sort_and_the_page_is_cut_after() {
+        let r = |index: &str, hits: Value, total: u64| {
+            json!({"timed_out": false, "hits": {"total": {"value": total, "relation": "eq"}, "max_score": 2.0, "hits": hits}})
+                .as_object()
+                .map(|o| {
+                    let mut o = o.clone();
+                    o.insert("index".into(), json!(index));
+                    Value::Object(o)
+                })
+                .unwrap()
+        };
+        let a = r(
+            "a",
+            json!([{"_id": "a1", "_score": 2.0, "sort": [3]}, {"_id": "a2", "_score": 0.5, "sort": [null]}]),
+            2,
+        );
+        let b = r("b", json!([{"_id": "b1", "_score": 1.0, "sort": [1]}]), 1);
+        let by_score = merge(&json!({}), vec![a.clone(), b.clone()], 0, 10);
+        assert_eq!(
+            by_score["hits"]["total"],
+            json!({"value": 3, "relation": "eq"})
+        );
+        let ids = |v: &Value| {
+            v["hits"]["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["_id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&by_score), ["a1", "b1", "a2"]);
+        let by_sort = merge(
+            &json!({"sort": [{"n": "asc"}]}),
+            vec![a.clone(), b.clone()],
+            0,
+            10,
+        );
+        assert_eq!(ids(&by_sort), ["b1", "a1", "a2"]);
+        let desc = merge(
+            &json!({"sort": [{"n": {"order": "desc"}}]}),
+            vec![a.clone(), b.clone()],
+            1,
+            1,
+        );
+        assert_eq!(ids(&desc), ["b1"]);
+        assert!(per_index_body(&json!({"aggs": {}})).is_err());
+        let (per, from, size) = per_index_body(&json!({"from": 5, "size": 3})).unwrap();
+        assert_eq!(
+            (per["from"].clone(), per["size"].clone(), from, size),
+            (json!(0), json!(8), 5, 3)
+        );
+    }
+}
