@@ -477,3 +477,42 @@ async fn several_indices_are_searched_as_one_by_list_pattern_and_exclusion() {
             .contains("several indices")
     );
 }
+
+#[tokio::test]
+async fn match_bool_prefix_takes_the_last_word_as_a_prefix() {
+    let (_d, b) = index(
+        json!({"properties": {"a": {"type": "text"}, "b": {"type": "text"}}}),
+        &[
+            json!({"a": "brown fox jump", "b": "xylophone"}),
+            json!({"a": "brown emu jump", "b": "xylophone"}),
+            json!({"a": "jumparound", "b": "emu"}),
+            json!({"a": "dog", "b": "brown fox jump lazy"}),
+        ],
+    )
+    .await;
+    assert_eq!(
+        ids(&b, json!({"match_bool_prefix": {"a": "brown fox ju"}})).await,
+        ["0", "1", "2"]
+    );
+    assert_eq!(
+        ids(
+            &b,
+            json!({"match_bool_prefix": {"a": {"query": "brown fox ju", "operator": "and"}}})
+        )
+        .await,
+        ["0"]
+    );
+    assert_eq!(
+        ids(&b, json!({"multi_match": {"query": "brown fox ju", "type": "bool_prefix", "fields": ["a", "b"], "operator": "and"}}))
+            .await,
+        ["0", "3"]
+    );
+    assert!(
+        refused(
+            &b,
+            json!({"match_bool_prefix": {"a": {"query": "x", "fuzziness": 1}}})
+        )
+        .await
+        .contains("fuzziness")
+    );
+}

@@ -1,7 +1,7 @@
 //! Full-text queries, which analyse their text with the field's analyzer: `match` (operator,
 //! fuzziness, minimum_should_match, zero_terms_query), `match_phrase` (slop),
-//! `match_phrase_prefix` (max_expansions) and `multi_match` (best_fields / most_fields / phrase,
-//! `field^boost`, field patterns like `title*`). On a field that is not analysed text they compare
+//! `match_phrase_prefix` (max_expansions), `match_bool_prefix` and `multi_match` (best_fields /
+//! most_fields / phrase / bool_prefix, `field^boost`, field patterns like `title*`). On a field that is not analysed text they compare
 //! the whole value, as a `term` query does. An option a query does not implement is an error
 //! naming it ([`check_options`]).
 
@@ -93,26 +93,11 @@ impl QueryTranslator<'_> {
                 })
             })
             .collect::<Result<_, _>>()?;
-        let and = match options.get("operator").and_then(Value::as_str) {
-            None => false,
-            Some(op) if op.eq_ignore_ascii_case("or") => false,
-            Some(op) if op.eq_ignore_ascii_case("and") => true,
-            Some(op) => return Err(SearchError::dsl(path, format!("unknown operator '{op}'"))),
-        };
-        let n = parts.len();
-        if n == 0 {
+        if parts.is_empty() {
             // The text analysed to nothing (stop words only, punctuation).
             return Ok(zero_terms);
         }
-        let occur = if and { Occur::Must } else { Occur::Should };
-        let clauses: Vec<(Occur, BoxedQuery)> = parts.into_iter().map(|q| (occur, q)).collect();
-        match (and, options.get("minimum_should_match")) {
-            (false, Some(msm)) => Ok(Box::new(BooleanQuery::with_minimum_required_clauses(
-                clauses,
-                minimum_should_match(msm, n, path)?,
-            ))),
-            _ => Ok(Box::new(BooleanQuery::new(clauses))),
-        }
+        combine(parts, options, path)
     }
 
     /// `match_phrase` (the tokens in order, `slop` apart at most) or, with `prefix`,
@@ -222,6 +207,46 @@ impl QueryTranslator<'_> {
         }
     }
 
+    /// `match_bool_prefix`: a `bool` of the text's tokens, each a `term` but the last, which is a
+    /// prefix (OpenSearch's search-as-you-type query); `operator` and `minimum_should_match` as in
+    /// `match`.
+    pub(super) fn match_bool_prefix(
+        &self,
+        indexed: &Indexed,
+        options: &Map<String, Value>,
+        path: &str,
+    ) -> Result<BoxedQuery, SearchError> {
+        check_options("match_bool_prefix", options, &[BOOL_PREFIX_OPTIONS], path)?;
+        let text = options
+            .get("query")
+            .and_then(scalar_text)
+            .ok_or_else(|| SearchError::dsl(path, "match_bool_prefix needs text"))?;
+        if indexed.spec.kind != FieldKind::Text {
+            let mut exact = Map::new();
+            exact.insert("value".into(), Value::String(text));
+            return self.term_query(indexed, &exact, path);
+        }
+        let tokens = self.analyze(indexed, &text, path)?;
+        self.count_clauses(tokens.len(), path)?;
+        let Some((last, rest)) = tokens.split_last() else {
+            return Ok(match_nothing());
+        };
+        let mut parts: Vec<BoxedQuery> = rest
+            .iter()
+            .map(|t| {
+                Box::new(TermQuery::new(
+                    Term::from_field_text(indexed.field, t),
+                    IndexRecordOption::WithFreqs,
+                )) as BoxedQuery
+            })
+            .collect();
+        parts.push(Box::new(
+            RegexQuery::from_pattern(&format!("{}.*", regex_escape(last)), indexed.field)
+                .map_err(|e| SearchError::dsl(path, e.to_string()))?,
+        ));
+        combine(parts, options, path)
+    }
+
     /// `multi_match`: a `match` (or `match_phrase`) on each of its fields, the best score
     /// (`best_fields`, plus `tie_breaker` times the others) or their sum (`most_fields`).
     pub(super) fn multi_match(&self, body: &Value, path: &str) -> Result<BoxedQuery, SearchError> {
@@ -262,8 +287,9 @@ impl QueryTranslator<'_> {
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or("best_fields");
+        let bool_prefix = kind == "bool_prefix";
         let phrase = match kind {
-            "best_fields" | "most_fields" => false,
+            "best_fields" | "most_fields" | "bool_prefix" => false,
             "phrase" => true,
             other => {
                 return Err(SearchError::Unsupported {
@@ -320,6 +346,24 @@ impl QueryTranslator<'_> {
                 }
                 let one = if phrase {
                     self.match_phrase(indexed, &options, path, false)?
+                } else if bool_prefix {
+                    for key in [
+                        "fuzziness",
+                        "fuzzy_transpositions",
+                        "lenient",
+                        "zero_terms_query",
+                    ] {
+                        if options.contains_key(key) {
+                            return Err(SearchError::dsl(
+                                path,
+                                format!(
+                                    "[multi_match] of type bool_prefix does not support [{key}] here"
+                                ),
+                            ));
+                        }
+                    }
+                    options.remove("auto_generate_synonyms_phrase_query");
+                    self.match_bool_prefix(indexed, &options, path)?
                 } else {
                     self.match_query(indexed, &options, path)?
                 };
@@ -334,7 +378,8 @@ impl QueryTranslator<'_> {
             return Ok(match_nothing());
         }
         Ok(match kind {
-            "most_fields" => Box::new(BooleanQuery::new(
+            // bool_prefix scores as most_fields does.
+            "most_fields" | "bool_prefix" => Box::new(BooleanQuery::new(
                 parts.into_iter().map(|q| (Occur::Should, q)).collect(),
             )),
             _ => {
@@ -360,6 +405,34 @@ const MATCH_OPTIONS: &[&str] = &[
     // No synonyms are configured, so the phrase queries it would make for them never arise.
     "auto_generate_synonyms_phrase_query",
 ];
+
+/// The clauses of a `match` (or `match_bool_prefix`) joined as its `operator` (`or` by default,
+/// or `and`) and `minimum_should_match` say.
+fn combine(
+    parts: Vec<BoxedQuery>,
+    options: &Map<String, Value>,
+    path: &str,
+) -> Result<BoxedQuery, SearchError> {
+    let and = match options.get("operator").and_then(Value::as_str) {
+        None => false,
+        Some(op) if op.eq_ignore_ascii_case("or") => false,
+        Some(op) if op.eq_ignore_ascii_case("and") => true,
+        Some(op) => return Err(SearchError::dsl(path, format!("unknown operator '{op}'"))),
+    };
+    let n = parts.len();
+    let occur = if and { Occur::Must } else { Occur::Should };
+    let clauses: Vec<(Occur, BoxedQuery)> = parts.into_iter().map(|q| (occur, q)).collect();
+    Ok(match (and, options.get("minimum_should_match")) {
+        (false, Some(msm)) => Box::new(BooleanQuery::with_minimum_required_clauses(
+            clauses,
+            minimum_should_match(msm, n, path)?,
+        )),
+        _ => Box::new(BooleanQuery::new(clauses)),
+    })
+}
+
+/// The options of `match_bool_prefix`.
+const BOOL_PREFIX_OPTIONS: &[&str] = &["query", "operator", "minimum_should_match"];
 
 /// The options of `match_phrase`.
 const PHRASE_OPTIONS: &[&str] = &["query", "slop", "zero_terms_query"];

@@ -1,7 +1,8 @@
 //! OpenSearch query DSL → tantivy queries.
 //!
 //! Supported: `match` (operator, fuzziness, minimum_should_match, zero_terms_query), `match_phrase`
-//! (slop), `match_phrase_prefix`, `multi_match` (best_fields / most_fields / phrase, `field^boost`),
+//! (slop), `match_phrase_prefix`, `match_bool_prefix`, `multi_match` (best_fields / most_fields /
+//! phrase / bool_prefix, `field^boost`),
 //! `term`, `terms`, `range` (numbers, dates with date math and formats, keywords; keywords and
 //! patterns through the field's normalizer), `bool` (must / should / filter / must_not,
 //! minimum_should_match), `exists`, `prefix`, `wildcard`, `ids`, `match_all`, `match_none`,
@@ -63,7 +64,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "simple_query_string",
     "regexp",
     "fuzzy",
-    "match_bool_prefix",
     "combined_fields",
     "boosting",
     "span_term",
@@ -182,6 +182,11 @@ impl<'a> QueryTranslator<'a> {
             "match_phrase_prefix" => {
                 self.field_clause(body, &here, "query", |field, options, at| {
                     self.match_phrase(field, options, at, true)
+                })?
+            }
+            "match_bool_prefix" => {
+                self.field_clause(body, &here, "query", |field, options, at| {
+                    self.match_bool_prefix(field, options, at)
                 })?
             }
             "multi_match" => self.multi_match(body, &here)?,
