@@ -77,6 +77,7 @@ const NO_EFFECT: &[&str] = &[
     "cluster_manager_timeout",
     "request_cache",
     "preference",
+    // One shard: routing picks nothing (a `_routing` field is not kept).
     "routing",
     "search_type",
     "batched_reduce_size",

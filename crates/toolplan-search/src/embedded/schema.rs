@@ -166,6 +166,15 @@ impl IndexSchema {
                 out.add_text(self.field_names, &spec.path);
             }
         }
+        // A field of a type the engine does not index is not searchable, but `exists` still finds
+        // the documents that have it.
+        for spec in self.mapping.fields() {
+            if matches!(spec.kind, FieldKind::Unsupported(_))
+                && !values_at(&source, &spec.source_path).is_empty()
+            {
+                out.add_text(self.field_names, &spec.path);
+            }
+        }
         Ok(out)
     }
 }

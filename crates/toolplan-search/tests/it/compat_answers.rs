@@ -516,3 +516,28 @@ async fn match_bool_prefix_takes_the_last_word_as_a_prefix() {
         .contains("fuzziness")
     );
 }
+
+#[tokio::test]
+async fn exists_finds_fields_of_types_the_engine_does_not_index_and_metadata_fields() {
+    let (_d, b) = index(
+        json!({"properties": {"addr": {"type": "ip"}, "loc": {"type": "geo_point"}, "n": {"type": "integer"}}}),
+        &[
+            json!({"addr": "10.0.0.1", "loc": {"lat": 1.0, "lon": 2.0}}),
+            json!({"addr": null, "n": 1}),
+            json!({"n": 2}),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&b, json!({"exists": {"field": "addr"}})).await, ["0"]);
+    assert_eq!(ids(&b, json!({"exists": {"field": "loc"}})).await, ["0"]);
+    assert_eq!(
+        ids(&b, json!({"exists": {"field": "_id"}})).await,
+        ["0", "1", "2"]
+    );
+    // Searching the field itself is still refused by name.
+    assert!(
+        refused(&b, json!({"term": {"addr": "10.0.0.1"}}))
+            .await
+            .contains("ip")
+    );
+}

@@ -5,7 +5,9 @@
 use std::ops::Bound;
 
 use serde_json::{Map, Value};
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, RangeQuery, RegexQuery, TermQuery};
+use tantivy::query::{
+    AllQuery, BooleanQuery, ConstScoreQuery, Occur, RangeQuery, RegexQuery, TermQuery,
+};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DateTime, Term};
 
@@ -302,13 +304,22 @@ impl QueryTranslator<'_> {
             .get("field")
             .and_then(Value::as_str)
             .ok_or_else(|| SearchError::dsl(path, "exists needs a field"))?;
-        // An object path (`user`) exists when any field under it does.
+        // Every document has these.
+        if matches!(
+            name,
+            "_id" | "_index" | "_seq_no" | "_version" | "_primary_term" | "_source"
+        ) {
+            return Ok(Box::new(AllQuery));
+        }
+        // An object path (`user`) exists when any field under it does. Fields of types the engine
+        // does not index still record that a document has them.
         let under: Vec<&str> = self
             .schema
-            .fields
-            .keys()
-            .filter(|p| p.as_str() == name || p.starts_with(&format!("{name}.")))
-            .map(String::as_str)
+            .mapping
+            .fields()
+            .iter()
+            .map(|f| f.path.as_str())
+            .filter(|p| *p == name || p.starts_with(&format!("{name}.")))
             .collect();
         Ok(match under.as_slice() {
             [] => match_nothing(),
