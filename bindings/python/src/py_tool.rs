@@ -145,24 +145,11 @@ impl Tool for PyTool {
 /// A result that comes within [`QUICK_CALL`], waited for without giving up the thread (a parked
 /// thread's wake-up costs more than a quick call); `None` when it has not come by then.
 fn wait_briefly<T>(rx: &mut oneshot::Receiver<T>) -> Option<Result<T, ()>> {
-    let until = Instant::now() + QUICK_CALL;
-    for spin in 1u32.. {
-        match rx.try_recv() {
-            Ok(value) => return Some(Ok(value)),
-            Err(oneshot::error::TryRecvError::Closed) => return Some(Err(())),
-            Err(oneshot::error::TryRecvError::Empty) => {}
-        }
-        if Instant::now() >= until {
-            break;
-        }
-        // On a machine with one core the worker needs this thread's turn.
-        if spin % 32 == 0 {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-    None
+    workers::spin_until(QUICK_CALL, || match rx.try_recv() {
+        Ok(value) => Some(Ok(value)),
+        Err(oneshot::error::TryRecvError::Closed) => Some(Err(())),
+        Err(oneshot::error::TryRecvError::Empty) => None,
+    })
 }
 
 /// Calls a plain function with the arguments as keyword arguments.

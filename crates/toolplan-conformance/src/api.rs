@@ -243,19 +243,10 @@ async fn create_index(
             "aliases are not supported",
         );
     }
-    let mapping = body
-        .get("mappings")
-        .cloned()
-        .unwrap_or_else(|| json!({"properties": {}}));
-    let mapping = if mapping.get("properties").is_none() {
-        let mut m = mapping.clone();
-        if let Value::Object(o) = &mut m {
-            o.insert("properties".into(), json!({}));
-        }
-        m
-    } else {
-        mapping
-    };
+    let mut mapping = body.get("mappings").cloned().unwrap_or_else(|| json!({}));
+    if let Value::Object(m) = &mut mapping {
+        m.entry("properties").or_insert_with(|| json!({}));
+    }
     match backend
         .create_index(name, &json!({"mappings": mapping}))
         .await

@@ -110,17 +110,14 @@ pub fn lookup(response: &Value, path: &str, stash: &Stash) -> Result<Option<Valu
     for segment in segments(path) {
         let key = stash.get(&segment).map_or(segment, text);
         at = match at {
-            Value::Object(map) => {
-                let found = if key == "_arbitrary_key_" {
-                    map.keys().next().and_then(|k| map.get(k))
-                } else {
-                    map.get(&key)
-                };
-                match found {
-                    Some(v) if !v.is_null() => v,
-                    _ => return Ok(None),
-                }
+            // `_arbitrary_key_` is the map's first key itself.
+            Value::Object(map) if key == "_arbitrary_key_" => {
+                return Ok(map.keys().next().map(|k| Value::String(k.clone())));
             }
+            Value::Object(map) => match map.get(&key) {
+                Some(v) if !v.is_null() => v,
+                _ => return Ok(None),
+            },
             Value::Array(items) => {
                 let i: usize = key
                     .parse()
@@ -139,22 +136,7 @@ pub fn lookup(response: &Value, path: &str, stash: &Stash) -> Result<Option<Valu
             }
         };
     }
-    // `_arbitrary_key_` at the end names the key itself.
-    if path.ends_with("_arbitrary_key_")
-        && let Value::Object(map) = response_at_parent(response, path, stash)
-        && let Some(k) = map.keys().next()
-    {
-        return Ok(Some(Value::String(k.clone())));
-    }
     Ok(Some(at.clone()))
-}
-
-fn response_at_parent(response: &Value, path: &str, stash: &Stash) -> Value {
-    let parent = path.rsplit_once('.').map_or("", |(p, _)| p);
-    lookup(response, parent, stash)
-        .ok()
-        .flatten()
-        .unwrap_or(Value::Null)
 }
 
 /// `match`.

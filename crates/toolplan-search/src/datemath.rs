@@ -98,6 +98,16 @@ impl DateFormat {
         Ok(DateFormat { alternatives })
     }
 
+    /// The date a JSON value stands for under this format: text as [`read`](Self::read) reads it,
+    /// a number as its text (`epoch_second`: `1600000000`).
+    pub fn read_json(&self, value: &serde_json::Value) -> Option<DateTime<Utc>> {
+        match value {
+            serde_json::Value::String(text) => self.read(text),
+            serde_json::Value::Number(n) => self.read(&n.to_string()),
+            _ => None,
+        }
+    }
+
     /// The date `text` stands for under this format.
     pub fn read(&self, text: &str) -> Option<DateTime<Utc>> {
         let t = text.trim();

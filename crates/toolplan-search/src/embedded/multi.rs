@@ -9,6 +9,9 @@ use std::cmp::Ordering;
 
 use serde_json::{Map, Value, json};
 
+use tantivy::Order;
+
+use super::search::sort_specs;
 use crate::error::SearchError;
 
 /// Whether `expr` names more than one index or a pattern.
@@ -37,8 +40,9 @@ pub fn resolve(expr: &str, existing: &[String]) -> Result<Vec<String>, SearchErr
     Ok(out)
 }
 
-/// Whether `name` matches `pattern`, where `*` is any run of characters.
-fn glob(pattern: &str, name: &str) -> bool {
+/// Whether `name` matches `pattern`, where `*` is any run of characters (index names here, field
+/// names in `multi_match`).
+pub(super) fn glob(pattern: &str, name: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();
     let [first, middle @ .., last] = parts.as_slice() else {
         return pattern == name;
@@ -82,30 +86,17 @@ pub fn per_index_body(body: &Value) -> Result<(Value, usize, usize), SearchError
     Ok((Value::Object(per), from, size))
 }
 
-/// The directions of the body's sort keys (`true` for descending), `None` without a sort (by score).
+/// The directions of the body's sort fields (`true` for descending), in the order of the hits'
+/// `sort` values; `None` when the hits are ordered by score (no sort, or `_score` alone, as each
+/// index ordered them). Each index has already refused a sort it cannot run.
 fn sort_directions(body: &Value) -> Option<Vec<bool>> {
-    let items: Vec<&Value> = match body.get("sort")? {
-        Value::Array(a) => a.iter().collect(),
-        Value::Null => return None,
-        other => vec![other],
-    };
-    Some(
-        items
-            .iter()
-            .map(|item| match item {
-                Value::String(f) => f == "_score",
-                Value::Object(o) => o.iter().next().is_some_and(|(field, spec)| {
-                    let order = match spec {
-                        Value::String(s) => Some(s.as_str()),
-                        Value::Object(so) => so.get("order").and_then(Value::as_str),
-                        _ => None,
-                    };
-                    order.map_or(field == "_score", |o| o.eq_ignore_ascii_case("desc"))
-                }),
-                _ => false,
-            })
-            .collect(),
-    )
+    let fields: Vec<bool> = sort_specs(body.get("sort"))
+        .ok()?
+        .into_iter()
+        .filter(|(field, _)| field != "_score")
+        .map(|(_, order)| order == Some(Order::Desc))
+        .collect();
+    (!fields.is_empty()).then_some(fields)
 }
 
 /// Orders two sort values: numbers by value, text by its bytes; a missing value last.
@@ -222,22 +213,12 @@ mod tests {
 
     #[test]
     fn hits_merge_by_score_or_by_sort_and_the_page_is_cut_after() {
-        let r = |index: &str, hits: Value, total: u64| {
-            json!({"timed_out": false, "hits": {"total": {"value": total, "relation": "eq"}, "max_score": 2.0, "hits": hits}})
-                .as_object()
-                .map(|o| {
-                    let mut o = o.clone();
-                    o.insert("index".into(), json!(index));
-                    Value::Object(o)
-                })
-                .unwrap()
-        };
+        let r = |hits: Value, total: u64| json!({"timed_out": false, "hits": {"total": {"value": total, "relation": "eq"}, "max_score": 2.0, "hits": hits}});
         let a = r(
-            "a",
             json!([{"_id": "a1", "_score": 2.0, "sort": [3]}, {"_id": "a2", "_score": 0.5, "sort": [null]}]),
             2,
         );
-        let b = r("b", json!([{"_id": "b1", "_score": 1.0, "sort": [1]}]), 1);
+        let b = r(json!([{"_id": "b1", "_score": 1.0, "sort": [1]}]), 1);
         let by_score = merge(&json!({}), vec![a.clone(), b.clone()], 0, 10);
         assert_eq!(
             by_score["hits"]["total"],
@@ -252,6 +233,14 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(ids(&by_score), ["a1", "b1", "a2"]);
+        // `_score` alone orders by score, as one index does.
+        let by_score_named = merge(
+            &json!({"sort": [{"_score": "desc"}]}),
+            vec![a.clone(), b.clone()],
+            0,
+            10,
+        );
+        assert_eq!(ids(&by_score_named), ["a1", "b1", "a2"]);
         let by_sort = merge(
             &json!({"sort": [{"n": "asc"}]}),
             vec![a.clone(), b.clone()],

@@ -206,10 +206,9 @@ fn add_value(doc: &mut TantivyDocument, f: &Indexed, v: &Value) -> Result<bool, 
         ),
         FieldKind::Float => doc.add_f64(f.field, float(v).ok_or_else(|| bad("not a number:"))?),
         FieldKind::Date => {
-            let d = match (&f.format, v) {
-                (Some(format), Value::String(text)) => format.read(text),
-                (Some(format), Value::Number(n)) => format.read(&n.to_string()),
-                _ => datemath::date_from_json(v),
+            let d = match &f.format {
+                Some(format) => format.read_json(v),
+                None => datemath::date_from_json(v),
             }
             .ok_or_else(|| bad("not a date:"))?;
             let stored = stored_date(d.timestamp_millis()).ok_or_else(|| {

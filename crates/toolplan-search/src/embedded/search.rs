@@ -332,13 +332,14 @@ fn count(v: Option<&Value>, name: &str, default: u64) -> Result<u64, SearchError
     }
 }
 
-fn sort_keys(v: Option<&Value>, schema: &IndexSchema) -> Result<Vec<SortKey>, SearchError> {
+/// The keys of a body's `sort` as written: each field with its order, if it names one.
+pub(super) fn sort_specs(v: Option<&Value>) -> Result<Vec<(String, Option<Order>)>, SearchError> {
     let items: Vec<Value> = match v {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a.clone(),
         Some(other) => vec![other.clone()],
     };
-    let mut keys = Vec::new();
+    let mut specs = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let path = format!("sort[{i}]");
         let (field, order) = match item {
@@ -369,6 +370,15 @@ fn sort_keys(v: Option<&Value>, schema: &IndexSchema) -> Result<Vec<SortKey>, Se
             Some(o) if o.eq_ignore_ascii_case("desc") => Some(Order::Desc),
             Some(o) => return Err(SearchError::dsl(path, format!("unknown sort order '{o}'"))),
         };
+        specs.push((field, order));
+    }
+    Ok(specs)
+}
+
+fn sort_keys(v: Option<&Value>, schema: &IndexSchema) -> Result<Vec<SortKey>, SearchError> {
+    let mut keys = Vec::new();
+    for (i, (field, order)) in sort_specs(v)?.into_iter().enumerate() {
+        let path = format!("sort[{i}]");
         if field == "_score" {
             keys.push(SortKey::Score);
             continue;

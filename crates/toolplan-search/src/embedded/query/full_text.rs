@@ -17,6 +17,7 @@ use tantivy::tokenizer::TokenStream;
 use super::compound::minimum_should_match;
 use super::term_level::regex_escape;
 use super::{BoxedQuery, QueryTranslator, check_options, match_nothing};
+use crate::embedded::multi::glob;
 use crate::embedded::schema::{Indexed, scalar_text};
 use crate::error::SearchError;
 use crate::mapping::FieldKind;
@@ -310,13 +311,12 @@ impl QueryTranslator<'_> {
             };
             // Field patterns (`title*`) expand over the mapping.
             let names: Vec<String> = if name.contains('*') {
-                let pattern = FieldNamePattern::new(name);
                 self.schema
                     .mapping
                     .fields()
                     .iter()
                     .map(|f| f.path.clone())
-                    .filter(|p| pattern.is_match(p))
+                    .filter(|p| glob(name, p))
                     .collect()
             } else {
                 vec![name.to_owned()]
@@ -509,35 +509,6 @@ fn fuzzy_distance(fuzziness: Option<&Value>, term: &str, path: &str) -> Result<u
     }
 }
 
-/// A field-name pattern of `multi_match` (`title*`, `*name`): the parts between its `*`s.
-struct FieldNamePattern(Vec<String>);
-
-impl FieldNamePattern {
-    fn new(pattern: &str) -> Self {
-        Self(pattern.split('*').map(str::to_owned).collect())
-    }
-
-    fn is_match(&self, s: &str) -> bool {
-        let parts = &self.0;
-        let Some((first, rest)) = parts.split_first() else {
-            return true;
-        };
-        let Some(mut tail) = s.strip_prefix(first.as_str()) else {
-            return false;
-        };
-        for (i, part) in rest.iter().enumerate() {
-            if i == rest.len() - 1 {
-                return tail.ends_with(part.as_str());
-            }
-            match tail.find(part.as_str()) {
-                Some(at) => tail = &tail[at + part.len()..],
-                None => return false,
-            }
-        }
-        tail.is_empty()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -563,8 +534,8 @@ mod tests {
 
     #[test]
     fn field_patterns() {
-        assert!(FieldNamePattern::new("title*").is_match("title.keyword"));
-        assert!(FieldNamePattern::new("*name").is_match("first_name"));
-        assert!(!FieldNamePattern::new("title*").is_match("subtitle"));
+        assert!(glob("title*", "title.keyword"));
+        assert!(glob("*name", "first_name"));
+        assert!(!glob("title*", "subtitle"));
     }
 }

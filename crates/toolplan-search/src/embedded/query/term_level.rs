@@ -99,8 +99,7 @@ impl QueryTranslator<'_> {
         let d = match (v, format) {
             (Value::String(s), _) => datemath::eval_with(s, self.now, round_up, format)
                 .map_err(|e| SearchError::dsl(path, e))?,
-            // A number under a format is read as its text ("epoch_second": 1600000000).
-            (Value::Number(n), Some(f)) => f.read(&n.to_string()).ok_or_else(|| {
+            (Value::Number(n), Some(f)) => f.read_json(v).ok_or_else(|| {
                 SearchError::dsl(path, format!("{n} does not match the date format"))
             })?,
             (other, _) => datemath::date_from_json(other)
