@@ -371,7 +371,18 @@ pub enum IndexAction {
         #[arg(long, value_name = "FILE")]
         mapping: PathBuf,
     },
+    /// Print an index's mapping (with the fields its documents added), or add to it with
+    /// --update (OpenSearch's put-mapping: new fields and sub-fields, root options such as dynamic).
+    Mapping {
+        /// The index name.
+        name: String,
+        /// A mapping update to apply first (JSON: {"properties": …}); `-` reads stdin.
+        #[arg(long, value_name = "FILE")]
+        update: Option<PathBuf>,
+    },
     /// Load an OpenSearch _bulk NDJSON file (index / create / delete actions); `-` reads stdin.
+    /// An index that does not exist is created; fields the mapping lacks are mapped from their
+    /// values (dynamic mapping).
     Bulk {
         /// The NDJSON file.
         #[arg(value_name = "FILE.ndjson")]

@@ -1,10 +1,11 @@
 //! The APIs a test's `do` steps call, answered by a [`SearchBackend`] in OpenSearch's shapes:
 //! `indices.create` / `indices.delete` / `indices.refresh` / `indices.get_mapping` /
-//! `indices.exists`, `index`, `bulk`, `search`, `count`, `msearch`, `cluster.health`. Another API
+//! `indices.put_mapping` / `indices.exists`, `index`, `bulk`, `search`, `count`, `msearch`, `cluster.health`. Another API
 //! is [`Outcome::NotApplicable`]; a parameter an implemented API does not take is an error of the
 //! call (the engine lacks it), so that the test counts as failed, not skipped.
 
 use serde_json::{Map, Value, json};
+use toolplan_search::backend::resolve_indices;
 use toolplan_search::{SearchBackend, SearchError};
 
 /// What a call gave.
@@ -112,6 +113,7 @@ pub async fn call(
 ) -> Outcome {
     let known: &[&str] = match api {
         "indices.create" => &["index"],
+        "indices.put_mapping" => &["index"],
         "indices.delete" | "indices.refresh" | "indices.get_mapping" | "indices.exists" => &[
             "index",
             "ignore_unavailable",
@@ -145,6 +147,27 @@ pub async fn call(
         );
     }
     let names = index_names(params);
+    // A body written as text is sent as it is: JSON, or for `msearch` lines of JSON.
+    let body = match body {
+        Some(Value::String(text)) if api == "msearch" => Some(Value::Array(
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|_| Value::String(l.to_owned())))
+                .collect(),
+        )),
+        Some(Value::String(text)) if api != "bulk" => match serde_json::from_str::<Value>(text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                return error(
+                    400,
+                    "parsing_exception",
+                    format!("the body is not JSON: {e}"),
+                );
+            }
+        },
+        other => other.cloned(),
+    };
+    let body = body.as_ref();
     match api {
         "indices.create" => create_index(backend, &names, body).await,
         "indices.delete" => {
@@ -168,6 +191,21 @@ pub async fn call(
             ))
         }
         "indices.get_mapping" => {
+            let ignore = params
+                .get("ignore_unavailable")
+                .is_some_and(|v| crate::assert::text(v) == "true");
+            let names = match resolve(backend, &names, ignore).await {
+                Ok(n)
+                    if n.is_empty()
+                        && params
+                            .get("allow_no_indices")
+                            .is_some_and(|v| crate::assert::text(v) == "false") =>
+                {
+                    return error(404, "index_not_found_exception", "no such index");
+                }
+                Ok(n) => n,
+                Err(o) => return o,
+            };
             let mut out = Map::new();
             for name in &names {
                 match backend.get_mapping(name).await {
@@ -178,6 +216,19 @@ pub async fn call(
                 }
             }
             Outcome::Ok(Value::Object(out))
+        }
+        "indices.put_mapping" => {
+            let names = match resolve(backend, &names, false).await {
+                Ok(n) => n,
+                Err(o) => return o,
+            };
+            let update = body.cloned().unwrap_or_else(|| json!({}));
+            for name in &names {
+                if let Err(e) = backend.put_mapping(name, &update).await {
+                    return from_search_error(&e);
+                }
+            }
+            Outcome::Ok(json!({"acknowledged": true}))
         }
         "cluster.health" => Outcome::Ok(json!({"status": "green", "timed_out": false})),
         "index" => index_document(backend, params, body).await,
@@ -198,6 +249,33 @@ pub async fn call(
         "msearch" => msearch(backend, &names, params, body).await,
         _ => Outcome::NotApplicable(format!("the runner does not implement {api}")),
     }
+}
+
+/// The indices the names of a request stand for (each a name, a pattern or `_all`; none is every
+/// index); with `ignore_unavailable`, a missing name is left out instead of failing.
+async fn resolve(
+    backend: &dyn SearchBackend,
+    names: &[String],
+    ignore_unavailable: bool,
+) -> Result<Vec<String>, Outcome> {
+    let existing: Vec<String> = backend
+        .list_indices()
+        .await
+        .map_err(|e| from_search_error(&e))?
+        .into_iter()
+        .map(|i| i.name)
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    let all = ["_all".to_owned()];
+    for name in if names.is_empty() { &all[..] } else { names } {
+        match resolve_indices(name, &existing) {
+            Ok(found) => out.extend(found),
+            Err(SearchError::NoSuchIndex(_)) if ignore_unavailable => {}
+            Err(e) => return Err(from_search_error(&e)),
+        }
+    }
+    out.dedup();
+    Ok(out)
 }
 
 /// The index expression a request names (`a`, `a,b`, `logs-*`): the backend resolves it; none is

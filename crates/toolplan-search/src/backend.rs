@@ -86,6 +86,17 @@ pub trait SearchBackend: Send + Sync {
     /// The index's mapping as OpenSearch returns it: `{"properties": …}`.
     async fn get_mapping(&self, name: &str) -> Result<Value, SearchError>;
 
+    /// Adds fields to the index's mapping, or changes its root options (OpenSearch's put-mapping
+    /// API): fields it has keep their type. The default refuses: a backend that cannot change a
+    /// mapping says so.
+    async fn put_mapping(&self, name: &str, mapping: &Value) -> Result<(), SearchError> {
+        let _ = mapping;
+        Err(SearchError::InvalidParameter(format!(
+            "the {} backend cannot change the mapping of '{name}'",
+            self.kind()
+        )))
+    }
+
     /// One document of the index (its `_source`), if it has any.
     async fn sample_document(&self, name: &str) -> Result<Option<Value>, SearchError>;
 
@@ -196,9 +207,90 @@ pub fn check_index_expression(expr: &str) -> Result<(), SearchError> {
     Ok(())
 }
 
+/// Whether the index expression `expr` names more than one index or a pattern (`a,b`, `logs-*`,
+/// `_all`, `-old`).
+pub fn is_multi_index(expr: &str) -> bool {
+    expr.contains(',') || expr.contains('*') || expr == "_all" || expr.starts_with('-')
+}
+
+/// The index names `expr` stands for among `existing` (sorted, without duplicates). A name
+/// without a wildcard must exist; a pattern may match none.
+pub fn resolve_indices(expr: &str, existing: &[String]) -> Result<Vec<String>, SearchError> {
+    let mut out: Vec<String> = Vec::new();
+    for part in expr.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some(excluded) = part.strip_prefix('-') {
+            out.retain(|n| !glob(excluded, n));
+        } else if part == "_all" || part.contains('*') {
+            let pattern = if part == "_all" { "*" } else { part };
+            out.extend(existing.iter().filter(|n| glob(pattern, n)).cloned());
+        } else if existing.iter().any(|n| n == part) {
+            out.push(part.to_owned());
+        } else {
+            return Err(SearchError::NoSuchIndex(part.to_owned()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Whether `name` matches `pattern`, where `*` is any run of characters (index names here, field
+/// names in `multi_match`).
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == name;
+    };
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn index_expressions_resolve_as_opensearch_resolves_them() {
+        let existing = names(&["logs-1", "logs-2", "logs-old", "users"]);
+        assert_eq!(
+            resolve_indices("logs-*", &existing).unwrap(),
+            names(&["logs-1", "logs-2", "logs-old"])
+        );
+        assert_eq!(
+            resolve_indices("logs-*,-logs-old", &existing).unwrap(),
+            names(&["logs-1", "logs-2"])
+        );
+        assert_eq!(resolve_indices("_all", &existing).unwrap(), existing);
+        assert_eq!(
+            resolve_indices("users,logs-1,users", &existing).unwrap(),
+            names(&["logs-1", "users"])
+        );
+        assert!(resolve_indices("nope-*", &existing).unwrap().is_empty());
+        assert!(
+            matches!(resolve_indices("users,nope", &existing), Err(SearchError::NoSuchIndex(n)) if n == "nope")
+        );
+        assert!(
+            is_multi_index("a,b")
+                && is_multi_index("a*")
+                && is_multi_index("_all")
+                && !is_multi_index("a")
+        );
+    }
 
     #[test]
     fn index_expressions() {

@@ -108,6 +108,29 @@ impl DateFormat {
         }
     }
 
+    /// Whether `text` is a date under this format as dynamic mapping detects dates: the ISO forms
+    /// need at least a year and a month (`2024-01`), so a number or a year alone in text stays text.
+    pub fn detects(&self, text: &str) -> bool {
+        let t = text.trim();
+        self.alternatives.iter().any(|a| match a {
+            Alternative::Iso => {
+                let b = t.as_bytes();
+                b.len() >= 7
+                    && b[..4].iter().all(u8::is_ascii_digit)
+                    && b[4] == b'-'
+                    && parse_date(t).is_some()
+            }
+            Alternative::EpochMillis | Alternative::EpochSecond => {
+                !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit())
+            }
+            pattern @ Alternative::Pattern { .. } => DateFormat {
+                alternatives: vec![pattern.clone()],
+            }
+            .read(t)
+            .is_some(),
+        })
+    }
+
     /// The date `text` stands for under this format.
     pub fn read(&self, text: &str) -> Option<DateTime<Utc>> {
         let t = text.trim();

@@ -6,16 +6,19 @@
 //!
 //! ## How the parts fit
 //!
-//! * [`mapping`] — OpenSearch mappings flattened into the fields a query can name.
+//! * [`mapping`] — OpenSearch mappings flattened into the fields a query can name; dynamic mapping
+//!   of the new fields documents bring ([`mapping::dynamic`]) and put-mapping's merge rules.
 //! * [`bulk`] — the `_bulk` NDJSON body.
 //! * [`autofix`] — corrections of generated DSL that need no model (`genre.keyword` → `genre`).
 //! * [`check`] — a search body checked against a mapping: unknown fields, `term` on analysed text.
 //! * [`datemath`] — dates and date math (`now-30d/d`) as OpenSearch reads them.
-//! * [`backend`] — the [`SearchBackend`] trait and index-name rules.
+//! * [`backend`] — the [`SearchBackend`] trait, index-name rules and index expressions (`a,b`,
+//!   `logs-*`, `_all`, `-old`).
 //! * [`limits`] — [`SearchLimits`]: what one search may cost the embedded backend (time budget,
 //!   result window, slop, nesting, clauses, buckets), each with a default the owner can change.
-//! * [`embedded`] — [`EmbeddedBackend`]: tantivy indices on disk, OpenSearch DSL translated to
-//!   tantivy queries and aggregations; unsupported clauses are errors naming where they are.
+//! * [`embedded`] — [`EmbeddedBackend`]: tantivy indices on disk, rebuilt when documents grow their
+//!   mapping; OpenSearch DSL translated to tantivy queries and aggregations; unsupported clauses are
+//!   errors naming where they are.
 //! * [`opensearch`] — [`OpenSearchBackend`]: a real OpenSearch cluster over its REST API (basic auth or
 //!   API key, TLS, timeouts).
 //! * [`params`] — the planner's parameters (registration and execution), templates, response filter.

@@ -1,5 +1,5 @@
-//! Limits on the work one search may make the embedded backend do, so that no request body can hang
-//! it or exhaust memory. Each limit has a default (OpenSearch's own where it has one) that the owner of
+//! Limits on the work one search may make the embedded backend do, and on how far documents may
+//! grow a mapping, so that no request body or document can hang it or exhaust memory. Each limit has a default (OpenSearch's own where it has one) that the owner of
 //! the backend can change: [`crate::EmbeddedBackend::open_with_limits`], or `name=value` overrides
 //! ([`SearchLimits::apply_overrides`]; the CLI reads them from `TOOLPLAN_SEARCH_LIMITS`).
 //!
@@ -15,6 +15,8 @@
 //! | `max_pattern_length` | 1000 | a longer `wildcard` or `prefix` pattern is refused (`index.max_regex_length`) |
 //! | `max_buckets` | 65535 | a `terms` `size` above it is refused, and aggregations making more buckets fail (`search.max_buckets`) |
 //! | `max_aggregation_memory` | 500000000 | aggregations needing more bytes fail |
+//! | `max_mapped_fields` | 1000 | a document whose new fields would make the mapping larger (fields, sub-fields and objects) is refused, and so is a mapping that large (`index.mapping.total_fields.limit`) |
+//! | `max_mapping_depth` | 20 | a document whose new objects would sit deeper is refused (`index.mapping.depth.limit`) |
 
 use std::time::Duration;
 
@@ -28,7 +30,7 @@ pub const DEFAULT_MAX_RESULT_WINDOW: usize = 10_000;
 /// The largest phrase slop tantivy matches correctly (it keeps slop in a byte).
 pub const SLOP_CEILING: u32 = 255;
 
-/// Limits on one search of the embedded backend. See the [module documentation](self) for what each
+/// Limits on one search of the embedded backend, and on the mappings documents grow. See the [module documentation](self) for what each
 /// bounds and what exceeding it does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchLimits {
@@ -52,6 +54,10 @@ pub struct SearchLimits {
     pub max_buckets: u32,
     /// Most bytes the aggregations of one request may use.
     pub max_aggregation_memory: u64,
+    /// Most fields, sub-fields and objects in one index's mapping, counting those documents add.
+    pub max_mapped_fields: usize,
+    /// Most levels of objects in one index's mapping that documents may add.
+    pub max_mapping_depth: usize,
 }
 
 impl Default for SearchLimits {
@@ -67,6 +73,8 @@ impl Default for SearchLimits {
             max_pattern_length: 1000,
             max_buckets: 65_535,
             max_aggregation_memory: 500_000_000,
+            max_mapped_fields: 1000,
+            max_mapping_depth: 20,
         }
     }
 }
@@ -100,9 +108,11 @@ impl SearchLimits {
                 self.max_buckets = u32::try_from(number()?).map_err(|_| bad("a bucket count"))?;
             }
             "max_aggregation_memory" => self.max_aggregation_memory = number()?,
+            "max_mapped_fields" => self.max_mapped_fields = size()?,
+            "max_mapping_depth" => self.max_mapping_depth = size()?,
             other => {
                 return Err(SearchError::InvalidParameter(format!(
-                    "unknown search limit '{other}' (timeout, max_result_window, max_inner_result_window, max_slop, max_nested_depth, max_clause_count, max_terms_count, max_pattern_length, max_buckets, max_aggregation_memory)"
+                    "unknown search limit '{other}' (timeout, max_result_window, max_inner_result_window, max_slop, max_nested_depth, max_clause_count, max_terms_count, max_pattern_length, max_buckets, max_aggregation_memory, max_mapped_fields, max_mapping_depth)"
                 )));
             }
         }
@@ -124,6 +134,14 @@ impl SearchLimits {
             self.set(name.trim(), value)?;
         }
         Ok(())
+    }
+
+    /// The limits on what documents add to a mapping.
+    pub fn mapping(&self) -> crate::mapping::MappingLimits {
+        crate::mapping::MappingLimits {
+            max_fields: self.max_mapped_fields,
+            max_depth: self.max_mapping_depth,
+        }
     }
 
     /// The phrase slop that applies: [`Self::max_slop`], at most [`SLOP_CEILING`].

@@ -311,6 +311,21 @@ impl SearchBackend for OpenSearchBackend {
             .ok_or_else(|| SearchError::Decode(format!("no mappings for '{name}' in the answer")))
     }
 
+    async fn put_mapping(&self, name: &str, mapping: &Value) -> Result<(), SearchError> {
+        check_index_name(name)?;
+        let body = mapping.get("mappings").unwrap_or(mapping);
+        self.send(
+            self.request(
+                reqwest::Method::PUT,
+                &format!("/{}/_mapping", segment(name)),
+            )
+            .json(body),
+        )
+        .await
+        .map_err(|e| not_found(e, name))?;
+        Ok(())
+    }
+
     async fn sample_document(&self, name: &str) -> Result<Option<Value>, SearchError> {
         let r = self
             .search(name, &json!({"size": 1, "query": {"match_all": {}}}))

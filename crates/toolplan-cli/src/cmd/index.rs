@@ -57,6 +57,18 @@ pub async fn execute(args: IndexArgs) -> anyhow::Result<Outcome> {
                 .unwrap_or(0);
             eprintln!("created index {name} ({n} fields) in {place}");
         }
+        IndexAction::Mapping { name, update } => {
+            if let Some(update) = update {
+                let text = read_input(&update, "mapping update", input_limit(MAX_INPUT_BYTES)?)?;
+                let update: Value = serde_json::from_str(&text).with_context(|| {
+                    format!("mapping update '{}' is not JSON", update.display())
+                })?;
+                backend.put_mapping(&name, &update).await?;
+                eprintln!("updated the mapping of {name}");
+            }
+            let mapping = backend.get_mapping(&name).await?;
+            println!("{}", serde_json::to_string_pretty(&mapping)?);
+        }
         IndexAction::Bulk { file, index } => {
             let body = read_input(&file, "bulk", input_limit(MAX_BULK_BYTES)?)?;
             let summary = backend.bulk(index.as_deref(), &body).await?;

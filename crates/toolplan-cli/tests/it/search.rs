@@ -137,6 +137,64 @@ fn create_load_list_search_delete() {
 }
 
 #[test]
+fn documents_without_a_mapping_are_loaded_mapped_and_the_mapping_updated() {
+    let data = tempfile::tempdir().unwrap();
+    let docs = data.path().join("books.ndjson");
+    std::fs::write(
+        &docs,
+        "{\"index\": {\"_id\": \"1\"}}\n{\"title\": \"Moby Dick\", \"pages\": 635}\n",
+    )
+    .unwrap();
+    let d = data.path().join("indices");
+    // No `index create`: the load makes the index and maps its fields.
+    common::assert_ok(&toolplan(
+        &d,
+        &["index", "bulk", docs.to_str().unwrap(), "--index", "books"],
+    ));
+    let mapping = success_json(&toolplan(&d, &["index", "mapping", "books"]));
+    assert_eq!(mapping["properties"]["pages"]["type"], "long");
+    let hits = success_json(&toolplan(
+        &d,
+        &[
+            "search",
+            "books",
+            "--dsl",
+            r#"{"query": {"range": {"pages": {"gt": 600}}}}"#,
+        ],
+    ));
+    assert_eq!(hits["hits"]["total"]["value"], 1);
+    let update = data.path().join("update.json");
+    std::fs::write(&update, r#"{"properties": {"pages": {"type": "text"}}}"#).unwrap();
+    let out = toolplan(
+        &d,
+        &[
+            "index",
+            "mapping",
+            "books",
+            "--update",
+            update.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("mapper [pages] cannot be changed from type [long] to [text]")
+    );
+    std::fs::write(&update, r#"{"properties": {"year": {"type": "integer"}}}"#).unwrap();
+    let mapping = success_json(&toolplan(
+        &d,
+        &[
+            "index",
+            "mapping",
+            "books",
+            "--update",
+            update.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(mapping["properties"]["year"]["type"], "integer");
+}
+
+#[test]
 fn bad_input_is_named() {
     let data = tempfile::tempdir().unwrap();
     let mapping = data.path().join("m.json");

@@ -31,6 +31,8 @@ const MAX_TOKEN_BYTES: usize = 255;
 
 /// The tantivy tokenizer name of an analyzer.
 pub fn analyzer_tokenizer(name: &str) -> String {
+    // `default` is the index's default analyzer, which is `standard` here.
+    let name = if name == "default" { "standard" } else { name };
     format!("tp_{name}")
 }
 

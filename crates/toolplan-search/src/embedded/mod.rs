@@ -1,7 +1,8 @@
 //! The embedded backend: one tantivy index per OpenSearch index, on disk under a data directory.
 //!
-//! Layout: `<data dir>/<index>/mapping.json` (the mapping as given) and `<data dir>/<index>/tantivy/`
-//! (the index). Each open index keeps a reader that is reloaded after every commit, so a search sees
+//! Layout: `<data dir>/<index>/mapping.json` (the mapping, grown by the documents' new fields, and
+//! the generation of the tantivy index that holds them) and `<data dir>/<index>/tantivy/` (generation
+//! 0; `tantivy.<n>` after the mapping grew `n` times: see `ingest`). Each open index keeps a reader that is reloaded after every commit, so a search sees
 //! every document loaded before it, and one writer (one thread, so document order is stable) that the
 //! first write opens: reading never takes the index's write lock. Stored search templates are
 //! `<data dir>/_scripts/<id>.json` (index names cannot start with `_`).
@@ -13,7 +14,8 @@
 //! An index whose directory cannot be read is left out of the list (with the reason, in
 //! [`SearchBackend::list_indices_checked`]) and fails only the requests that name it.
 //!
-//! The parts: this module keeps the open indices and the writes; `schema` maps an OpenSearch
+//! The parts: this module keeps the open indices; `ingest` writes documents, growing the mapping
+//! and rebuilding the index when they bring new fields; `schema` maps an OpenSearch
 //! mapping and documents onto tantivy; `analysis` registers the analyzers and normalizers a mapping
 //! can name on each index; `search` runs one request body on one index, `multi` on several; `query` translates its query
 //! DSL (by family: full text, term level, compound); `aggs` runs its aggregations; `budget` stops a
@@ -22,6 +24,7 @@
 mod aggs;
 mod analysis;
 mod budget;
+mod ingest;
 mod multi;
 mod query;
 mod schema;
@@ -37,7 +40,7 @@ use serde_json::Value;
 use tantivy::collector::TopDocs;
 use tantivy::query::AllQuery;
 use tantivy::schema::Value as _;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 
 pub use crate::limits::DEFAULT_MAX_RESULT_WINDOW as MAX_RESULT_WINDOW;
 pub use query::UNSUPPORTED;
@@ -46,9 +49,8 @@ pub use schema::IndexSchema;
 use self::budget::{Reason, Stop, StopOnDrop};
 use crate::backend::{
     BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex, check_index_expression,
-    check_index_name, check_script_id, script_object,
+    check_index_name, check_script_id, is_multi_index, resolve_indices, script_object,
 };
-use crate::bulk::{self, BulkOp};
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, body_timeout};
 use crate::mapping::Mapping;
@@ -65,6 +67,8 @@ struct OpenIndex {
     /// Opened by the first write: searching never takes the index's write lock, so several
     /// processes (and several backends in one process) can read one index.
     writer: Mutex<Option<IndexWriter>>,
+    /// Which tantivy directory holds it ([`State`]).
+    generation: u64,
 }
 
 impl OpenIndex {
@@ -172,6 +176,8 @@ struct Inner {
     limits: SearchLimits,
     open: RwLock<HashMap<String, Arc<OpenIndex>>>,
     next_id: std::sync::atomic::AtomicU64,
+    /// Held by every write (bulk loads, mapping changes), so a mapping grows one write at a time.
+    writes: Mutex<()>,
 }
 
 impl std::fmt::Debug for EmbeddedBackend {
@@ -202,6 +208,7 @@ impl Inner {
             limits,
             open: RwLock::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(0),
+            writes: Mutex::new(()),
         })
     }
 
@@ -245,16 +252,13 @@ impl Inner {
 
     /// Opens the index in `dir` from its files.
     fn read(dir: &Path) -> Result<OpenIndex, SearchError> {
-        let mapping_path = dir.join(MAPPING_FILE);
-        let text = std::fs::read_to_string(&mapping_path).map_err(io(&mapping_path))?;
-        let mapping_json: Value = serde_json::from_str(&text)
-            .map_err(|e| SearchError::InvalidMapping(format!("{}: {e}", mapping_path.display())))?;
-        let schema = IndexSchema::build(Mapping::parse(&mapping_json)?);
-        let index = Index::open_in_dir(dir.join(INDEX_DIR)).map_err(tv)?;
-        Self::wrap(schema, index)
+        let state = State::read(dir)?;
+        let schema = IndexSchema::build(Mapping::parse_strict(&state.mappings)?);
+        let index = Index::open_in_dir(dir.join(state.tantivy_dir())).map_err(tv)?;
+        Self::wrap(schema, index, state.generation)
     }
 
-    fn wrap(schema: IndexSchema, index: Index) -> Result<OpenIndex, SearchError> {
+    fn wrap(schema: IndexSchema, index: Index, generation: u64) -> Result<OpenIndex, SearchError> {
         analysis::register(&index);
         let reader = index
             .reader_builder()
@@ -266,103 +270,113 @@ impl Inner {
             index,
             reader,
             writer: Mutex::new(None),
+            generation,
         })
+    }
+
+    /// A new, empty tantivy index for `mapping` in generation `generation` of the index directory
+    /// `dir` (a directory left there by an interrupted rebuild is replaced).
+    fn build(dir: &Path, mapping: Mapping, generation: u64) -> Result<OpenIndex, SearchError> {
+        let tantivy_dir = dir.join(State::dir_of(generation));
+        if tantivy_dir.exists() {
+            std::fs::remove_dir_all(&tantivy_dir).map_err(io(&tantivy_dir))?;
+        }
+        std::fs::create_dir_all(&tantivy_dir).map_err(io(&tantivy_dir))?;
+        let schema = IndexSchema::build(mapping);
+        Index::create_in_dir(&tantivy_dir, schema.schema.clone())
+            .map_err(tv)
+            .and_then(|index| Self::wrap(schema, index, generation))
+    }
+
+    /// Refuses a mapping larger than the limits allow.
+    fn check_size(&self, mapping: &Mapping) -> Result<(), SearchError> {
+        let count = mapping.mapper_count();
+        if count > self.limits.max_mapped_fields {
+            return Err(SearchError::InvalidMapping(format!(
+                "Limit of total fields [{}] has been exceeded: the mapping has {count} (search limit max_mapped_fields)",
+                self.limits.max_mapped_fields
+            )));
+        }
+        Ok(())
     }
 
     fn create_blocking(&self, name: &str, mapping: &Value) -> Result<(), SearchError> {
         check_index_name(name)?;
-        let parsed = Mapping::parse(mapping)?;
+        let parsed = Mapping::parse_strict(mapping)?;
+        self.check_size(&parsed)?;
         let mut open = self.open.write().unwrap_or_else(PoisonError::into_inner);
         if self.exists(name) || open.contains_key(name) {
             return Err(SearchError::IndexExists(name.to_owned()));
         }
         let dir = self.index_dir(name);
-        let tantivy_dir = dir.join(INDEX_DIR);
-        std::fs::create_dir_all(&tantivy_dir).map_err(io(&tantivy_dir))?;
-        let schema = IndexSchema::build(parsed);
-        let built = Index::create_in_dir(&tantivy_dir, schema.schema.clone())
-            .map_err(tv)
-            .and_then(|index| Self::wrap(schema, index));
-        let ix = match built {
-            Ok(ix) => ix,
+        let made = Self::build(&dir, parsed, 0).and_then(|ix| {
+            // The state file is written last: its presence is what makes the index exist.
+            State::write(&dir, &ix.schema.mapping, 0)?;
+            Ok(ix)
+        });
+        match made {
+            Ok(ix) => {
+                open.insert(name.to_owned(), Arc::new(ix));
+                Ok(())
+            }
             Err(e) => {
                 // Nothing half-made is left behind.
                 let _ = std::fs::remove_dir_all(&dir);
-                return Err(e);
+                Err(e)
             }
+        }
+    }
+}
+
+/// What `mapping.json` records: the mapping, and which generation of the tantivy index holds the
+/// documents (the index is rebuilt into a new generation when its mapping grows).
+struct State {
+    mappings: Value,
+    generation: u64,
+}
+
+impl State {
+    /// The tantivy directory of a generation: `tantivy`, then `tantivy.1`, `tantivy.2` …
+    fn dir_of(generation: u64) -> String {
+        if generation == 0 {
+            INDEX_DIR.to_owned()
+        } else {
+            format!("{INDEX_DIR}.{generation}")
+        }
+    }
+
+    fn tantivy_dir(&self) -> String {
+        Self::dir_of(self.generation)
+    }
+
+    /// Reads `dir/mapping.json`: `{"mappings": …, "generation": n}`, or a bare mapping (generation 0).
+    fn read(dir: &Path) -> Result<State, SearchError> {
+        let path = dir.join(MAPPING_FILE);
+        let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+        let json: Value = serde_json::from_str(&text)
+            .map_err(|e| SearchError::InvalidMapping(format!("{}: {e}", path.display())))?;
+        let generation = json.get("generation").and_then(Value::as_u64).unwrap_or(0);
+        let mappings = match json.get("mappings") {
+            Some(m) => m.clone(),
+            None => json,
         };
-        // The mapping file is written last: its presence is what makes the index exist.
-        let mapping_path = dir.join(MAPPING_FILE);
-        let text = serde_json::to_string_pretty(&ix.schema.mapping.to_json()).unwrap_or_default();
-        if let Err(e) = std::fs::write(&mapping_path, text) {
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(io(&mapping_path)(e));
-        }
-        open.insert(name.to_owned(), Arc::new(ix));
-        Ok(())
+        Ok(State {
+            mappings,
+            generation,
+        })
     }
 
-    fn bulk_blocking(
-        &self,
-        default: Option<&str>,
-        ndjson: &str,
-    ) -> Result<BulkSummary, SearchError> {
-        let actions = bulk::parse(ndjson)?;
-        let mut summary = BulkSummary::default();
-        // Grouped by index, in order; each index commits once.
-        let mut touched: Vec<Arc<OpenIndex>> = Vec::new();
-        for action in actions {
-            let Some(name) = action.index.as_deref().or(default) else {
-                summary.errors.push(format!(
-                    "line {}: no _index, and no index was named",
-                    action.line
-                ));
-                continue;
-            };
-            let ix = match self.get(name) {
-                Ok(ix) => ix,
-                Err(e) => {
-                    summary.errors.push(format!("line {}: {e}", action.line));
-                    continue;
-                }
-            };
-            let id = action.id.clone().unwrap_or_else(|| self.generate_id());
-            let id_term = Term::from_field_text(ix.schema.id, &id);
-            ix.write(|writer| {
-                match action.op {
-                    BulkOp::Delete => {
-                        writer.delete_term(id_term);
-                        summary.deleted += 1;
-                    }
-                    BulkOp::Index(doc) | BulkOp::Create(doc) => match ix.schema.document(&id, &doc)
-                    {
-                        Ok(d) => {
-                            writer.delete_term(id_term);
-                            writer.add_document(d).map_err(tv)?;
-                            summary.indexed += 1;
-                        }
-                        Err(e) => summary.errors.push(format!("line {}: {e}", action.line)),
-                    },
-                }
-                Ok(())
-            })?;
-            if !touched.iter().any(|t| Arc::ptr_eq(t, &ix)) {
-                touched.push(ix);
-            }
-        }
-        for ix in touched {
-            ix.write(|writer| writer.commit().map(drop).map_err(tv))?;
-            ix.reader.reload().map_err(tv)?;
-        }
-        Ok(summary)
-    }
-
-    fn generate_id(&self) -> String {
-        let n = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let t = Utc::now().timestamp_nanos_opt().unwrap_or_default();
-        format!("{t:x}{n:04x}")
+    /// Writes `dir/mapping.json` whole or not at all (a new file renamed over the old one), so a
+    /// crash leaves the old mapping and generation or the new ones.
+    fn write(dir: &Path, mapping: &Mapping, generation: u64) -> Result<(), SearchError> {
+        let path = dir.join(MAPPING_FILE);
+        let staged = dir.join(format!("{MAPPING_FILE}.new"));
+        let text = serde_json::to_string_pretty(
+            &serde_json::json!({"mappings": mapping.to_json(), "generation": generation}),
+        )
+        .unwrap_or_default();
+        std::fs::write(&staged, text).map_err(io(&staged))?;
+        std::fs::rename(&staged, &path).map_err(io(&path))
     }
 }
 
@@ -463,6 +477,14 @@ impl SearchBackend for EmbeddedBackend {
         blocking(move || Ok(me.get(&name)?.schema.mapping.to_json())).await
     }
 
+    /// Merges the update into the mapping ([`Mapping::updated`]) and, when that adds fields,
+    /// rebuilds the index under it (documents already indexed get the new fields from their
+    /// `_source`).
+    async fn put_mapping(&self, name: &str, mapping: &Value) -> Result<(), SearchError> {
+        let (me, name, update) = (Arc::clone(&self.inner), name.to_owned(), mapping.clone());
+        blocking(move || me.put_mapping_blocking(&name, &update)).await
+    }
+
     async fn sample_document(&self, name: &str) -> Result<Option<Value>, SearchError> {
         let (me, name) = (Arc::clone(&self.inner), name.to_owned());
         blocking(move || {
@@ -486,7 +508,7 @@ impl SearchBackend for EmbeddedBackend {
     /// Runs the search on the index `name` names, or on each index a list or pattern names
     /// (`a,b`, `logs-*`, `_all`, `-old`), merged: totals added, hits ordered across them; each index bounded as a single search is.
     async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
-        if !multi::is_multi(name) {
+        if !is_multi_index(name) {
             return self.search_one(name, body).await;
         }
         check_index_expression(name)?;
@@ -496,7 +518,7 @@ impl SearchBackend for EmbeddedBackend {
             .into_iter()
             .map(|i| i.name)
             .collect();
-        let names = multi::resolve(name, &existing)?;
+        let names = resolve_indices(name, &existing)?;
         if let [one] = names.as_slice() {
             return self.search_one(one, body).await;
         }

@@ -1,5 +1,5 @@
 //! Searching several indices at once, as OpenSearch names them: a comma list (`a,b`), wildcards
-//! (`logs-*`, `*`, `_all`) and exclusions (`-logs-old`). [`resolve`] turns the expression into
+//! (`logs-*`, `*`, `_all`) and exclusions (`-logs-old`). [`crate::backend::resolve_indices`] turns the expression into
 //! index names; each index answers the search for the first `from + size` hits, and [`merge`]
 //! makes one response of them: totals added, the hits ordered by the body's `sort` (or by score)
 //! across indices, then the page cut. Aggregations over several indices are refused until their
@@ -13,54 +13,6 @@ use tantivy::Order;
 
 use super::search::sort_specs;
 use crate::error::SearchError;
-
-/// Whether `expr` names more than one index or a pattern.
-pub fn is_multi(expr: &str) -> bool {
-    expr.contains(',') || expr.contains('*') || expr == "_all" || expr.starts_with('-')
-}
-
-/// The index names `expr` stands for among `existing` (sorted, without duplicates). A name
-/// without a wildcard must exist; a pattern may match none.
-pub fn resolve(expr: &str, existing: &[String]) -> Result<Vec<String>, SearchError> {
-    let mut out: Vec<String> = Vec::new();
-    for part in expr.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        if let Some(excluded) = part.strip_prefix('-') {
-            out.retain(|n| !glob(excluded, n));
-        } else if part == "_all" || part.contains('*') {
-            let pattern = if part == "_all" { "*" } else { part };
-            out.extend(existing.iter().filter(|n| glob(pattern, n)).cloned());
-        } else if existing.iter().any(|n| n == part) {
-            out.push(part.to_owned());
-        } else {
-            return Err(SearchError::NoSuchIndex(part.to_owned()));
-        }
-    }
-    out.sort();
-    out.dedup();
-    Ok(out)
-}
-
-/// Whether `name` matches `pattern`, where `*` is any run of characters (index names here, field
-/// names in `multi_match`).
-pub(super) fn glob(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let [first, middle @ .., last] = parts.as_slice() else {
-        return pattern == name;
-    };
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    for part in middle {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
-}
 
 /// The body each index answers: the same query for the first `from + size` hits. Aggregations are
 /// refused.
@@ -183,33 +135,6 @@ pub fn merge(body: &Value, responses: Vec<Value>, from: usize, size: usize) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn names(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| (*s).to_owned()).collect()
-    }
-
-    #[test]
-    fn index_expressions_resolve_as_opensearch_resolves_them() {
-        let existing = names(&["logs-1", "logs-2", "logs-old", "users"]);
-        assert_eq!(
-            resolve("logs-*", &existing).unwrap(),
-            names(&["logs-1", "logs-2", "logs-old"])
-        );
-        assert_eq!(
-            resolve("logs-*,-logs-old", &existing).unwrap(),
-            names(&["logs-1", "logs-2"])
-        );
-        assert_eq!(resolve("_all", &existing).unwrap(), existing);
-        assert_eq!(
-            resolve("users,logs-1,users", &existing).unwrap(),
-            names(&["logs-1", "users"])
-        );
-        assert!(resolve("nope-*", &existing).unwrap().is_empty());
-        assert!(
-            matches!(resolve("users,nope", &existing), Err(SearchError::NoSuchIndex(n)) if n == "nope")
-        );
-        assert!(is_multi("a,b") && is_multi("a*") && is_multi("_all") && !is_multi("a"));
-    }
 
     #[test]
     fn hits_merge_by_score_or_by_sort_and_the_page_is_cut_after() {

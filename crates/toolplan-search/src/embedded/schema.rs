@@ -143,6 +143,22 @@ impl IndexSchema {
     /// The tantivy document for `doc` with id `id`, or why a value does not fit its field (as
     /// OpenSearch's mapper_parsing_exception).
     pub fn document(&self, id: &str, doc: &Map<String, Value>) -> Result<TantivyDocument, String> {
+        self.convert(id, doc, false)
+    }
+
+    /// The tantivy document for a document already in the index, re-indexed under a grown
+    /// mapping: a value that does not fit a field mapped since it was indexed is left out of that
+    /// field, as if the field had `ignore_malformed`.
+    pub fn reindexed(&self, id: &str, doc: &Map<String, Value>) -> TantivyDocument {
+        self.convert(id, doc, true).unwrap_or_default()
+    }
+
+    fn convert(
+        &self,
+        id: &str,
+        doc: &Map<String, Value>,
+        skip_malformed: bool,
+    ) -> Result<TantivyDocument, String> {
         let mut out = TantivyDocument::new();
         out.add_text(self.id, id);
         let source = Value::Object(doc.clone());
@@ -155,7 +171,7 @@ impl IndexSchema {
             let mut any = false;
             for v in values_at(&source, &spec.source_path) {
                 let added = match add_value(&mut out, indexed, v) {
-                    Err(_) if spec.ignore_malformed => false,
+                    Err(_) if spec.ignore_malformed || skip_malformed => false,
                     other => other?,
                 };
                 if added {

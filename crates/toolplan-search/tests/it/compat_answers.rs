@@ -22,18 +22,7 @@ async fn index(mapping: Value, docs: &[Value]) -> (tempfile::TempDir, EmbeddedBa
 }
 
 async fn ids(b: &EmbeddedBackend, query: Value) -> Vec<String> {
-    let response = b
-        .search("t", &json!({"query": query, "size": 100}))
-        .await
-        .unwrap_or_else(|e| panic!("{query}: {e}"));
-    let mut ids: Vec<String> = response["hits"]["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["_id"].as_str().unwrap().to_owned())
-        .collect();
-    ids.sort();
-    ids
+    crate::fixtures::hit_ids(b, "t", query).await
 }
 
 async fn refused(b: &EmbeddedBackend, query: Value) -> String {

@@ -21,6 +21,22 @@ pub fn eval_set(file: &str) -> PathBuf {
         .join(file)
 }
 
+/// The ids of the hits of `query` on `index` (up to 100), sorted.
+pub async fn hit_ids(b: &EmbeddedBackend, index: &str, query: Value) -> Vec<String> {
+    let response = b
+        .search(index, &serde_json::json!({"query": query, "size": 100}))
+        .await
+        .unwrap_or_else(|e| panic!("{query}: {e}"));
+    let mut ids: Vec<String> = response["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["_id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
 /// A JSON file, parsed.
 pub fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

@@ -5,6 +5,7 @@ mod aggregations;
 mod compat_answers;
 mod dsl_eval_set;
 mod dsl_examples;
+mod dynamic_mapping;
 mod fixtures;
 mod hardening_search;
 mod iris;

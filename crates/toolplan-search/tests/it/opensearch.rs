@@ -125,6 +125,7 @@ async fn indices_mappings_and_samples() {
             ("GET", "/iris-index/_mapping", 200, json!({"iris-index": {"mappings": {"properties": {"species": {"type": "text"}}}}})),
             ("POST", "/iris-index/_search", 200, json!({"hits": {"hits": [{"_id": "1", "_source": {"species": "setosa"}}]}})),
             ("DELETE", "/books", 200, json!({"acknowledged": true})),
+            ("PUT", "/books/_mapping", 200, json!({"acknowledged": true})),
         ],
         Duration::ZERO,
     )
@@ -149,8 +150,20 @@ async fn indices_mappings_and_samples() {
         b.sample_document("iris-index").await.unwrap(),
         Some(json!({"species": "setosa"}))
     );
+    b.put_mapping(
+        "books",
+        &json!({"mappings": {"properties": {"year": {"type": "integer"}}}}),
+    )
+    .await
+    .unwrap();
     b.delete_index("books").await.unwrap();
     let seen = seen.lock().unwrap();
+    let put = seen.iter().find(|s| s.path == "/books/_mapping").unwrap();
+    // The update is sent as the put-mapping API takes it: the mapping itself.
+    assert_eq!(
+        serde_json::from_str::<Value>(&put.body).unwrap(),
+        json!({"properties": {"year": {"type": "integer"}}})
+    );
     assert!(
         seen.iter()
             .all(|s| s.auth.as_deref() == Some("ApiKey a2V5OnNlY3JldA=="))

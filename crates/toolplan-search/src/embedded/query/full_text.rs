@@ -17,7 +17,7 @@ use tantivy::tokenizer::TokenStream;
 use super::compound::minimum_should_match;
 use super::term_level::regex_escape;
 use super::{BoxedQuery, QueryTranslator, check_options, match_nothing};
-use crate::embedded::multi::glob;
+use crate::backend::glob;
 use crate::embedded::schema::{Indexed, scalar_text};
 use crate::error::SearchError;
 use crate::mapping::FieldKind;

@@ -12,8 +12,12 @@
 //! change neither (`doc_values`, `store`, `norms` …, [`NO_EFFECT_OPTIONS`]) are accepted; any other
 //! is an error naming it, as OpenSearch refuses a mapping it cannot apply.
 
+pub mod dynamic;
+mod update;
+
 use serde_json::{Map, Value};
 
+pub use self::dynamic::{Extender, MappingLimits};
 use crate::error::SearchError;
 
 /// What a field holds, as far as searching it goes.
@@ -95,6 +99,7 @@ pub struct FieldSpec {
 
 /// The analyzers a mapping can name: OpenSearch's built-in ones this engine has.
 pub const ANALYZERS: &[&str] = &[
+    "default",
     "standard",
     "simple",
     "whitespace",
@@ -145,30 +150,108 @@ const READ_OPTIONS: &[&str] = &[
     "ignore_malformed",
 ];
 
-/// A parsed mapping: the JSON as given, and its fields flattened.
+/// The options of an object (a `properties` without a leaf `type`).
+const OBJECT_OPTIONS: &[&str] = &["type", "properties", "dynamic", "enabled"];
+
+/// The options of the mapping's root the embedded engine applies: the dynamic mapping rules
+/// ([`dynamic`]), and metadata that changes nothing here.
+pub const ROOT_OPTIONS: &[&str] = &[
+    "properties",
+    "dynamic",
+    "date_detection",
+    "numeric_detection",
+    "dynamic_date_formats",
+    "_meta",
+    "_routing",
+];
+
+/// What happens to a field a document has and the mapping does not (OpenSearch's `dynamic`, set
+/// on the root and on any object; an object inherits its parent's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dynamic {
+    /// Mapped from its value as the document is indexed (the default).
+    #[default]
+    True,
+    /// Kept in `_source`, not indexed, not added to the mapping.
+    False,
+    /// The document is refused.
+    Strict,
+}
+
+impl Dynamic {
+    /// Reads a `dynamic` value (`true`, `false`, `"strict"`, or those as text).
+    pub fn read(value: &Value) -> Option<Dynamic> {
+        match value {
+            Value::Bool(true) => Some(Dynamic::True),
+            Value::Bool(false) => Some(Dynamic::False),
+            Value::String(s) => match s.as_str() {
+                "true" => Some(Dynamic::True),
+                "false" => Some(Dynamic::False),
+                "strict" => Some(Dynamic::Strict),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// How strictly [`Mapping`] reads a mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Any OpenSearch mapping (from a cluster): options this engine lacks are skipped.
+    Lenient,
+    /// A mapping for the embedded engine: an option it cannot apply is an error naming it.
+    Strict,
+}
+
+/// A parsed mapping: the JSON as given (root options and `properties`), and its fields flattened.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mapping {
-    properties: Map<String, Value>,
+    root: Map<String, Value>,
     fields: Vec<FieldSpec>,
 }
 
 impl Mapping {
-    /// Parses `{"mappings": {"properties": …}}`, `{"properties": …}` or a bare properties object.
+    /// Parses `{"mappings": {"properties": …}}`, `{"properties": …}` or a bare properties object,
+    /// as any OpenSearch cluster may hold it: options the embedded engine does not apply are
+    /// kept and skipped. See [`parse_strict`](Self::parse_strict) for the embedded engine's own
+    /// mappings.
     pub fn parse(value: &Value) -> Result<Mapping, SearchError> {
+        Self::read(value, Reading::Lenient)
+    }
+
+    /// Parses a mapping for the embedded engine: an option, analyzer, normalizer or date format
+    /// it cannot apply is an error naming it, as OpenSearch refuses a mapping it cannot apply.
+    pub fn parse_strict(value: &Value) -> Result<Mapping, SearchError> {
+        Self::read(value, Reading::Strict)
+    }
+
+    fn read(value: &Value, reading: Reading) -> Result<Mapping, SearchError> {
         let root = value.get("mappings").unwrap_or(value);
-        let properties = match root.get("properties") {
-            Some(Value::Object(p)) => p.clone(),
+        let root = match root.get("properties") {
+            Some(Value::Object(_)) => root.as_object().cloned().unwrap_or_default(),
             Some(_) => {
                 return Err(SearchError::InvalidMapping(
                     "\"properties\" must be an object".into(),
                 ));
             }
             None => match root {
+                // No properties at all: a mapping of root options only (`{"dynamic": "strict"}`)
+                // or an empty one.
+                Value::Object(p) if p.keys().all(|k| ROOT_OPTIONS.contains(&k.as_str())) => {
+                    let mut root = p.clone();
+                    root.insert("properties".into(), Value::Object(Map::new()));
+                    root
+                }
+                // A bare properties object, which OpenSearch itself does not take.
                 Value::Object(p)
-                    if p.values()
-                        .all(|v| v.get("type").is_some() || v.get("properties").is_some()) =>
+                    if reading == Reading::Lenient
+                        && p.values()
+                            .all(|v| v.get("type").is_some() || v.get("properties").is_some()) =>
                 {
-                    p.clone()
+                    let mut root = Map::new();
+                    root.insert("properties".into(), Value::Object(p.clone()));
+                    root
                 }
                 _ => {
                     return Err(SearchError::InvalidMapping(
@@ -178,9 +261,18 @@ impl Mapping {
                 }
             },
         };
+        let mut root = root;
+        if reading == Reading::Strict {
+            check_root(&root)?;
+        }
+        if let Some(Value::Object(properties)) = root.get_mut("properties") {
+            expand_dots(properties)?;
+        }
         let mut fields = Vec::new();
-        flatten("", &properties, &mut fields)?;
-        Ok(Mapping { properties, fields })
+        if let Some(Value::Object(properties)) = root.get("properties") {
+            flatten("", properties, reading, &mut fields)?;
+        }
+        Ok(Mapping { root, fields })
     }
 
     /// The fields, in mapping order, sub-fields after their parent.
@@ -200,23 +292,167 @@ impl Mapping {
             .find(|f| f.source_path == path && f.path != path && f.kind == FieldKind::Keyword)
     }
 
-    /// The mapping as OpenSearch returns it: `{"properties": …}`.
+    /// The mapping as OpenSearch returns it: `{"properties": …}` and the root options given (`{}`
+    /// for a mapping with neither).
     pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("properties".into(), Value::Object(self.properties.clone()));
-        Value::Object(m)
+        let mut root = self.root.clone();
+        if root
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty)
+        {
+            root.remove("properties");
+        }
+        Value::Object(root)
+    }
+
+    /// The mapping's root object (`properties` and the root options).
+    pub fn root(&self) -> &Map<String, Value> {
+        &self.root
+    }
+
+    /// How many mappers the mapping has, counted as OpenSearch counts them against
+    /// `index.mapping.total_fields.limit`: every field, sub-field and object.
+    pub fn mapper_count(&self) -> usize {
+        fn objects(properties: &Map<String, Value>) -> usize {
+            properties
+                .values()
+                .filter_map(|def| match def.get("properties") {
+                    Some(Value::Object(children))
+                        if def.get("type").is_none_or(|t| t == "object") =>
+                    {
+                        Some(1 + objects(children))
+                    }
+                    _ => None,
+                })
+                .sum()
+        }
+        let object_count = match self.root.get("properties") {
+            Some(Value::Object(p)) => objects(p),
+            _ => 0,
+        };
+        self.fields.len() + object_count
+    }
+}
+
+/// Root options of OpenSearch mappings that the embedded engine does not apply.
+const UNAPPLIED_ROOT_OPTIONS: &[&str] = &[
+    "dynamic_templates",
+    "_source",
+    "_field_names",
+    "_data_stream_timestamp",
+    "_size",
+    "runtime",
+    "derived",
+];
+
+/// Refuses a root option the embedded engine does not apply, and a `dynamic` it does not know.
+fn check_root(root: &Map<String, Value>) -> Result<(), SearchError> {
+    for (key, value) in root {
+        if !ROOT_OPTIONS.contains(&key.as_str()) && !UNAPPLIED_ROOT_OPTIONS.contains(&key.as_str())
+        {
+            return Err(SearchError::InvalidMapping(format!(
+                "Root mapping definition has unsupported parameters: [{key} : {}]",
+                short(value)
+            )));
+        }
+        let ok = match key.as_str() {
+            "dynamic" => Dynamic::read(value).is_some(),
+            "date_detection" | "numeric_detection" => value.is_boolean(),
+            "dynamic_date_formats" => value.as_array().is_some_and(|formats| {
+                formats.iter().all(|f| {
+                    f.as_str()
+                        .is_some_and(|f| crate::datemath::DateFormat::parse(f).is_ok())
+                })
+            }),
+            // `_source` kept whole is what the engine does; `_routing` changes nothing on one node.
+            "_source" => value.as_object().is_some_and(|o| {
+                o.iter()
+                    .all(|(k, v)| k == "enabled" && v == &Value::Bool(true))
+            }),
+            key => ROOT_OPTIONS.contains(&key),
+        };
+        if !ok {
+            return Err(SearchError::InvalidMapping(format!(
+                "the mapping option [{key}] {} is not supported by the embedded engine",
+                short(value)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Rewrites dotted field names as the objects they name (`"a.b": {…}` is field `b` of object
+/// `a`), as OpenSearch reads a mapping.
+fn expand_dots(properties: &mut Map<String, Value>) -> Result<(), SearchError> {
+    if properties.keys().any(|k| k.contains('.')) {
+        let entries = std::mem::take(properties);
+        for (name, def) in entries {
+            let Some((head, rest)) = name.split_once('.') else {
+                insert_merged(properties, name, def);
+                continue;
+            };
+            if head.is_empty() || rest.is_empty() {
+                return Err(SearchError::InvalidMapping(format!(
+                    "field name [{name}] has an empty part between dots"
+                )));
+            }
+            let mut inner = Map::new();
+            inner.insert(rest.to_owned(), def);
+            let mut object = Map::new();
+            object.insert("properties".into(), Value::Object(inner));
+            insert_merged(properties, head.to_owned(), Value::Object(object));
+        }
+    }
+    for def in properties.values_mut() {
+        if let Some(Value::Object(children)) = def.get_mut("properties") {
+            expand_dots(children)?;
+        }
+    }
+    Ok(())
+}
+
+/// Inserts a field, merging the `properties` of two objects of the same name.
+fn insert_merged(properties: &mut Map<String, Value>, name: String, def: Value) {
+    match (properties.get_mut(&name), def) {
+        (Some(Value::Object(existing)), Value::Object(mut def)) => {
+            if let (Some(Value::Object(mine)), Some(Value::Object(theirs))) =
+                (existing.get_mut("properties"), def.remove("properties"))
+            {
+                for (k, v) in theirs {
+                    insert_merged(mine, k, v);
+                }
+            }
+            for (k, v) in def {
+                existing.entry(k).or_insert(v);
+            }
+        }
+        (_, def) => {
+            properties.insert(name, def);
+        }
+    }
+}
+
+/// A value for a message, cut short.
+fn short(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
     }
 }
 
 fn flatten(
     prefix: &str,
     properties: &Map<String, Value>,
+    reading: Reading,
     out: &mut Vec<FieldSpec>,
 ) -> Result<(), SearchError> {
     for (name, def) in properties {
-        if name.is_empty() {
-            return Err(SearchError::InvalidMapping(
-                "a field has an empty name".into(),
+        if name.trim().is_empty() {
+            // OpenSearch's illegal_argument_exception.
+            return Err(SearchError::InvalidParameter(
+                "a field name in the mapping cannot be empty".into(),
             ));
         }
         let path = if prefix.is_empty() {
@@ -230,24 +466,31 @@ fn flatten(
             )));
         };
         let ty = def.get("type").and_then(Value::as_str);
-        match (ty, def.get("properties")) {
-            // An object with `enabled: false` is kept in `_source` and not indexed at all.
-            (None | Some("object"), _) if def.get("enabled") == Some(&Value::Bool(false)) => {
-                continue;
+        if matches!(ty, None | Some("object")) {
+            if reading == Reading::Strict {
+                check_object(&path, def)?;
             }
-            (None | Some("object"), Some(Value::Object(children))) => {
-                flatten(&path, children, out)?;
-                continue;
+            match (def.get("properties"), ty) {
+                // An object with `enabled: false` is kept in `_source` and not indexed at all.
+                _ if def.get("enabled") == Some(&Value::Bool(false)) => {}
+                (Some(Value::Object(children)), _) => flatten(&path, children, reading, out)?,
+                (Some(_), _) => {
+                    return Err(SearchError::InvalidMapping(format!(
+                        "field '{path}': \"properties\" must be an object"
+                    )));
+                }
+                // `{"type": "object"}` alone: an object with no fields yet.
+                (None, Some(_)) => {}
+                (None, None) => {
+                    return Err(SearchError::InvalidMapping(format!(
+                        "field '{path}' has no \"type\""
+                    )));
+                }
             }
-            (None, _) => {
-                return Err(SearchError::InvalidMapping(format!(
-                    "field '{path}' has no \"type\""
-                )));
-            }
-            _ => {}
+            continue;
         }
         let kind = FieldKind::from_type(ty.unwrap_or_default());
-        out.push(field_spec(&path, &path, kind.clone(), def)?);
+        out.push(field_spec(&path, &path, kind.clone(), def, reading)?);
         // Sub-fields index the same value another way; an unsupported parent keeps none.
         if let (Some(Value::Object(subs)), false) =
             (def.get("fields"), matches!(kind, FieldKind::Unsupported(_)))
@@ -262,6 +505,7 @@ fn flatten(
                     &path,
                     FieldKind::from_type(sub_type),
                     sub_def.as_object().unwrap_or(&empty),
+                    reading,
                 )?);
             }
         }
@@ -269,16 +513,43 @@ fn flatten(
     Ok(())
 }
 
-/// One field's spec from its definition, its options checked.
+/// Refuses an object option the embedded engine does not apply.
+fn check_object(path: &str, def: &Map<String, Value>) -> Result<(), SearchError> {
+    let bad = |what: String| SearchError::InvalidMapping(format!("field '{path}': {what}"));
+    if let Some(option) = def.keys().find(|k| !OBJECT_OPTIONS.contains(&k.as_str())) {
+        return Err(bad(format!(
+            "the object option [{option}] is not supported by the embedded engine"
+        )));
+    }
+    if let Some(d) = def.get("dynamic")
+        && Dynamic::read(d).is_none()
+    {
+        return Err(bad(format!(
+            "[dynamic] {} is not supported by the embedded engine (true, false or strict)",
+            short(d)
+        )));
+    }
+    if let Some(e) = def.get("enabled")
+        && !e.is_boolean()
+    {
+        return Err(bad(format!("[enabled] must be true or false, found {e}")));
+    }
+    Ok(())
+}
+
+/// One field's spec from its definition; read strictly, its options are checked.
 fn field_spec(
     path: &str,
     source_path: &str,
     kind: FieldKind,
     def: &Map<String, Value>,
+    reading: Reading,
 ) -> Result<FieldSpec, SearchError> {
     let bad = |what: String| SearchError::InvalidMapping(format!("field '{path}': {what}"));
+    let strict = reading == Reading::Strict;
     // A type the engine does not index keeps whatever options it has: nothing reads them.
-    if !matches!(kind, FieldKind::Unsupported(_))
+    if strict
+        && !matches!(kind, FieldKind::Unsupported(_))
         && let Some(option) = def.keys().find(|k| {
             !READ_OPTIONS.contains(&k.as_str()) && !NO_EFFECT_OPTIONS.contains(&k.as_str())
         })
@@ -291,6 +562,7 @@ fn field_spec(
         match def.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) if !strict => Ok(None),
             Some(v) => Err(bad(format!("[{key}] must be text, found {v}"))),
         }
     };
@@ -299,30 +571,33 @@ fn field_spec(
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
             Some(Value::String(s)) if s == "true" || s == "false" => Ok(s == "true"),
+            Some(_) if !strict => Ok(default),
             Some(v) => Err(bad(format!("[{key}] must be true or false, found {v}"))),
         }
     };
     let analyzer = text("analyzer")?;
     let search_analyzer = text("search_analyzer")?;
-    for (key, name) in [
-        ("analyzer", &analyzer),
-        ("search_analyzer", &search_analyzer),
-        ("search_quote_analyzer", &text("search_quote_analyzer")?),
-    ] {
-        if let Some(name) = name {
-            if kind != FieldKind::Text {
-                return Err(bad(format!("[{key}] applies to text fields only")));
-            }
-            if !ANALYZERS.contains(&name.as_str()) {
-                return Err(bad(format!(
-                    "analyzer [{name}] has not been configured (the embedded engine has {})",
-                    ANALYZERS.join(", ")
-                )));
+    if strict {
+        for (key, name) in [
+            ("analyzer", &analyzer),
+            ("search_analyzer", &search_analyzer),
+            ("search_quote_analyzer", &text("search_quote_analyzer")?),
+        ] {
+            if let Some(name) = name {
+                if kind != FieldKind::Text {
+                    return Err(bad(format!("[{key}] applies to text fields only")));
+                }
+                if !ANALYZERS.contains(&name.as_str()) {
+                    return Err(bad(format!(
+                        "analyzer [{name}] has not been configured (the embedded engine has {})",
+                        ANALYZERS.join(", ")
+                    )));
+                }
             }
         }
     }
     let normalizer = text("normalizer")?;
-    if let Some(name) = &normalizer {
+    if strict && let Some(name) = &normalizer {
         if kind != FieldKind::Keyword {
             return Err(bad("[normalizer] applies to keyword fields only".into()));
         }
@@ -334,7 +609,7 @@ fn field_spec(
         }
     }
     let format = text("format")?;
-    if let Some(f) = &format {
+    if strict && let Some(f) = &format {
         if kind != FieldKind::Date {
             return Err(bad("[format] applies to date fields only".into()));
         }
