@@ -24,6 +24,7 @@
 mod aggs;
 mod analysis;
 mod budget;
+mod combine;
 mod ingest;
 mod multi;
 mod query;
@@ -522,12 +523,12 @@ impl SearchBackend for EmbeddedBackend {
         if let [one] = names.as_slice() {
             return self.search_one(one, body).await;
         }
-        let (per_index, from, size) = multi::per_index_body(body)?;
+        let (per_index, from, size) = multi::per_index_body(body);
         let mut responses = Vec::with_capacity(names.len());
         for index in &names {
             responses.push(self.search_one(index, &per_index).await?);
         }
-        Ok(multi::merge(body, responses, from, size))
+        multi::merge(body, responses, from, size)
     }
 
     async fn put_script(&self, id: &str, script: &Value) -> Result<(), SearchError> {

@@ -2,8 +2,8 @@
 //! (`logs-*`, `*`, `_all`) and exclusions (`-logs-old`). [`crate::backend::resolve_indices`] turns the expression into
 //! index names; each index answers the search for the first `from + size` hits, and [`merge`]
 //! makes one response of them: totals added, the hits ordered by the body's `sort` (or by score)
-//! across indices, then the page cut. Aggregations over several indices are refused until their
-//! partial results can be combined.
+//! across indices, then the page cut; aggregations are combined from each index's
+//! ([`super::combine`]).
 
 use std::cmp::Ordering;
 
@@ -14,18 +14,10 @@ use tantivy::Order;
 use super::search::sort_specs;
 use crate::error::SearchError;
 
-/// The body each index answers: the same query for the first `from + size` hits. Aggregations are
-/// refused.
-pub fn per_index_body(body: &Value) -> Result<(Value, usize, usize), SearchError> {
+/// The body each index answers: the same query and aggregations, for the first `from + size`
+/// hits.
+pub fn per_index_body(body: &Value) -> (Value, usize, usize) {
     let mut per = body.as_object().cloned().unwrap_or_default();
-    for key in ["aggs", "aggregations"] {
-        if per.contains_key(key) {
-            return Err(SearchError::Unsupported {
-                path: key.into(),
-                clause: "aggregations over several indices".into(),
-            });
-        }
-    }
     let number = |key: &str, default: usize| {
         per.get(key)
             .and_then(Value::as_u64)
@@ -35,7 +27,7 @@ pub fn per_index_body(body: &Value) -> Result<(Value, usize, usize), SearchError
     let (from, size) = (number("from", 0), number("size", 10));
     per.insert("from".into(), json!(0));
     per.insert("size".into(), json!(from.saturating_add(size)));
-    Ok((Value::Object(per), from, size))
+    (Value::Object(per), from, size)
 }
 
 /// The directions of the body's sort fields (`true` for descending), in the order of the hits'
@@ -64,8 +56,15 @@ fn compare_values(a: &Value, b: &Value) -> Ordering {
     }
 }
 
-/// One response made of the per-index responses (in index order) to a body with `from` and `size`.
-pub fn merge(body: &Value, responses: Vec<Value>, from: usize, size: usize) -> Value {
+/// One response made of the per-index responses (in index order) to a body with `from` and `size`;
+/// its aggregations combined ([`super::combine`]).
+pub fn merge(
+    body: &Value,
+    responses: Vec<Value>,
+    from: usize,
+    size: usize,
+) -> Result<Value, SearchError> {
+    let aggregations = super::combine::aggregations(body, &responses)?;
     let mut total: u64 = 0;
     let mut exact = true;
     // No index at all (a pattern that matched none) still counts: none.
@@ -124,12 +123,16 @@ pub fn merge(body: &Value, responses: Vec<Value>, from: usize, size: usize) -> V
     }
     hits_obj.insert("max_score".into(), json!(max_score));
     hits_obj.insert("hits".into(), Value::Array(page));
-    json!({
+    let mut merged = json!({
         "took": 0,
         "timed_out": timed_out,
         "_shards": {"total": shards, "successful": shards, "skipped": 0, "failed": 0},
         "hits": Value::Object(hits_obj),
-    })
+    });
+    if let Some(aggregations) = aggregations {
+        merged["aggregations"] = aggregations;
+    }
+    Ok(merged)
 }
 
 #[cfg(test)]
@@ -144,7 +147,7 @@ mod tests {
             2,
         );
         let b = r(json!([{"_id": "b1", "_score": 1.0, "sort": [1]}]), 1);
-        let by_score = merge(&json!({}), vec![a.clone(), b.clone()], 0, 10);
+        let by_score = merge(&json!({}), vec![a.clone(), b.clone()], 0, 10).unwrap();
         assert_eq!(
             by_score["hits"]["total"],
             json!({"value": 3, "relation": "eq"})
@@ -164,24 +167,26 @@ mod tests {
             vec![a.clone(), b.clone()],
             0,
             10,
-        );
+        )
+        .unwrap();
         assert_eq!(ids(&by_score_named), ["a1", "b1", "a2"]);
         let by_sort = merge(
             &json!({"sort": [{"n": "asc"}]}),
             vec![a.clone(), b.clone()],
             0,
             10,
-        );
+        )
+        .unwrap();
         assert_eq!(ids(&by_sort), ["b1", "a1", "a2"]);
         let desc = merge(
             &json!({"sort": [{"n": {"order": "desc"}}]}),
             vec![a.clone(), b.clone()],
             1,
             1,
-        );
+        )
+        .unwrap();
         assert_eq!(ids(&desc), ["b1"]);
-        assert!(per_index_body(&json!({"aggs": {}})).is_err());
-        let (per, from, size) = per_index_body(&json!({"from": 5, "size": 3})).unwrap();
+        let (per, from, size) = per_index_body(&json!({"from": 5, "size": 3}));
         assert_eq!(
             (per["from"].clone(), per["size"].clone(), from, size),
             (json!(0), json!(8), 5, 3)

@@ -234,3 +234,40 @@ async fn what_cannot_run_is_named() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn a_field_the_mapping_lacks_aggregates_as_no_values() {
+    let (_dir, b) = tickets().await;
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {
+                "t": {"terms": {"field": "nope"}},
+                "avg": {"avg": {"field": "nope"}},
+                "min": {"min": {"field": "nope"}},
+                "sum": {"sum": {"field": "nope"}},
+                "count": {"value_count": {"field": "nope"}},
+                "card": {"cardinality": {"field": "nope"}},
+                "stats": {"stats": {"field": "nope"}},
+                "pct": {"percentiles": {"field": "nope", "percents": [50]}},
+                "h": {"histogram": {"field": "nope", "interval": 5}},
+                "d": {"date_histogram": {"field": "nope", "calendar_interval": "month"}},
+                "r": {"range": {"field": "nope", "ranges": [{"to": 5}]}},
+                "with_missing": {"avg": {"field": "nope", "missing": 3}}
+            }}),
+        )
+        .await
+        .unwrap();
+    let a = &r["aggregations"];
+    assert_eq!(a["t"]["buckets"], json!([]));
+    assert_eq!(a["avg"]["value"], Value::Null);
+    assert_eq!(a["min"]["value"], Value::Null);
+    assert_eq!(a["sum"]["value"], 0.0);
+    assert_eq!(a["count"]["value"], json!(0));
+    assert_eq!(a["card"]["value"], json!(0));
+    assert_eq!(a["stats"]["count"], 0);
+    assert_eq!(a["h"]["buckets"], json!([]));
+    assert_eq!(a["d"]["buckets"], json!([]));
+    assert_eq!(a["r"]["buckets"][0]["doc_count"], 0);
+    assert_eq!(a["with_missing"]["value"], 3.0);
+}

@@ -458,13 +458,40 @@ async fn several_indices_are_searched_as_one_by_list_pattern_and_exclusion() {
             .to_string()
             .contains("missing")
     );
+    // Aggregations combine across indices; one that cannot be combined is refused by name.
+    let r = b
+        .search(
+            "logs-*",
+            &json!({"size": 0, "aggs": {"n": {"max": {"field": "n"}},
+                    "words": {"terms": {"field": "n", "size": 2}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["aggregations"]["n"]["value"], 9.0);
+    assert_eq!(
+        r["aggregations"]["words"]["buckets"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(r["aggregations"]["words"]["sum_other_doc_count"], 2);
     assert!(
-        b.search("logs-*", &json!({"aggs": {"n": {"max": {"field": "n"}}}}))
+        b.search("logs-*", &json!({"aggs": {"n": {"avg": {"field": "n"}}}}))
             .await
             .unwrap_err()
             .to_string()
-            .contains("several indices")
+            .contains("avg aggregation over several indices")
     );
+    // Over the one index that matches, any aggregation is exact.
+    let r = b
+        .search(
+            "logs-*",
+            &json!({"query": {"term": {"n": 9}}, "aggs": {"n": {"avg": {"field": "n"}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["aggregations"]["n"]["value"], 9.0);
 }
 
 #[tokio::test]

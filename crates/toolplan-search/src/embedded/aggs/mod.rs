@@ -53,6 +53,10 @@ const METRICS: &[&str] = &[
     "cardinality",
     "percentiles",
 ];
+/// The field an aggregation on a field the mapping lacks is run on: no index has it, so it has no
+/// values.
+const UNMAPPED: &str = "_unmapped_field";
+
 const BUCKETS: &[&str] = &["terms", "histogram", "date_histogram", "range"];
 
 /// What the post-processing needs to remember of a request.
@@ -202,10 +206,33 @@ impl Rewrite<'_> {
             let requested_field = body.get("field").and_then(Value::as_str).map(str::to_owned);
             if let Some(field) = requested_field.clone() {
                 let Some(indexed) = schema.fields.get(&field) else {
-                    return Err(SearchError::dsl(
-                        &kind_path,
-                        format!("field '{field}' is not in the mapping"),
-                    ));
+                    // As in OpenSearch, a field the mapping lacks has no values: no buckets,
+                    // metrics over nothing (or over the `missing` value).
+                    body["field"] = json!(UNMAPPED);
+                    let entry = if kind == "date_histogram" {
+                        json!({"histogram": {"field": UNMAPPED, "interval": 1.0}})
+                    } else {
+                        json!({ kind.as_str(): body })
+                    };
+                    out.insert(name.clone(), entry);
+                    let ranges = match body.get("ranges") {
+                        Some(Value::Array(rs)) if kind == "range" => rs
+                            .iter()
+                            .map(|r| {
+                                (
+                                    r.get("from").and_then(Value::as_f64),
+                                    r.get("to").and_then(Value::as_f64),
+                                )
+                            })
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    plans.push(AggregationPlan {
+                        field: requested_field,
+                        ranges,
+                        ..AggregationPlan::new(name, &kind)
+                    });
+                    continue;
                 };
                 if indexed.spec.kind == FieldKind::Text {
                     let hint = schema.keyword_hint(&field);

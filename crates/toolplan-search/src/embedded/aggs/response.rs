@@ -51,6 +51,19 @@ pub(super) fn to_opensearch_shape(v: &mut Value, plan: &AggregationPlan) {
         }
         "range" => {
             if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
+                // A field no document has: every requested range, empty.
+                if buckets.is_empty() {
+                    for (from, to) in &plan.ranges {
+                        let mut b = json!({"key": range_key(*from, *to), "doc_count": 0});
+                        if let Some(f) = from {
+                            b["from"] = json!(f);
+                        }
+                        if let Some(t) = to {
+                            b["to"] = json!(t);
+                        }
+                        buckets.push(b);
+                    }
+                }
                 // tantivy fills the gaps between requested ranges with buckets of its own.
                 buckets.retain(|b| {
                     let from = b
@@ -73,6 +86,20 @@ pub(super) fn to_opensearch_shape(v: &mut Value, plan: &AggregationPlan) {
                             }
                         }
                     }
+                } else {
+                    // OpenSearch writes numeric range keys with its doubles' text (`*-5.0`); a key
+                    // the request gave stays.
+                    for b in buckets.iter_mut() {
+                        let from = b.get("from").and_then(Value::as_f64);
+                        let to = b.get("to").and_then(Value::as_f64);
+                        let text =
+                            |x: Option<f64>| x.map_or_else(|| "*".to_owned(), |x| x.to_string());
+                        if b.get("key").and_then(Value::as_str)
+                            == Some(format!("{}-{}", text(from), text(to)).as_str())
+                        {
+                            b["key"] = json!(range_key(from, to));
+                        }
+                    }
                 }
             }
         }
@@ -83,6 +110,12 @@ pub(super) fn to_opensearch_shape(v: &mut Value, plan: &AggregationPlan) {
                         b["key"] = json!(k as i64);
                     }
                 }
+            }
+        }
+        // Counts are whole numbers in OpenSearch; tantivy gives them as doubles.
+        "value_count" | "cardinality" => {
+            if let Some(x) = v.get("value").and_then(Value::as_f64) {
+                v["value"] = json!(x.max(0.0).round() as u64);
             }
         }
         "min" | "max" | "avg" if plan.date_field => {
@@ -106,10 +139,51 @@ pub(super) fn to_opensearch_shape(v: &mut Value, plan: &AggregationPlan) {
     }
 }
 
+/// The key OpenSearch gives a numeric range bucket: `from-to` with `*` for an open end, each bound
+/// as Java writes a double (`5.0`, `0.25`, `1.0E7`).
+fn range_key(from: Option<f64>, to: Option<f64>) -> String {
+    let bound = |x: Option<f64>| x.map_or_else(|| "*".to_owned(), java_double);
+    format!("{}-{}", bound(from), bound(to))
+}
+
+/// A double as Java's `Double.toString` writes it.
+pub(super) fn java_double(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 || (1e-3..1e7).contains(&a) {
+        let text = format!("{x}");
+        if text.contains('.') {
+            text
+        } else {
+            format!("{text}.0")
+        }
+    } else {
+        let exp = a.log10().floor() as i32;
+        let mantissa = x / 10f64.powi(exp);
+        let m = format!("{mantissa}");
+        let m = if m.contains('.') { m } else { format!("{m}.0") };
+        format!("{m}E{exp}")
+    }
+}
+
 fn close(a: Option<f64>, b: Option<f64>) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(1.0),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_and_range_keys_as_opensearch_writes_them() {
+        assert_eq!(java_double(5.0), "5.0");
+        assert_eq!(java_double(-0.25), "-0.25");
+        assert_eq!(java_double(1e7), "1.0E7");
+        assert_eq!(java_double(123_456.5), "123456.5");
+        assert_eq!(range_key(None, Some(5.0)), "*-5.0");
+        assert_eq!(range_key(Some(1.5), None), "1.5-*");
     }
 }
