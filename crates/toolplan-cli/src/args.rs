@@ -412,6 +412,10 @@ pub struct SearchArgs {
     /// The search body: JSON text, or @FILE to read it from a file (default: match_all).
     #[arg(long, value_name = "JSON|@FILE")]
     pub dsl: Option<String>,
+    /// A query string in Lucene syntax (`title:fox AND year:>2000`), OpenSearch's `q=`: it
+    /// replaces the body's query.
+    #[arg(short = 'q', long = "q", value_name = "QUERY")]
+    pub q: Option<String>,
     #[command(flatten)]
     pub backend: BackendArgs,
 }

@@ -5,7 +5,7 @@
 //! call (the engine lacks it), so that the test counts as failed, not skipped.
 
 use serde_json::{Map, Value, json};
-use toolplan_search::backend::resolve_indices;
+use toolplan_search::backend::{apply_q as resolve_q, resolve_indices};
 use toolplan_search::{SearchBackend, SearchError};
 
 /// What a call gave.
@@ -133,8 +133,20 @@ pub async fn call(
             "_source_includes",
             "_source_excludes",
             "typed_keys",
+            "q",
+            "df",
+            "default_operator",
+            "lenient",
+            "analyze_wildcard",
         ],
-        "count" => &["index"],
+        "count" => &[
+            "index",
+            "q",
+            "df",
+            "default_operator",
+            "lenient",
+            "analyze_wildcard",
+        ],
         "msearch" => &["index", "rest_total_hits_as_int", "typed_keys"],
         "cluster.health" => &["index"],
         other => return Outcome::NotApplicable(format!("the runner does not implement {other}")),
@@ -240,6 +252,7 @@ pub async fn call(
             if let Some(q) = query {
                 request["query"] = q;
             }
+            apply_q(&mut request, params);
             match backend.search(&target(&names), &request).await {
                 Ok(r) => Outcome::Ok(json!({"count": r["hits"]["total"]["value"].clone(),
                                             "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0}})),
@@ -276,6 +289,30 @@ async fn resolve(
     }
     out.dedup();
     Ok(out)
+}
+
+/// The `q=` parameter and the ones that go with it (`df`, `default_operator`, `lenient`,
+/// `analyze_wildcard`): the request's query becomes their `query_string`.
+fn apply_q(request: &mut Value, params: &Map<String, Value>) {
+    let Some(q) = params.get("q").map(crate::assert::text) else {
+        return;
+    };
+    let df = params.get("df").map(crate::assert::text);
+    resolve_q(request, &q, df.as_deref());
+    for (param, option) in [
+        ("default_operator", "default_operator"),
+        ("lenient", "lenient"),
+        ("analyze_wildcard", "analyze_wildcard"),
+    ] {
+        if let Some(v) = params.get(param) {
+            let text = crate::assert::text(v);
+            let v = match text.as_str() {
+                "true" | "false" => Value::Bool(text == "true"),
+                _ => Value::String(text),
+            };
+            request["query"]["query_string"][option] = v;
+        }
+    }
 }
 
 /// The index expression a request names (`a`, `a,b`, `logs-*`): the backend resolves it; none is
@@ -490,6 +527,11 @@ async fn search(
             request.insert(key.into(), v);
         }
     }
+    let mut with_q = Value::Object(request);
+    apply_q(&mut with_q, params);
+    let Value::Object(mut request) = with_q else {
+        return error(400, "parsing_exception", "a search body is an object");
+    };
     if let Some(sort) = params.get("sort") {
         let specs: Vec<Value> = crate::assert::text(sort)
             .split(',')

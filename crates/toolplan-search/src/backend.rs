@@ -207,6 +207,19 @@ pub fn check_index_expression(expr: &str) -> Result<(), SearchError> {
     Ok(())
 }
 
+/// Applies the `q=` shorthand to a search body, as OpenSearch's search API does: the body's query
+/// becomes `{"query_string": {"query": q}}` (with `df` as its default field when given).
+pub fn apply_q(body: &mut Value, q: &str, df: Option<&str>) {
+    let mut query = serde_json::json!({"query_string": {"query": q}});
+    if let Some(df) = df {
+        query["query_string"]["default_field"] = Value::from(df);
+    }
+    if !body.is_object() {
+        *body = Value::Object(serde_json::Map::new());
+    }
+    body["query"] = query;
+}
+
 /// Whether the index expression `expr` names more than one index or a pattern (`a,b`, `logs-*`,
 /// `_all`, `-old`).
 pub fn is_multi_index(expr: &str) -> bool {

@@ -62,16 +62,25 @@ pub fn index_mapping(backend: Arc<dyn SearchBackend>) -> Arc<dyn Tool> {
 pub fn search_index(backend: Arc<dyn SearchBackend>) -> Arc<dyn Tool> {
     Arc::new(FnTool::new(
         "search_index",
-        "Runs an OpenSearch query DSL body on an index: the OpenSearch response (hits.total, hits.hits, aggregations).",
+        "Runs an OpenSearch query DSL body on an index (or several: a,b or logs-*): the OpenSearch response (hits.total, hits.hits, aggregations). `q` is the query string shorthand (Lucene syntax: title:fox AND year:>2000).",
         json!({"type": "object", "properties": {
                    "index": {"type": "string", "description": "The index name."},
-                   "query": {"type": "object", "description": "The search body: query, size, sort, aggs …"}},
-               "required": ["index", "query"], "additionalProperties": false}),
+                   "query": {"type": "object", "description": "The search body: query, size, sort, aggs …"},
+                   "q": {"type": "string", "description": "A query string in Lucene syntax; replaces the body's query."}},
+               "required": ["index"], "additionalProperties": false}),
         move |args, ctx| {
             let backend = Arc::clone(&backend);
             async move {
                 let index = text_arg(&args, "index")?;
-                let body = args.get("query").cloned().unwrap_or(Value::Null);
+                let mut body = args.get("query").cloned().unwrap_or(Value::Null);
+                match args.get("q") {
+                    Some(Value::String(q)) => crate::backend::apply_q(&mut body, q, None),
+                    Some(_) => return Err(ToolError::invalid("q must be text")),
+                    None if body.is_null() => {
+                        return Err(ToolError::invalid("give the search body as query, or q"));
+                    }
+                    None => {}
+                }
                 tokio::select! {
                     result = backend.search(index, &body) => result.map_err(failed),
                     () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),

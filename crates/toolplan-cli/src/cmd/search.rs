@@ -24,10 +24,16 @@ pub async fn execute(args: SearchArgs) -> anyhow::Result<Outcome> {
             serde_json::from_str(&text).context("the DSL is not valid JSON")?
         }
     };
+    let mut body = body;
+    if let Some(q) = &args.q {
+        toolplan_search::backend::apply_q(&mut body, q, None);
+    }
     // Valid DSL runs as OpenSearch would run it; what is probably a mistake is said on stderr.
-    let mapping = Mapping::parse(&backend.get_mapping(&args.index).await?)?;
-    for finding in check::check(&mapping, &body) {
-        eprintln!("warning: {finding}");
+    if !toolplan_search::backend::is_multi_index(&args.index) {
+        let mapping = Mapping::parse(&backend.get_mapping(&args.index).await?)?;
+        for finding in check::check(&mapping, &body) {
+            eprintln!("warning: {finding}");
+        }
     }
     let response = backend.search(&args.index, &body).await?;
     println!("{}", serde_json::to_string_pretty(&response)?);

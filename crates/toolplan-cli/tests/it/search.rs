@@ -163,6 +163,11 @@ fn documents_without_a_mapping_are_loaded_mapped_and_the_mapping_updated() {
         ],
     ));
     assert_eq!(hits["hits"]["total"]["value"], 1);
+    let hits = success_json(&toolplan(
+        &d,
+        &["search", "books", "-q", "moby AND pages:>600"],
+    ));
+    assert_eq!(hits["hits"]["total"]["value"], 1);
     let update = data.path().join("update.json");
     std::fs::write(&update, r#"{"properties": {"pages": {"type": "text"}}}"#).unwrap();
     let out = toolplan(

@@ -557,3 +557,196 @@ async fn exists_finds_fields_of_types_the_engine_does_not_index_and_metadata_fie
             .contains("ip")
     );
 }
+
+#[tokio::test]
+async fn regexp_takes_lucene_syntax_and_fuzzy_finds_near_terms() {
+    let (_d, b) = index(
+        json!({"properties": {"name": {"type": "keyword"}, "bio": {"type": "text"}}}),
+        &[
+            json!({"name": "john", "bio": "Likes Kimchy"}),
+            json!({"name": "joan", "bio": "likes chimchy"}),
+            json!({"name": "jo.n", "bio": "x<y and 42"}),
+            json!({"name": "mary", "bio": "nothing"}),
+        ],
+    )
+    .await;
+    assert_eq!(
+        ids(&b, json!({"regexp": {"name": "jo.n"}})).await,
+        ["0", "1", "2"]
+    );
+    assert_eq!(ids(&b, json!({"regexp": {"name": "jo\\.n"}})).await, ["2"]);
+    assert_eq!(
+        ids(&b, json!({"regexp": {"name": "\"jo.n\""}})).await,
+        ["2"]
+    );
+    assert_eq!(
+        ids(&b, json!({"regexp": {"name": "j@"}})).await,
+        ["0", "1", "2"]
+    );
+    assert_eq!(
+        ids(
+            &b,
+            json!({"regexp": {"name": {"value": "JO.N", "case_insensitive": true}}})
+        )
+        .await,
+        ["0", "1", "2"]
+    );
+    // On text, the terms: lower-cased tokens.
+    assert_eq!(ids(&b, json!({"regexp": {"bio": "k.*y"}})).await, ["0"]);
+    assert_eq!(ids(&b, json!({"regexp": {"bio": "<40-45>"}})).await, ["2"]);
+    assert_eq!(
+        ids(&b, json!({"wildcard": {"bio": {"value": "x<y"}}})).await,
+        Vec::<String>::new()
+    );
+    assert!(
+        refused(&b, json!({"regexp": {"name": "jo&n"}}))
+            .await
+            .contains("[&] (intersection) is not supported")
+    );
+    assert_eq!(ids(&b, json!({"fuzzy": {"bio": "kimchi"}})).await, ["0"]);
+    assert_eq!(
+        ids(
+            &b,
+            json!({"fuzzy": {"bio": {"value": "kimchy", "fuzziness": 2}}})
+        )
+        .await,
+        ["0", "1"]
+    );
+    assert_eq!(
+        ids(
+            &b,
+            json!({"fuzzy": {"bio": {"value": "kimchy", "fuzziness": 1}}})
+        )
+        .await,
+        ["0"]
+    );
+    assert_eq!(
+        ids(&b, json!({"fuzzy": {"name": {"value": "jhon"}}})).await,
+        ["0"]
+    );
+    assert_eq!(
+        ids(
+            &b,
+            json!({"fuzzy": {"name": {"value": "jhon", "transpositions": false}}})
+        )
+        .await,
+        Vec::<String>::new()
+    );
+}
+
+#[tokio::test]
+async fn query_string_reads_lucene_syntax_and_simple_query_string_its_own() {
+    let (_d, b) = index(
+        json!({"properties": {
+            "title": {"type": "text", "fields": {"raw": {"type": "keyword"}}},
+            "year": {"type": "integer"}, "tag": {"type": "keyword"}
+        }}),
+        &[
+            json!({"title": "The quick brown fox", "year": 2001, "tag": "animal"}),
+            json!({"title": "Brown bread recipes", "year": 2010, "tag": "food"}),
+            json!({"title": "Quick bread", "year": 2020}),
+            json!({"title": "A slow turtle", "year": 1999, "tag": "animal"}),
+        ],
+    )
+    .await;
+    let qs = |q: &str| json!({"query_string": {"query": q}});
+    assert_eq!(ids(&b, qs("quick")).await, ["0", "2"]);
+    assert_eq!(ids(&b, qs("title:brown AND year:>2005")).await, ["1"]);
+    assert_eq!(ids(&b, qs("bread -quick")).await, ["1"]);
+    assert_eq!(ids(&b, qs("+bread +(quick OR recipes)")).await, ["1", "2"]);
+    assert_eq!(ids(&b, qs("\"brown fox\"")).await, ["0"]);
+    assert_eq!(ids(&b, qs("\"quick fox\"~1")).await, ["0"]);
+    assert_eq!(ids(&b, qs("year:[2000 TO 2010}")).await, ["0"]);
+    assert_eq!(ids(&b, qs("tag:anim*")).await, ["0", "3"]);
+    assert_eq!(ids(&b, qs("title:qu?ck")).await, ["0", "2"]);
+    assert_eq!(ids(&b, qs("title:/tu.*e/")).await, ["3"]);
+    assert_eq!(ids(&b, qs("turtel~1")).await, ["3"]);
+    assert_eq!(
+        ids(&b, qs("_exists_:tag AND NOT tag:food")).await,
+        ["0", "3"]
+    );
+    assert_eq!(ids(&b, qs("tag:*")).await, ["0", "1", "3"]);
+    assert_eq!(ids(&b, qs("title.raw:Quick\\ bread")).await, ["2"]);
+    assert_eq!(
+        ids(
+            &b,
+            json!({"query_string": {"query": "quick bread", "default_operator": "AND"}})
+        )
+        .await,
+        ["2"]
+    );
+    assert_eq!(
+        ids(
+            &b,
+            json!({"query_string": {"query": "2001", "default_field": "year"}})
+        )
+        .await,
+        ["0"]
+    );
+    // Over all fields (the default) the query is lenient, as OpenSearch's: a word no number
+    // field can hold is skipped; unless leniency is turned off.
+    assert_eq!(ids(&b, qs("recipes")).await, ["1"]);
+    assert!(ids(&b, qs("year:recipes")).await.is_empty());
+    assert!(
+        refused(
+            &b,
+            json!({"query_string": {"query": "year:recipes", "lenient": false}})
+        )
+        .await
+        .contains("year")
+    );
+    assert!(
+        refused(&b, qs("title:(quick"))
+            .await
+            .contains("Failed to parse query")
+    );
+
+    let sqs = |q: &str| json!({"simple_query_string": {"query": q, "fields": ["title"]}});
+    assert_eq!(ids(&b, sqs("quick | turtle")).await, ["0", "2", "3"]);
+    assert_eq!(ids(&b, sqs("quick +bread")).await, ["2"]);
+    assert_eq!(ids(&b, sqs("bre*")).await, ["1", "2"]);
+    assert_eq!(ids(&b, sqs("\"quick brown\"")).await, ["0"]);
+    assert_eq!(
+        ids(&b, json!({"simple_query_string": {"query": "bread -quick", "fields": ["title"], "default_operator": "and"}})).await,
+        ["1"]
+    );
+    // Broken syntax is read as text, never an error.
+    assert_eq!(ids(&b, sqs("(quick \"")).await, ["0", "2"]);
+}
+
+#[tokio::test]
+async fn the_q_shorthand_in_the_search_tool() {
+    use std::sync::Arc;
+    use toolplan_core::ToolContext;
+    let (_d, b) = index(
+        json!({"properties": {"title": {"type": "text"}, "year": {"type": "integer"}}}),
+        &[
+            json!({"title": "quick fox", "year": 2001}),
+            json!({"title": "slow fox", "year": 1990}),
+        ],
+    )
+    .await;
+    let tool = toolplan_search::tools::search_index(Arc::new(b));
+    let r = tool
+        .call(
+            json!({"index": "t", "q": "fox AND year:<2000"}),
+            ToolContext::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["hits"]["total"]["value"], 1);
+    assert_eq!(r["hits"]["hits"][0]["_id"], "1");
+    let r = tool
+        .call(
+            json!({"index": "t", "q": "fox", "query": {"size": 0, "query": {"match_none": {}}}}),
+            ToolContext::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["hits"]["total"]["value"], 2);
+    assert!(
+        tool.call(json!({"index": "t"}), ToolContext::detached())
+            .await
+            .is_err()
+    );
+}

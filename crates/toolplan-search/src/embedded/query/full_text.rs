@@ -470,7 +470,11 @@ fn zero_terms(options: &Map<String, Value>, path: &str) -> Result<BoxedQuery, Se
 }
 
 /// Edit distance for a term under `fuzziness` (`AUTO`, `AUTO:3,6`, 0, 1, 2).
-fn fuzzy_distance(fuzziness: Option<&Value>, term: &str, path: &str) -> Result<u8, SearchError> {
+pub(super) fn fuzzy_distance(
+    fuzziness: Option<&Value>,
+    term: &str,
+    path: &str,
+) -> Result<u8, SearchError> {
     let len = term.chars().count();
     let auto = |low: usize, high: usize| {
         if len < low {

@@ -3,7 +3,7 @@
 //! Supported: `match` (operator, fuzziness, minimum_should_match, zero_terms_query), `match_phrase`
 //! (slop), `match_phrase_prefix`, `match_bool_prefix`, `multi_match` (best_fields / most_fields /
 //! phrase / bool_prefix, `field^boost`),
-//! `term`, `terms`, `range` (numbers, dates with date math and formats, keywords; keywords and
+//! `term`, `terms`, `regexp`, `fuzzy`, `range` (numbers, dates with date math and formats, keywords; keywords and
 //! patterns through the field's normalizer), `bool` (must / should / filter / must_not,
 //! minimum_should_match), `exists`, `prefix`, `wildcard`, `ids`, `match_all`, `match_none`,
 //! `constant_score`, `dis_max`, `boost` on any clause. A clause that names a field the mapping does not
@@ -17,10 +17,15 @@
 //!
 //! * [`full_text`] — analysed text: `match`, `match_phrase`, `match_phrase_prefix`, `multi_match`.
 //! * [`term_level`] — exact values: `term`, `terms`, `range`, `exists`, `prefix`, `wildcard`, `ids`.
+//! * [`regexp`] — patterns over terms: `regexp` (Lucene's syntax), `fuzzy`.
+//! * [`query_string`] — `query_string` (Lucene's classic syntax) and `simple_query_string`, read
+//!   into the DSL the other modules run.
 //! * [`compound`] — clauses of clauses: `bool`, `constant_score`, `dis_max`.
 
 mod compound;
 mod full_text;
+mod query_string;
+mod regexp;
 mod term_level;
 
 use std::cell::Cell;
@@ -60,10 +65,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "wrapper",
     "pinned",
     "intervals",
-    "query_string",
-    "simple_query_string",
-    "regexp",
-    "fuzzy",
     "combined_fields",
     "boosting",
     "span_term",
@@ -205,6 +206,20 @@ impl<'a> QueryTranslator<'a> {
             "wildcard" => self.field_clause(body, &here, "value", |field, options, at| {
                 self.prefix_or_wildcard(field, options, at, false)
             })?,
+            "regexp" => self.field_clause(body, &here, "value", |field, options, at| {
+                self.regexp_query(field, options, at)
+            })?,
+            "fuzzy" => self.field_clause(body, &here, "value", |field, options, at| {
+                self.fuzzy_query(field, options, at)
+            })?,
+            "query_string" => {
+                let dsl = self.query_string_dsl(body, &here)?;
+                self.translate(&dsl, &here)?
+            }
+            "simple_query_string" => {
+                let dsl = self.simple_query_string_dsl(body, &here)?;
+                self.translate(&dsl, &here)?
+            }
             "ids" => self.ids_query(body, &here)?,
             "constant_score" => self.constant_score_query(body, &here)?,
             "dis_max" => self.dis_max_query(body, &here)?,

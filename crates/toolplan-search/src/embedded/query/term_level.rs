@@ -354,21 +354,7 @@ impl QueryTranslator<'_> {
             .and_then(scalar_text)
             .ok_or_else(|| SearchError::dsl(path, "expected a text value"))?;
         let value = self.normalized(indexed, &value);
-        let max = self.limits.max_pattern_length;
-        let length = value.chars().count();
-        within(length, max, "max_pattern_length", path, || {
-            format!("the pattern is {length} characters long, more than {max}")
-        })?;
-        if !matches!(indexed.spec.kind, FieldKind::Keyword | FieldKind::Text) {
-            return Err(SearchError::dsl(
-                path,
-                format!(
-                    "field '{}' is {}: prefix and wildcard queries need text or keyword",
-                    indexed.spec.path,
-                    indexed.spec.kind.name()
-                ),
-            ));
-        }
+        self.check_pattern(indexed, &value, kind, path)?;
         let mut regex = if prefix {
             format!("{}.*", regex_escape(&value))
         } else {
@@ -448,11 +434,12 @@ pub(super) fn wildcard_regex(pattern: &str) -> String {
     out
 }
 
-/// `s` with the characters tantivy's regular expressions treat as operators escaped.
+/// `s` with the characters tantivy's regular expressions treat as operators escaped (and only
+/// those: `\<` and `\>` would be word boundaries).
 pub(super) fn regex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if "\\.+*?()|[]{}^$#&-~\"<>@".contains(c) {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
             out.push('\\');
         }
         out.push(c);
