@@ -60,7 +60,8 @@ pub enum ToolSet {
     /// No built-in tools (for use with --docs).
     None,
     /// Agentic search over the embedded backend's default data directory ($TOOLPLAN_DATA_DIR, else
-    /// per user): list_indices, index_mapping, search_index (`ask` adds query_planning).
+    /// per user): list_indices, index_mapping, search_index, count_index, multi_search (`ask` adds
+    /// query_planning).
     Search,
 }
 

@@ -29,7 +29,9 @@ pub fn tools(
         ToolSet::None => Vec::new(),
         ToolSet::Search => {
             let backend = search_backend()?;
-            let mut tools = toolplan_search::tools::backend_tools(Arc::clone(&backend));
+            let limits = crate::settings::search_limits()?;
+            let mut tools =
+                toolplan_search::tools::backend_tools_with(Arc::clone(&backend), &limits);
             if let Some(model) = model {
                 let planner = DslPlanner::new(Arc::clone(model), backend);
                 tools.push(Arc::new(QueryPlanning(Arc::new(planner))));

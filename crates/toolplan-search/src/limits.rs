@@ -16,6 +16,7 @@
 //! | `max_buckets` | 65535 | a `terms` `size` above it is refused, and aggregations making more buckets fail (`search.max_buckets`) |
 //! | `max_aggregation_memory` | 500000000 | aggregations needing more bytes fail |
 //! | `max_mapped_fields` | 1000 | a document whose new fields would make the mapping larger (fields, sub-fields and objects) is refused, and so is a mapping that large (`index.mapping.total_fields.limit`) |
+//! | `max_multi_searches` | 100 | a `multi_search` tool call with more searches is refused (each runs under the limits above) |
 //! | `max_mapping_depth` | 20 | a document whose new objects would sit deeper is refused (`index.mapping.depth.limit`) |
 
 use std::time::Duration;
@@ -58,6 +59,8 @@ pub struct SearchLimits {
     pub max_mapped_fields: usize,
     /// Most levels of objects in one index's mapping that documents may add.
     pub max_mapping_depth: usize,
+    /// Most searches in one `multi_search` tool call.
+    pub max_multi_searches: usize,
 }
 
 impl Default for SearchLimits {
@@ -75,6 +78,7 @@ impl Default for SearchLimits {
             max_aggregation_memory: 500_000_000,
             max_mapped_fields: 1000,
             max_mapping_depth: 20,
+            max_multi_searches: 100,
         }
     }
 }
@@ -110,9 +114,10 @@ impl SearchLimits {
             "max_aggregation_memory" => self.max_aggregation_memory = number()?,
             "max_mapped_fields" => self.max_mapped_fields = size()?,
             "max_mapping_depth" => self.max_mapping_depth = size()?,
+            "max_multi_searches" => self.max_multi_searches = size()?,
             other => {
                 return Err(SearchError::InvalidParameter(format!(
-                    "unknown search limit '{other}' (timeout, max_result_window, max_inner_result_window, max_slop, max_nested_depth, max_clause_count, max_terms_count, max_pattern_length, max_buckets, max_aggregation_memory, max_mapped_fields, max_mapping_depth)"
+                    "unknown search limit '{other}' (timeout, max_result_window, max_inner_result_window, max_slop, max_nested_depth, max_clause_count, max_terms_count, max_pattern_length, max_buckets, max_aggregation_memory, max_mapped_fields, max_mapping_depth, max_multi_searches)"
                 )));
             }
         }

@@ -1,4 +1,5 @@
 //! The tools of agentic search, usable in plans and by agents: `list_indices`, `index_mapping`,
+//! `count_index`, `multi_search`,
 //! `search_index` over any [`SearchBackend`], and `query_planning` (a question → DSL by a model).
 
 use std::sync::Arc;
@@ -72,19 +73,113 @@ pub fn search_index(backend: Arc<dyn SearchBackend>) -> Arc<dyn Tool> {
             let backend = Arc::clone(&backend);
             async move {
                 let index = text_arg(&args, "index")?;
-                let mut body = args.get("query").cloned().unwrap_or(Value::Null);
-                match args.get("q") {
-                    Some(Value::String(q)) => crate::backend::apply_q(&mut body, q, None),
-                    Some(_) => return Err(ToolError::invalid("q must be text")),
-                    None if body.is_null() => {
-                        return Err(ToolError::invalid("give the search body as query, or q"));
-                    }
-                    None => {}
-                }
+                let body = body_of(&args)?;
                 tokio::select! {
                     result = backend.search(index, &body) => result.map_err(failed),
                     () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
                 }
+            }
+        },
+    ))
+}
+
+/// The body a search tool's arguments give: `query` (a search body), with `q` (a query string)
+/// replacing its query.
+fn body_of(args: &Value) -> Result<Value, ToolError> {
+    let mut body = args.get("query").cloned().unwrap_or(Value::Null);
+    match args.get("q") {
+        Some(Value::String(q)) => crate::backend::apply_q(&mut body, q, None),
+        Some(_) => return Err(ToolError::invalid("q must be text")),
+        None if body.is_null() => {
+            return Err(ToolError::invalid("give the search body as query, or q"));
+        }
+        None => {}
+    }
+    Ok(body)
+}
+
+/// `count_index`: how many documents of an index match a query (OpenSearch's `_count`).
+pub fn count_index(backend: Arc<dyn SearchBackend>) -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "count_index",
+        "Counts the documents of an index (or several: a,b or logs-*) that match a query: JSON {count}. Without query or q, every document.",
+        json!({"type": "object", "properties": {
+                   "index": {"type": "string", "description": "The index name."},
+                   "query": {"type": "object", "description": "A body with the query: {\"query\": {…}}."},
+                   "q": {"type": "string", "description": "A query string in Lucene syntax instead."}},
+               "required": ["index"], "additionalProperties": false}),
+        move |args, ctx| {
+            let backend = Arc::clone(&backend);
+            async move {
+                let index = text_arg(&args, "index")?;
+                let mut request = json!({"size": 0, "track_total_hits": true});
+                if args.get("query").is_some() || args.get("q").is_some() {
+                    let body = body_of(&args)?;
+                    if let Some(q) = body.get("query") {
+                        request["query"] = q.clone();
+                    }
+                }
+                let response = tokio::select! {
+                    result = backend.search(index, &request) => result.map_err(failed)?,
+                    () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+                };
+                let count = response["hits"]["total"]["value"]
+                    .as_u64()
+                    .or_else(|| response["hits"]["total"].as_u64())
+                    .unwrap_or(0);
+                Ok(json!({ "count": count }))
+            }
+        },
+    ))
+}
+
+/// `multi_search`: several searches in one call, run at once (OpenSearch's `_msearch`): one
+/// response per search, in order; a search that fails gives its error in its place. At most
+/// `max_searches` searches ([`crate::SearchLimits::max_multi_searches`]).
+pub fn multi_search(backend: Arc<dyn SearchBackend>, max_searches: usize) -> Arc<dyn Tool> {
+    Arc::new(FnTool::new(
+        "multi_search",
+        "Runs several searches at once: JSON {responses: [...]}, one OpenSearch response (or {error}) per search, in order.",
+        json!({"type": "object", "properties": {
+                   "searches": {"type": "array", "description": "The searches.", "items": {
+                       "type": "object", "properties": {
+                           "index": {"type": "string"},
+                           "query": {"type": "object", "description": "The search body."},
+                           "q": {"type": "string", "description": "A query string instead of the body's query."}},
+                       "required": ["index"], "additionalProperties": false}}},
+               "required": ["searches"], "additionalProperties": false}),
+        move |args, ctx| {
+            let backend = Arc::clone(&backend);
+            async move {
+                let searches = args
+                    .get("searches")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| ToolError::invalid("searches must be a list"))?;
+                if searches.len() > max_searches {
+                    return Err(ToolError::invalid(format!(
+                        "{} searches in one call, more than {max_searches} (search limit max_multi_searches)",
+                        searches.len()
+                    )));
+                }
+                let runs = searches.iter().map(|s| {
+                    let backend = Arc::clone(&backend);
+                    async move {
+                        let run = async {
+                            let index = text_arg(s, "index")?;
+                            let body = body_of(s)?;
+                            backend.search(index, &body).await.map_err(failed)
+                        };
+                        match run.await {
+                            Ok(response) => response,
+                            Err(e) => json!({"error": {"reason": e.to_string()}, "status": 400}),
+                        }
+                    }
+                });
+                let responses = tokio::select! {
+                    all = futures::future::join_all(runs) => all,
+                    () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+                };
+                Ok(json!({ "responses": responses }))
             }
         },
     ))
@@ -144,11 +239,22 @@ impl Tool for QueryPlanning {
     }
 }
 
-/// The three model-free tools over a backend.
+/// The model-free tools over a backend: `list_indices`, `index_mapping`, `search_index`,
+/// `count_index` and `multi_search` (with the default [`crate::SearchLimits`]).
 pub fn backend_tools(backend: Arc<dyn SearchBackend>) -> Vec<Arc<dyn Tool>> {
+    backend_tools_with(backend, &crate::SearchLimits::default())
+}
+
+/// The model-free tools over a backend, `multi_search` bounded by `limits`.
+pub fn backend_tools_with(
+    backend: Arc<dyn SearchBackend>,
+    limits: &crate::SearchLimits,
+) -> Vec<Arc<dyn Tool>> {
     vec![
         list_indices(Arc::clone(&backend)),
         index_mapping(Arc::clone(&backend)),
-        search_index(backend),
+        search_index(Arc::clone(&backend)),
+        count_index(Arc::clone(&backend)),
+        multi_search(backend, limits.max_multi_searches),
     ]
 }

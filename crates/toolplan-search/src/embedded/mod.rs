@@ -30,6 +30,7 @@ mod multi;
 mod query;
 mod schema;
 mod search;
+mod sort;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

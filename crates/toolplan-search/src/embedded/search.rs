@@ -8,18 +8,17 @@ use std::time::Instant;
 
 use chrono::{DateTime as ChronoDate, Utc};
 use serde_json::{Map, Value, json};
-use tantivy::collector::sort_key::SortByErasedType;
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{AllQuery, Query, TermQuery};
-use tantivy::schema::{OwnedValue, Value as _};
+use tantivy::schema::Value as _;
 use tantivy::{DocAddress, Index, Order, Searcher, TantivyDocument};
 
 use super::budget::{Bounded, Reason, Stop};
 use super::query::QueryTranslator;
 use super::schema::IndexSchema;
+use super::sort::{Key, SortCollector};
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, body_timeout};
-use crate::mapping::FieldKind;
 
 const KNOWN_KEYS: &[&str] = &[
     "query",
@@ -36,6 +35,7 @@ const KNOWN_KEYS: &[&str] = &[
     "explain",
     "version",
     "seq_no_primary_term",
+    "search_after",
 ];
 const UNSUPPORTED_KEYS: &[&str] = &[
     "highlight",
@@ -44,7 +44,6 @@ const UNSUPPORTED_KEYS: &[&str] = &[
     "knn",
     "script_fields",
     "rescore",
-    "search_after",
     "pit",
     "post_filter",
     "stored_fields",
@@ -55,12 +54,6 @@ const UNSUPPORTED_KEYS: &[&str] = &[
     "profile",
     "runtime_mappings",
 ];
-
-/// One sort key.
-enum SortKey {
-    Score,
-    Field { name: String, order: Order },
-}
 
 /// One index being searched, and what bounds the search.
 pub struct Env<'a> {
@@ -134,7 +127,17 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
         None | Some(Value::Null) => Box::new(AllQuery),
         Some(q) => translator.translate(q, "query")?,
     };
-    let sort = sort_keys(obj.get("sort"), schema)?;
+    let specs = super::sort::specs(obj.get("sort"), schema)?;
+    let after = obj
+        .get("search_after")
+        .map(|v| super::sort::search_after(v, &specs))
+        .transpose()?;
+    // By score alone (the default), tantivy's own top-n path; any other sort is ours.
+    let by_score = after.is_none()
+        && (specs.is_empty() || matches!(specs.as_slice(), [s] if s.key == Key::Score && s.desc));
+    let show_scores = !by_score
+        && (obj.get("track_scores") == Some(&Value::Bool(true))
+            || specs.iter().any(|s| s.key == Key::Score));
     let tantivy_err = |e: tantivy::TantivyError| SearchError::Index(e.to_string());
 
     // One pass over the matches counts them and collects the page of hits, except where the count
@@ -153,67 +156,36 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
     } else if size == 0 {
         (query.count(searcher).map_err(tantivy_err)?, Vec::new())
     } else {
-        let top = TopDocs::with_limit(size).and_offset(from);
-        let fields: Vec<(String, Order)> = sort
-            .iter()
-            .filter_map(|k| match k {
-                SortKey::Field { name, order } => Some((name.clone(), *order)),
-                SortKey::Score => None,
-            })
-            .collect();
-        let v = |o: OwnedValue| owned_to_json(&o);
-        match (fields.as_slice(), sort.len()) {
-            ([], _) => {
-                let by_score = top.order_by_score();
-                let (total, top) = if cheap_count {
-                    let total = term_count()?;
-                    (
-                        total,
-                        searcher.search(&query, &by_score).map_err(tantivy_err)?,
-                    )
-                } else {
-                    searcher
-                        .search(&query, &(Count, by_score))
-                        .map_err(tantivy_err)?
-                };
-                let hits = top.into_iter().map(|(s, a)| (Some(s), Vec::new(), a));
-                (total, hits.collect())
-            }
-            ([(a, oa)], 1) => {
-                let by = top.order_by((SortByErasedType::for_field(a), *oa));
-                let (total, top) = searcher.search(&query, &(Count, by)).map_err(tantivy_err)?;
-                let hits = top.into_iter().map(|(k, d)| (None, vec![v(k)], d));
-                (total, hits.collect())
-            }
-            ([(a, oa), (b, ob)], 2) => {
-                let by = top.order_by((
-                    (SortByErasedType::for_field(a), *oa),
-                    (SortByErasedType::for_field(b), *ob),
-                ));
-                let (total, top) = searcher.search(&query, &(Count, by)).map_err(tantivy_err)?;
-                let hits = top
-                    .into_iter()
-                    .map(|((x, y), d)| (None, vec![v(x), v(y)], d));
-                (total, hits.collect())
-            }
-            ([(a, oa), (b, ob), (c, oc)], 3) => {
-                let by = top.order_by((
-                    (SortByErasedType::for_field(a), *oa),
-                    (SortByErasedType::for_field(b), *ob),
-                    (SortByErasedType::for_field(c), *oc),
-                ));
-                let (total, top) = searcher.search(&query, &(Count, by)).map_err(tantivy_err)?;
-                let hits = top
-                    .into_iter()
-                    .map(|((x, y, z), d)| (None, vec![v(x), v(y), v(z)], d));
-                (total, hits.collect())
-            }
-            _ => {
-                return Err(SearchError::Unsupported {
-                    path: "sort".into(),
-                    clause: "sort by more than 3 fields, or by _score after a field,".into(),
-                });
-            }
+        if by_score {
+            let top = TopDocs::with_limit(size).and_offset(from);
+            let by_score = top.order_by_score();
+            let (total, top) = if cheap_count {
+                let total = term_count()?;
+                (
+                    total,
+                    searcher.search(&query, &by_score).map_err(tantivy_err)?,
+                )
+            } else {
+                searcher
+                    .search(&query, &(Count, by_score))
+                    .map_err(tantivy_err)?
+            };
+            let hits = top.into_iter().map(|(s, a)| (Some(s), Vec::new(), a));
+            (total, hits.collect())
+        } else {
+            let sorter = SortCollector {
+                specs: Arc::new(specs),
+                limit: from.saturating_add(size),
+                after,
+            };
+            let (total, sorted) = searcher
+                .search(&query, &(Count, sorter))
+                .map_err(tantivy_err)?;
+            let hits = sorted
+                .into_iter()
+                .skip(from)
+                .map(|(values, score, a)| (show_scores.then_some(score), values, a));
+            (total, hits.collect())
         }
     };
 
@@ -334,90 +306,22 @@ fn count(v: Option<&Value>, name: &str, default: u64) -> Result<u64, SearchError
 
 /// The keys of a body's `sort` as written: each field with its order, if it names one.
 pub(super) fn sort_specs(v: Option<&Value>) -> Result<Vec<(String, Option<Order>)>, SearchError> {
-    let items: Vec<Value> = match v {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(a)) => a.clone(),
-        Some(other) => vec![other.clone()],
-    };
     let mut specs = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let path = format!("sort[{i}]");
-        let (field, order) = match item {
-            Value::String(f) => (f.clone(), None),
-            Value::Object(o) if o.len() == 1 => {
-                let (f, spec) = o
-                    .iter()
-                    .next()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .unwrap_or_default();
-                let order = match &spec {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Object(so) => so.get("order").and_then(Value::as_str).map(str::to_owned),
-                    _ => None,
-                };
-                (f, order)
-            }
-            _ => {
-                return Err(SearchError::dsl(
-                    path,
-                    "a sort key is a field name or {\"<field>\": {\"order\": …}}",
-                ));
-            }
-        };
-        let order = match order.as_deref() {
+    for (i, (field, options)) in super::sort::items(v)?.into_iter().enumerate() {
+        let order = match options.get("order").and_then(Value::as_str) {
             None => None,
             Some(o) if o.eq_ignore_ascii_case("asc") => Some(Order::Asc),
             Some(o) if o.eq_ignore_ascii_case("desc") => Some(Order::Desc),
-            Some(o) => return Err(SearchError::dsl(path, format!("unknown sort order '{o}'"))),
+            Some(o) => {
+                return Err(SearchError::dsl(
+                    format!("sort[{i}]"),
+                    format!("unknown sort order '{o}'"),
+                ));
+            }
         };
         specs.push((field, order));
     }
     Ok(specs)
-}
-
-fn sort_keys(v: Option<&Value>, schema: &IndexSchema) -> Result<Vec<SortKey>, SearchError> {
-    let mut keys = Vec::new();
-    for (i, (field, order)) in sort_specs(v)?.into_iter().enumerate() {
-        let path = format!("sort[{i}]");
-        if field == "_score" {
-            keys.push(SortKey::Score);
-            continue;
-        }
-        let Some(indexed) = schema.fields.get(&field) else {
-            return Err(SearchError::dsl(
-                path,
-                format!("no mapping found for [{field}] in order to sort on"),
-            ));
-        };
-        if indexed.spec.kind == FieldKind::Text {
-            let hint = schema.keyword_hint(&field);
-            return Err(SearchError::dsl(
-                path,
-                format!("text field '{field}' cannot be sorted on; sort on a keyword field{hint}"),
-            ));
-        }
-        keys.push(SortKey::Field {
-            name: indexed.name.clone(),
-            order: order.unwrap_or(Order::Asc),
-        });
-    }
-    if matches!(keys.as_slice(), [SortKey::Score]) {
-        keys.clear();
-    }
-    Ok(keys)
-}
-
-fn owned_to_json(v: &OwnedValue) -> Value {
-    match v {
-        OwnedValue::Null => Value::Null,
-        OwnedValue::Str(s) => json!(s),
-        OwnedValue::U64(n) => json!(n),
-        OwnedValue::I64(n) => json!(n),
-        OwnedValue::F64(n) => json!(n),
-        OwnedValue::Bool(b) => json!(b),
-        OwnedValue::Date(d) => json!(d.into_timestamp_millis()),
-        other => serde_json::to_value(other).unwrap_or(Value::Null),
-    }
 }
 
 /// `_source`: `true`/`false`, a field pattern, a list of them, or `{"includes", "excludes"}`.

@@ -750,3 +750,164 @@ async fn the_q_shorthand_in_the_search_tool() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn count_and_multi_search_tools_answer_as_count_and_msearch() {
+    use std::sync::Arc;
+    use toolplan_core::ToolContext;
+    use toolplan_search::tools::{count_index, multi_search};
+    let (_d, b) = index(
+        json!({"properties": {"title": {"type": "text"}, "year": {"type": "integer"}}}),
+        &[
+            json!({"title": "quick fox", "year": 2001}),
+            json!({"title": "slow fox", "year": 1990}),
+        ],
+    )
+    .await;
+    let b: Arc<dyn SearchBackend> = Arc::new(b);
+    let count = count_index(Arc::clone(&b));
+    let call = |tool: &Arc<dyn toolplan_core::Tool>, args: Value| {
+        let tool = Arc::clone(tool);
+        async move { tool.call(args, ToolContext::detached()).await }
+    };
+    assert_eq!(
+        call(&count, json!({"index": "t"})).await.unwrap(),
+        json!({"count": 2})
+    );
+    assert_eq!(
+        call(
+            &count,
+            json!({"index": "t", "query": {"query": {"range": {"year": {"gt": 2000}}}}})
+        )
+        .await
+        .unwrap(),
+        json!({"count": 1})
+    );
+    assert_eq!(
+        call(&count, json!({"index": "t", "q": "slow"}))
+            .await
+            .unwrap(),
+        json!({"count": 1})
+    );
+    let multi = multi_search(Arc::clone(&b), 3);
+    let r = call(
+        &multi,
+        json!({"searches": [
+            {"index": "t", "q": "quick"},
+            {"index": "nope", "query": {}},
+            {"index": "t", "query": {"size": 0, "aggs": {"y": {"max": {"field": "year"}}}}}
+        ]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r["responses"][0]["hits"]["total"]["value"], 1);
+    assert!(
+        r["responses"][1]["error"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nope")
+    );
+    assert_eq!(r["responses"][2]["aggregations"]["y"]["value"], 2001.0);
+    // The attacker's side: one call cannot fan out past the limit.
+    let many: Vec<Value> = (0..4).map(|_| json!({"index": "t", "q": "fox"})).collect();
+    let err = call(&multi, json!({"searches": many})).await.unwrap_err();
+    assert!(err.to_string().contains("max_multi_searches"), "{err}");
+}
+
+#[tokio::test]
+async fn sorting_as_opensearch_sorts_and_search_after_pages() {
+    let (_d, b) = index(
+        json!({"properties": {"n": {"type": "integer"}, "tag": {"type": "keyword"}, "x": {"type": "double"}}}),
+        &[
+            json!({"n": 3, "tag": "b", "x": [1.0, 9.0]}),
+            json!({"tag": "a", "x": 5.0}),
+            json!({"n": 1, "tag": "b"}),
+            json!({"n": 2, "tag": "a", "x": [4.0, 6.0]}),
+        ],
+    )
+    .await;
+    let order = |sort: Value| {
+        let b = &b;
+        async move {
+            let r = b
+                .search("t", &json!({"sort": sort, "size": 10}))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            r["hits"]["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["_id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    // A document without the field goes last in both directions, unless `missing` says.
+    assert_eq!(order(json!([{"n": "asc"}])).await, ["2", "3", "0", "1"]);
+    assert_eq!(order(json!([{"n": "desc"}])).await, ["0", "3", "2", "1"]);
+    assert_eq!(
+        order(json!([{"n": {"order": "asc", "missing": "_first"}}])).await,
+        ["1", "2", "3", "0"]
+    );
+    assert_eq!(
+        order(json!([{"n": {"order": "asc", "missing": 2.5}}])).await,
+        ["2", "3", "1", "0"]
+    );
+    assert_eq!(order(json!(["_doc"])).await, ["0", "1", "2", "3"]);
+    assert_eq!(
+        order(json!([{"tag": "asc"}, {"n": "desc"}])).await,
+        ["3", "1", "0", "2"]
+    );
+    // Several values: the smallest ascending, the largest descending, or as `mode` says.
+    assert_eq!(order(json!([{"x": "asc"}])).await, ["0", "3", "1", "2"]);
+    assert_eq!(order(json!([{"x": "desc"}])).await, ["0", "3", "1", "2"]);
+    assert_eq!(
+        order(json!([{"x": {"order": "asc", "mode": "sum"}}])).await,
+        ["1", "0", "3", "2"]
+    );
+    assert_eq!(
+        order(json!([{"x": {"order": "desc", "mode": "min"}}])).await,
+        ["1", "3", "0", "2"]
+    );
+    // A field the mapping lacks: an error, unless `unmapped_type` makes every document missing it.
+    assert!(
+        b.search("t", &json!({"sort": [{"nope": "asc"}]}))
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        order(json!([{"nope": {"unmapped_type": "long"}}, "_doc"])).await,
+        ["0", "1", "2", "3"]
+    );
+    // search_after: the page strictly after the last hit's sort values.
+    let first = b
+        .search(
+            "t",
+            &json!({"sort": [{"tag": "asc"}, {"n": "asc"}], "size": 2}),
+        )
+        .await
+        .unwrap();
+    let last_sort = first["hits"]["hits"][1]["sort"].clone();
+    // The second hit has no `n`: it shows the largest long, where it sorts.
+    assert_eq!(last_sort, json!(["a", i64::MAX]));
+    let next = b
+        .search(
+            "t",
+            &json!({"sort": [{"tag": "asc"}, {"n": "asc"}], "size": 2, "search_after": last_sort}),
+        )
+        .await
+        .unwrap();
+    let ids: Vec<&str> = next["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["2", "0"]);
+    assert!(
+        b.search("t", &json!({"sort": ["_doc"], "search_after": [1, 2]}))
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("search_after has 2 value(s)")
+    );
+}
