@@ -207,6 +207,9 @@ impl Inner {
     ) -> Result<Arc<OpenIndex>, SearchError> {
         let dir = self.index_dir(name);
         let generation = old.generation + 1;
+        // Hold the old generation's write lock first: another process writing to it makes the
+        // rebuild fail here, instead of losing that process's writes.
+        old.write(|_| Ok(()))?;
         let new = Self::build(&dir, mapping, generation)?;
         let searcher = old.reader.searcher();
         if searcher.num_docs() > 0 {

@@ -4,7 +4,10 @@
 //! the generation of the tantivy index that holds them) and `<data dir>/<index>/tantivy/` (generation
 //! 0; `tantivy.<n>` after the mapping grew `n` times: see `ingest`). Each open index keeps a reader that is reloaded after every commit, so a search sees
 //! every document loaded before it, and one writer (one thread, so document order is stable) that the
-//! first write opens: reading never takes the index's write lock. Stored search templates are
+//! first write opens: reading never takes the index's write lock. One process writes to an index at
+//! a time (tantivy's lock; a rebuild takes the old generation's lock first, so it fails rather
+//! than lose another process's writes), and a process sees another's writes when it next opens
+//! the index. Stored search templates are
 //! `<data dir>/_scripts/<id>.json` (index names cannot start with `_`).
 //! Blocking index work runs on tokio's blocking pool.
 //!

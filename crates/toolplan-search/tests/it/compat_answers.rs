@@ -911,3 +911,24 @@ async fn sorting_as_opensearch_sorts_and_search_after_pages() {
             .contains("search_after has 2 value(s)")
     );
 }
+
+#[tokio::test]
+async fn multi_match_cross_fields_and_phrase_prefix() {
+    let (_d, b) = index(
+        json!({"properties": {"first": {"type": "text"}, "last": {"type": "text"}}}),
+        &[
+            json!({"first": "John", "last": "Smith"}),
+            json!({"first": "Smith", "last": "Jones"}),
+            json!({"first": "John Smithson", "last": "Brown"}),
+        ],
+    )
+    .await;
+    let mm = |kind: &str, q: &str| json!({"multi_match": {"query": q, "type": kind, "fields": ["first", "last"], "operator": "and"}});
+    // Every word in some field: only cross_fields finds John Smith across first and last.
+    assert_eq!(ids(&b, mm("cross_fields", "john smith")).await, ["0"]);
+    assert!(ids(&b, mm("best_fields", "john smith")).await.is_empty());
+    assert_eq!(
+        ids(&b, json!({"multi_match": {"query": "john smi", "type": "phrase_prefix", "fields": ["first", "last"]}})).await,
+        ["2"]
+    );
+}

@@ -250,6 +250,51 @@ impl QueryTranslator<'_> {
 
     /// `multi_match`: a `match` (or `match_phrase`) on each of its fields, the best score
     /// (`best_fields`, plus `tie_breaker` times the others) or their sum (`most_fields`).
+    /// `multi_match` of type `cross_fields` over text fields: the query's words, each matched on
+    /// whichever of the fields has it (the `dis_max` of the fields for each word), joined by the
+    /// `operator` as one `match` joins its words.
+    fn cross_fields(
+        &self,
+        fields: &[(&Indexed, f32)],
+        body: &Value,
+        query: &Value,
+        path: &str,
+    ) -> Result<BoxedQuery, SearchError> {
+        let text =
+            scalar_text(query).ok_or_else(|| SearchError::dsl(path, "query must be text"))?;
+        let mut per_field = Vec::with_capacity(fields.len());
+        for (indexed, boost) in fields {
+            per_field.push((*indexed, *boost, self.analyze(indexed, &text, path)?));
+        }
+        let words = per_field.iter().map(|(_, _, t)| t.len()).max().unwrap_or(0);
+        self.count_clauses(words.saturating_mul(fields.len()), path)?;
+        let mut parts: Vec<BoxedQuery> = Vec::with_capacity(words);
+        for i in 0..words {
+            let on_fields: Vec<BoxedQuery> = per_field
+                .iter()
+                .filter_map(|(indexed, boost, tokens)| {
+                    let token = tokens.get(i)?;
+                    let term = TermQuery::new(
+                        Term::from_field_text(indexed.field, token),
+                        IndexRecordOption::WithFreqs,
+                    );
+                    Some(Box::new(BoostQuery::new(Box::new(term), *boost)) as BoxedQuery)
+                })
+                .collect();
+            let tie = body
+                .get("tie_breaker")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0) as f32;
+            parts.push(Box::new(DisjunctionMaxQuery::with_tie_breaker(
+                on_fields, tie,
+            )));
+        }
+        if parts.is_empty() {
+            return Ok(match_nothing());
+        }
+        combine(parts, body.as_object().unwrap_or(&Map::new()), path)
+    }
+
     pub(super) fn multi_match(&self, body: &Value, path: &str) -> Result<BoxedQuery, SearchError> {
         if let Value::Object(options) = body {
             check_options(
@@ -289,9 +334,10 @@ impl QueryTranslator<'_> {
             .and_then(Value::as_str)
             .unwrap_or("best_fields");
         let bool_prefix = kind == "bool_prefix";
+        let phrase_prefix = kind == "phrase_prefix";
         let phrase = match kind {
-            "best_fields" | "most_fields" | "bool_prefix" => false,
-            "phrase" => true,
+            "best_fields" | "most_fields" | "bool_prefix" | "cross_fields" => false,
+            "phrase" | "phrase_prefix" => true,
             other => {
                 return Err(SearchError::Unsupported {
                     path: format!("{path}.type"),
@@ -300,6 +346,8 @@ impl QueryTranslator<'_> {
             }
         };
         let mut parts: Vec<BoxedQuery> = Vec::new();
+        // cross_fields: each word, on whichever field has it.
+        let mut cross: Vec<(&Indexed, f32)> = Vec::new();
         for spec in &fields {
             let (name, boost) = match spec.split_once('^') {
                 Some((n, b)) => (
@@ -326,10 +374,17 @@ impl QueryTranslator<'_> {
                     continue;
                 };
                 self.count_clauses(1, path)?;
+                if kind == "cross_fields" && indexed.spec.kind == FieldKind::Text {
+                    cross.push((indexed, boost));
+                    continue;
+                }
                 let mut options: Map<String, Value> = body.as_object().cloned().unwrap_or_default();
                 options.insert("query".into(), query.clone());
                 for key in ["fields", "type", "tie_breaker"] {
                     options.remove(key);
+                }
+                if !phrase_prefix {
+                    options.remove("max_expansions");
                 }
                 if phrase {
                     options.remove("auto_generate_synonyms_phrase_query");
@@ -345,7 +400,7 @@ impl QueryTranslator<'_> {
                     // OpenSearch reads slop only for the phrase types.
                 }
                 let one = if phrase {
-                    self.match_phrase(indexed, &options, path, false)?
+                    self.match_phrase(indexed, &options, path, phrase_prefix)?
                 } else if bool_prefix {
                     for key in [
                         "fuzziness",
@@ -373,6 +428,9 @@ impl QueryTranslator<'_> {
                     Box::new(BoostQuery::new(one, boost))
                 });
             }
+        }
+        if !cross.is_empty() {
+            parts.push(self.cross_fields(&cross, body, query, path)?);
         }
         if parts.is_empty() {
             return Ok(match_nothing());
@@ -441,7 +499,7 @@ const PHRASE_OPTIONS: &[&str] = &["query", "slop", "zero_terms_query"];
 const PHRASE_PREFIX_OPTIONS: &[&str] = &["query", "slop", "max_expansions", "zero_terms_query"];
 
 /// The options of `multi_match` beside those of `match`.
-const MULTI_MATCH_OPTIONS: &[&str] = &["fields", "type", "tie_breaker", "slop"];
+const MULTI_MATCH_OPTIONS: &[&str] = &["fields", "type", "tie_breaker", "slop", "max_expansions"];
 
 /// `multi_match` options that only its `match` types read.
 const MATCH_ONLY: &[&str] = &[

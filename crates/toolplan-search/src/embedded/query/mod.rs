@@ -2,7 +2,7 @@
 //!
 //! Supported: `match` (operator, fuzziness, minimum_should_match, zero_terms_query), `match_phrase`
 //! (slop), `match_phrase_prefix`, `match_bool_prefix`, `multi_match` (best_fields / most_fields /
-//! phrase / bool_prefix, `field^boost`),
+//! cross_fields / phrase / phrase_prefix / bool_prefix, `field^boost`),
 //! `term`, `terms`, `regexp`, `fuzzy`, `range` (numbers, dates with date math and formats, keywords; keywords and
 //! patterns through the field's normalizer), `bool` (must / should / filter / must_not,
 //! minimum_should_match), `exists`, `prefix`, `wildcard`, `ids`, `match_all`, `match_none`,
