@@ -19,7 +19,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Dynamic, Mapping};
+use super::{Dynamic, Mapping, is_object};
 use crate::datemath::DateFormat;
 use crate::error::SearchError;
 
@@ -382,14 +382,6 @@ impl Walk<'_> {
         }
         *self.count += n;
         Ok(())
-    }
-}
-
-/// Whether a mapping entry is an object (no leaf `type`).
-fn is_object(def: &Map<String, Value>) -> bool {
-    match def.get("type") {
-        None => true,
-        Some(t) => t == "object",
     }
 }
 

@@ -318,9 +318,7 @@ impl Mapping {
             properties
                 .values()
                 .filter_map(|def| match def.get("properties") {
-                    Some(Value::Object(children))
-                        if def.get("type").is_none_or(|t| t == "object") =>
-                    {
+                    Some(Value::Object(children)) if def.as_object().is_some_and(is_object) => {
                         Some(1 + objects(children))
                     }
                     _ => None,
@@ -345,6 +343,11 @@ const UNAPPLIED_ROOT_OPTIONS: &[&str] = &[
     "runtime",
     "derived",
 ];
+
+/// Whether a mapping entry is an object: no `type`, or `"type": "object"`.
+fn is_object(def: &Map<String, Value>) -> bool {
+    def.get("type").is_none_or(|t| t == "object")
+}
 
 /// Refuses a root option the embedded engine does not apply, and a `dynamic` it does not know.
 fn check_root(root: &Map<String, Value>) -> Result<(), SearchError> {

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Mapping;
+use super::{Mapping, is_object};
 use crate::error::SearchError;
 
 /// Field options an update may change.
@@ -71,10 +71,6 @@ fn merge_properties(
         }
     }
     Ok(())
-}
-
-fn is_object(def: &Map<String, Value>) -> bool {
-    def.get("type").is_none_or(|t| t == "object")
 }
 
 fn merge_field(
