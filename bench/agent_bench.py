@@ -15,7 +15,7 @@ Kinds: `chain` (a directory lookup whose result the next call needs: get_user ->
 lookups answered from their results).
 
 Usage: python3 bench/agent_bench.py [--model local] [--bin PATH] [--tasks FILE] [--out FILE] [--limit N] [--kinds K,…]
-       [--modes plan-answer,plan-answer/no-stream] [--tool-latency SECS]
+       [--modes plan-answer,plan-answer/no-stream,plan-answer/compact] [--tool-latency SECS]
 """
 import argparse
 import json
@@ -52,11 +52,12 @@ def run(binary, model, question, mode, timeout, config=None, latency_config=None
     tools = ["--tools", "none", "--config", config] if config else ["--tools", "demo"]
     if latency_config and not config:
         tools += ["--config", latency_config]
-    # `MODE/no-stream`: plans run only once the whole reply is written.
-    mode, no_stream = (mode[: -len("/no-stream")], True) if mode.endswith("/no-stream") else (mode, False)
+    # `MODE/no-stream`: plans run only once the whole reply is written; `MODE/compact`: the
+    # answer turn after a plan is asked compactly (--compact-answer).
+    mode, *options = mode.split("/")
     # `plan-only:FORM` (and `plan-answer:FORM`): the planner lists the tools in that form.
     base, _, listing = mode.partition(":")
-    flags = MODE_FLAGS[base] + (["--plan-listing", listing] if listing else []) + (["--no-stream"] if no_stream else [])
+    flags = MODE_FLAGS[base] + (["--plan-listing", listing] if listing else []) + [{"no-stream": "--no-stream", "compact": "--compact-answer"}[o] for o in options]
     cmd = [binary, "ask", question, "--model", model, "--json"] + tools + flags
     started = time.monotonic()
     try:
@@ -97,7 +98,7 @@ def main():
                     help="comma-separated: plan-only (only execute_tool_plan offered), plan-answer (plan-only, plans may end with the answer), plan (planner beside the tools), no-plan; plan-only:FORM and plan-answer:FORM list the tools as --plan-listing FORM")
     ap.add_argument("--tool-latency", type=float, default=0,
                     help="seconds the demo lookups (get_weather, get_user) take, as a remote API would "
-                         "(toolplan.toml's demo_latency); MODE/no-stream runs plans only once written")
+                         "(toolplan.toml's demo_latency); MODE/no-stream runs plans only once written; MODE/compact asks the answer after a plan compactly (--compact-answer)")
     ap.add_argument("--flaky", default="",
                     help="comma-separated tools that fail on their first call in each interaction "
                          "(a busy service: the demo tools served through bench/flaky_proxy.py)")
@@ -135,7 +136,8 @@ def main():
     emit(f"{'task':26} {'mode':11} {'ok':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'plans':>5} {'reused':>6} {'secs':>7}  answer")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in modes:
-        if m.removesuffix("/no-stream").partition(":")[0] not in MODE_FLAGS:
+        base, *options = m.split("/")
+        if base.partition(":")[0] not in MODE_FLAGS or any(o not in ("no-stream", "compact") for o in options):
             ap.error(f"unknown mode {m!r}")
     kinds = sorted({t.get("kind", "-") for t in tasks})
 

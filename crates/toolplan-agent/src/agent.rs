@@ -18,11 +18,12 @@ use toolplan_llm::{
 };
 use toolplan_planner::{
     CUT_OFF_NOTE, ExecuteToolPlan, incomplete_calls, incomplete_plan, mark_bare_references,
-    percentages_as_fractions, plan_arguments, plan_not_run, tool_text, unasked_plan, unasked_steps,
-    unused_numbers,
+    percentages_as_fractions, plan_arguments, plan_not_run, plan_short_of_thought, tool_text,
+    tools_left_out, unasked_plan, unasked_steps, unused_numbers,
 };
 
-use crate::answer::{forget_unused_answer, without_echoed_question};
+use crate::answer::{ANSWER_TOOL, forget_unused_answer, without_echoed_question};
+use crate::compact::{asked_for_more, compact_request, more_tools_note};
 use crate::earlier::EarlierResults;
 use crate::error::AgentError;
 use crate::record::Record;
@@ -104,6 +105,15 @@ fn cut_off_retry(tokens: u64, reply: &str) -> String {
     )
 }
 
+/// A model reply as [`Agent::send`] returns it: the message, whether it was cut off at the token
+/// limit with tool calls in it, the plan that started while it was written, and the calls begun.
+type Asked = (
+    Message,
+    bool,
+    Option<StreamedPlan>,
+    Vec<(usize, StreamedStart)>,
+);
+
 /// What the next model reply may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Choice {
@@ -156,6 +166,9 @@ pub struct Agent {
     pub(crate) name: String,
     pub(crate) model: Arc<dyn ChatModel>,
     pub(crate) system: String,
+    /// The caller's instructions alone (the system prompt without the planner's): the compact
+    /// answer turn's system message starts with them.
+    pub(crate) instructions: String,
     pub(crate) engine: Arc<Engine>,
     pub(crate) planner: Option<Arc<ExecuteToolPlan>>,
     pub(crate) definitions: Vec<ToolDefinition>,
@@ -173,6 +186,9 @@ pub struct Agent {
     /// Whether the reply after a plan is written with a thought first (see
     /// [`AgentBuilder::think_first`](crate::AgentBuilder::think_first)).
     pub(crate) think_after_plan: bool,
+    /// Whether the answer turn after a plan that succeeded is asked compactly
+    /// ([`AgentBuilder::compact_answer`](crate::AgentBuilder::compact_answer)).
+    pub(crate) compact_answer: bool,
 }
 
 impl Agent {
@@ -224,15 +240,55 @@ impl Agent {
         let mut repairing = false;
         // Where the next reply starts: the turn it completes, open for more.
         let mut reply_start = None;
+        // The last turn's plans and their results, when every step of them succeeded: the next
+        // turn is asked compactly (the question and the results, not the tools).
+        let mut compact: Option<(Vec<ToolCall>, Vec<Message>)> = None;
+        // Whether the model asked for more tool calls in a compact answer turn: the next reply
+        // must call a tool.
+        let mut more_asked = false;
 
         while record.turns < self.max_turns {
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
+            if let Some((calls, results)) = compact.take()
+                && let Some(request) = compact_request(
+                    &self.instructions,
+                    input,
+                    &calls,
+                    &results,
+                    self.think_first || self.think_after_plan,
+                )
+            {
+                record.turns += 1;
+                record.compact_answers += 1;
+                let reply = self
+                    .send(&request, false, &mut record, cancel)
+                    .await
+                    .map_err(|e| AgentError::model(e, &record))?
+                    .0;
+                if let Some(need) = asked_for_more(&reply) {
+                    record.more_tools_asked += 1;
+                    more_asked = true;
+                    messages.push(Message::user(more_tools_note(&need)));
+                    continue;
+                }
+                record.elapsed = start.elapsed();
+                let answer = without_echoed_question(reply.content.clone(), input);
+                messages.push(Message::assistant(answer.clone(), Vec::new()));
+                return Ok(Interaction {
+                    answer,
+                    record,
+                    messages,
+                });
+            }
             let (mut message, cut_off, streamed, mut begun) = self
                 .ask_model_streaming(
                     &messages,
-                    Choice::of(repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER, repairing),
+                    Choice::of(
+                        repeat_turns >= REPEAT_TURNS_BEFORE_ANSWER,
+                        repairing || std::mem::take(&mut more_asked),
+                    ),
                     after_plan,
                     reply_start.take(),
                     self.stream_plans,
@@ -341,6 +397,18 @@ impl Agent {
                     m
                 })
                 .collect();
+            let clean = self.compact_answer
+                && !repairing
+                && !cut_off
+                && fresh.len() == calls.len()
+                && calls.iter().all(|c| c.name == EXECUTE_TOOL_PLAN)
+                && turn.clean_plans == calls.len();
+            // Once the model has asked for more in a compact turn, the answer turns that follow are
+            // asked the usual way: a model that misjudged its results once is not asked again
+            // the same way (small models otherwise ask for more again and again).
+            if clean && answer.is_none() && record.more_tools_asked == 0 {
+                compact = Some((calls.clone(), results.clone()));
+            }
             messages.extend(results);
             if let Some(answer) = answer {
                 record.answered_by_plan = true;
@@ -506,9 +574,11 @@ impl Agent {
     /// pass, otherwise one result per call (nothing is run). Without planning the model's calls are
     /// taken as they are.
     ///
-    /// Two checks, the first that fails goes back: numbers the question gives that no call uses
+    /// Three checks, the first that fails goes back: numbers the question gives that no call uses
     /// ([`toolplan_planner::unused_numbers`]; named with the first plan, or the first call when
-    /// there is none; the reply then continues the turn, open for more), and steps of a plan that
+    /// there is none; the reply then continues the turn, open for more), tools a plan's thought
+    /// names that none of its steps calls ([`toolplan_planner::tools_left_out`]; the reply
+    /// continues that plan, open for more steps), and steps of a plan that
     /// the question does not ask for ([`toolplan_planner::unasked_steps`]; the reply is written
     /// anew).
     fn check_against_question(&self, input: &str, calls: &[ToolCall]) -> Option<SentBack> {
@@ -533,6 +603,8 @@ impl Agent {
                 incomplete_calls(&unused)
             };
             (told, what, true, 0)
+        } else if let Some((told, left_out)) = self.thought_left_out(calls) {
+            (told, plan_short_of_thought(&left_out), true, 0)
         } else {
             let tools = self.engine.tools();
             let text_of = |name: &str| {
@@ -565,6 +637,25 @@ impl Agent {
             results,
             completes,
             unasked,
+        })
+    }
+
+    /// The first plan of `calls` whose thought names tools that none of its steps calls
+    /// ([`toolplan_planner::tools_left_out`]; the answer tool, a plain word, is not looked for),
+    /// with those tools.
+    fn thought_left_out(&self, calls: &[ToolCall]) -> Option<(usize, Vec<String>)> {
+        let tools = self.engine.tools();
+        let names: Vec<&str> = tools
+            .iter()
+            .map(|t| t.tool().name())
+            .filter(|n| *n != ANSWER_TOOL)
+            .collect();
+        calls.iter().enumerate().find_map(|(i, c)| {
+            if c.name != EXECUTE_TOOL_PLAN {
+                return None;
+            }
+            let left_out = tools_left_out(&c.arguments, names.iter().copied());
+            (!left_out.is_empty()).then_some((i, left_out))
         })
     }
 
@@ -651,15 +742,7 @@ impl Agent {
         stream: bool,
         record: &mut Record,
         cancel: &CancellationToken,
-    ) -> Result<
-        (
-            Message,
-            bool,
-            Option<StreamedPlan>,
-            Vec<(usize, StreamedStart)>,
-        ),
-        LlmError,
-    > {
+    ) -> Result<Asked, LlmError> {
         record.turns += 1;
         let request = ChatRequest {
             messages: messages.to_vec(),
@@ -675,22 +758,35 @@ impl Agent {
             reply_start,
             ..ChatRequest::default()
         };
+        self.send(&request, stream, record, cancel).await
+    }
+
+    /// Sends `request` to the model (streamed as [`ask_model_streaming`](Self::ask_model_streaming)
+    /// says), its cost added to `record`; a reply cut off before anything in it could be used is
+    /// asked once more, told so.
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        stream: bool,
+        record: &mut Record,
+        cancel: &CancellationToken,
+    ) -> Result<Asked, LlmError> {
         let asked = Instant::now();
         let (response, mut streamed, mut begun) =
             if stream && (self.planner.is_some() || self.begins_streamed) {
                 let begin = |name: &str| self.begin_streamed(name);
                 let engine = self.planner.as_ref().map(|p| p.engine());
-                match streamed::ask(self.model.as_ref(), &request, engine, &begin, cancel).await {
+                match streamed::ask(self.model.as_ref(), request, engine, &begin, cancel).await {
                     // A stream that broke after its first piece is not retried by the provider
                     // (the pieces were the start of a reply that will not come); the agent drops
                     // what it had and asks again, as a call that is not streamed is retried.
                     (Err(e), _, _) if e.is_retryable() => {
-                        (self.model.chat(&request, cancel).await, None, Vec::new())
+                        (self.model.chat(request, cancel).await, None, Vec::new())
                     }
                     other => other,
                 }
             } else {
-                (self.model.chat(&request, cancel).await, None, Vec::new())
+                (self.model.chat(request, cancel).await, None, Vec::new())
             };
         let response = match response {
             // A reply cut off before anything in it could be used (a value written again and

@@ -43,6 +43,7 @@ pub struct AgentBuilder {
     run_config: RunConfig,
     limits: Limits,
     stream_plans: bool,
+    compact_answer: Option<bool>,
 }
 
 impl AgentBuilder {
@@ -73,6 +74,19 @@ impl AgentBuilder {
     /// whole, which is the same as off.
     pub fn stream_plans(mut self, on: bool) -> Self {
         self.stream_plans = on;
+        self
+    }
+
+    /// Whether the answer turn after a plan whose steps all succeeded is asked compactly (default:
+    /// off): the instructions, the question, the plan's steps and its results, with one tool,
+    /// `call_more_tools`, for when the results do not answer the question; not the tool
+    /// definitions and planning instructions again. The turn then costs a few hundred input tokens
+    /// instead of the whole prompt. When the model calls `call_more_tools`, the next turn has the
+    /// whole conversation and the tools, and must call one (and the interaction's later answer
+    /// turns are asked the usual way). Off by default: with the local 1.5B model it answered fewer
+    /// of the agent bench's questions right (bench/README.md).
+    pub fn compact_answer(mut self, on: bool) -> Self {
+        self.compact_answer = Some(on);
         self
     }
 
@@ -254,6 +268,8 @@ impl AgentBuilder {
                     .with_step_references(references),
             );
         }
+        let instructions = self.instructions.clone();
+        let compact_answer = planner.is_some() && self.compact_answer.unwrap_or(false);
         let mut system = self.instructions;
         if let Some(instructions) = planning.instructions() {
             if !system.is_empty() {
@@ -272,6 +288,7 @@ impl AgentBuilder {
             name: self.name,
             model,
             system,
+            instructions,
             engine,
             planner,
             definitions,
@@ -288,6 +305,7 @@ impl AgentBuilder {
                 .or(planning.plan_only().then_some(false)),
             think_first: self.think_first.unwrap_or(!planning.offers_planner()),
             think_after_plan: self.think_first.is_none() && planning.offers_planner(),
+            compact_answer,
         })
     }
 }
@@ -311,6 +329,7 @@ impl Agent {
             run_config: RunConfig::default(),
             limits: Limits::default(),
             stream_plans: true,
+            compact_answer: None,
         }
     }
 }

@@ -20,6 +20,8 @@
 //!   engine (`Engine::run_calls`), each answered with a tool-result message.
 //! * `answer` — the plan's `answer` field that lets a plan end the interaction
 //!   ([`Planning::OnlyWithAnswer`]): the answer step and its tool.
+//! * `compact` — the answer turn after a plan whose steps all succeeded, asked with the question and
+//!   the results instead of the whole prompt again, when [`AgentBuilder::compact_answer`] says so.
 //! * `record` — [`Record`], what an interaction cost.
 //! * `earlier` — the results of the interaction's earlier plans, which a follow-up plan may name by
 //!   id (`$ref:u.city`) instead of calling those tools again.
@@ -31,6 +33,7 @@
 mod agent;
 mod answer;
 mod builder;
+mod compact;
 mod earlier;
 mod error;
 mod record;
@@ -45,6 +48,7 @@ pub use answer::ANSWER_TOOL;
 pub use builder::{
     AgentBuilder, DEFAULT_MAX_PLAN_STEPS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REPAIRS,
 };
+pub use compact::{COMPACT_SYSTEM, MORE_TOOLS};
 pub use error::AgentError;
 pub use record::Record;
 pub use repeats::{REPEATED_CALL, REPEATED_CALL_HINT, REPEATED_FAILURE, REPEATED_FAILURE_HINT};

@@ -64,6 +64,11 @@ pub struct Record {
     pub busy_replans: usize,
     /// Whether the answer was a plan's `answer` step (no model call after the plan).
     pub answered_by_plan: bool,
+    /// Answer turns asked compactly, after a plan whose steps all succeeded: the question and the
+    /// results, not the tools ([`AgentBuilder::compact_answer`](crate::AgentBuilder::compact_answer)).
+    pub compact_answers: usize,
+    /// Of those, the turns where the model asked for more tool calls instead of answering.
+    pub more_tools_asked: usize,
     /// Plans that ran on from a start made while the model wrote them (with streaming on, a reply
     /// whose one call is a plan that the agent ran).
     pub streamed_plans: usize,

@@ -29,6 +29,8 @@ pub(crate) struct TurnResults {
     pub rejected_plans: usize,
     /// Plans of the turn that passed validation and ran.
     pub run_plans: usize,
+    /// Of those, the plans whose every step succeeded.
+    pub clean_plans: usize,
     /// Plans that ran and whose failed steps all failed on a reference that found no value (the
     /// plan's fault), when `may_fix` was given: their summaries ask for a corrected plan.
     pub faulty_plans: usize,
@@ -153,6 +155,7 @@ impl Agent {
         let mut rejected_plans = 0;
         let mut faulty_plans = 0;
         let mut busy_plans = 0;
+        let mut clean_plans = 0;
         let mut restart = None;
         let only_call = calls.len() == 1;
         for ((i, _), (began, outcome)) in plans.iter().zip(plan_runs) {
@@ -164,6 +167,9 @@ impl Agent {
             }
             let message = match outcome {
                 Ok(run) => {
+                    if run.all_ok() {
+                        clean_plans += 1;
+                    }
                     if only_call && run.all_ok() {
                         answer = run
                             .steps
@@ -245,6 +251,7 @@ impl Agent {
             answer,
             rejected_plans,
             run_plans: plans.len() - rejected_plans,
+            clean_plans,
             faulty_plans,
             busy_plans,
             restart,

@@ -196,6 +196,12 @@ pub struct AskArgs {
     /// to are complete (the rest when the reply is done), so tools overlap the model's writing.
     #[arg(long)]
     pub no_stream: bool,
+    /// After a plan whose steps all succeeded, ask for the answer compactly: the instructions, the
+    /// question, the plan and its results, and one tool (call_more_tools) for when they do not
+    /// answer the question, instead of the whole conversation and every tool again (fewer input
+    /// tokens; with the local 1.5B model, fewer right answers: see bench/README.md).
+    #[arg(long, conflicts_with = "no_plan")]
+    pub compact_answer: bool,
     /// The planner offered to the model: tool-plan (execute_tool_plan beside the tools) or
     /// query-plan (query_plan_tool only: a DAG of sub-questions, branches answered by the model).
     #[arg(long, value_enum, default_value = "tool-plan", conflicts_with_all = ["no_plan", "plan_only"])]

@@ -59,6 +59,7 @@ pub use schema::{
 };
 pub use self_check::{
     MAX_CHECKED_NUMBERS, incomplete_calls, incomplete_plan, mark_bare_references,
-    percentages_as_fractions, plan_arguments, unused_numbers,
+    percentages_as_fractions, plan_arguments, plan_short_of_thought, tools_left_out,
+    unused_numbers,
 };
 pub use signature::{documented_signature, tool_signature};

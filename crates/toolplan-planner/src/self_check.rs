@@ -7,7 +7,11 @@
 //!   numbers are the part of a question that can be checked without understanding it: a value the
 //!   question gives is nearly always an argument of some call.
 //!
-//! An agent sends a plan that fails the check back once, with [`incomplete_plan`] as the reason, and
+//! * [`tools_left_out`]: tools the plan's own `thought` names that no step calls. A small model
+//!   often writes the whole chain in its thought ("get_user gives Erin's city, get_user gives
+//!   Dave's city, calculator subtracts the temperatures") and closes the steps after the first.
+//!
+//! An agent sends a plan that fails a check back once, with [`incomplete_plan`] as the reason, and
 //! runs whatever comes back. Where the planner is offered beside the tools, the first turn's direct
 //! calls are checked for numbers the same way ([`incomplete_calls`]).
 //!
@@ -221,6 +225,66 @@ pub(crate) fn listed(items: &[String]) -> String {
         [one] => one.clone(),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
+}
+
+/// The tools of `tools` that `plan`'s `thought` names but no step of it calls, in the order the
+/// thought names them (each once). A tool is named when its name stands in the thought as a word of
+/// its own (`get_user`, not `get_users` or `user`); a plan with no thought names none.
+pub fn tools_left_out<'t>(plan: &Value, tools: impl IntoIterator<Item = &'t str>) -> Vec<String> {
+    let Some(thought) = plan.get("thought").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let called: Vec<&str> = plan
+        .get("steps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.get("tool").and_then(Value::as_str))
+        .collect();
+    let mut named: Vec<(usize, &str)> = tools
+        .into_iter()
+        .filter(|t| !t.is_empty() && !called.contains(t))
+        .filter_map(|t| word_at(thought, t).map(|at| (at, t)))
+        .collect();
+    named.sort_unstable();
+    named.dedup_by_key(|(_, t)| *t);
+    named.into_iter().map(|(_, t)| t.to_owned()).collect()
+}
+
+/// Where `word` first stands in `text` as a word of its own (not inside a longer name), if it does.
+fn word_at(text: &str, word: &str) -> Option<usize> {
+    let is_name = |c: char| c.is_alphanumeric() || c == '_' || c == '.' || c == '-';
+    let mut from = 0;
+    while let Some(found) = text.get(from..)?.find(word) {
+        let at = from + found;
+        let end = at + word.len();
+        let before = text[..at].chars().next_back();
+        // A sentence's full stop or a hyphen after the name still ends it.
+        let after = text[end..].chars().next();
+        let after_ok = match after {
+            None => true,
+            Some('.' | '-') => text[end + 1..].chars().next().is_none_or(|c| !is_name(c)),
+            Some(c) => !is_name(c),
+        };
+        if before.is_none_or(|c| !is_name(c)) && after_ok {
+            return Some(at);
+        }
+        from = end;
+    }
+    None
+}
+
+/// What the model reads when its first plan was sent back because its thought names tools that no
+/// step calls ([`tools_left_out`]).
+pub fn plan_short_of_thought(left_out: &[String]) -> String {
+    let them = if left_out.len() == 1 { "it" } else { "them" };
+    format!(
+        "Error: the plan was not run. Its thought names {list}, but no step calls {them}: the plan \
+         stops before the end of its own thought. Send the whole plan again: the steps it has, and \
+         added steps for the rest of the thought (a step for every call the question needs, {list} \
+         among them). Call execute_tool_plan again.",
+        list = listed(left_out)
+    )
 }
 
 /// A number as a question writes it.
@@ -563,5 +627,38 @@ mod tests {
         assert!(
             percentages_as_fractions("3 percentage points", &parameters, &mut arguments).is_empty()
         );
+    }
+
+    #[test]
+    fn tools_the_thought_names_and_no_step_calls() {
+        let tools = ["get_user", "get_weather", "calculator", "answer"];
+        let plan = serde_json::json!({
+            "thought": "get_user gives Erin's city, get_user gives Dave's city, calculator \
+                        subtracts the temperatures, the answer puts it into words.",
+            "steps": [{"id": "e", "tool": "get_user", "arguments": {"name": "Erin"}}]
+        });
+        // "answer" stands in the thought as a word: a caller leaves out tools that are words.
+        assert_eq!(tools_left_out(&plan, tools), ["calculator", "answer"]);
+        assert_eq!(
+            tools_left_out(&plan, ["get_user", "get_weather"]),
+            Vec::<String>::new()
+        );
+        let whole = serde_json::json!({
+            "thought": "get_weather of both cities, then calculator.",
+            "steps": [
+                {"id": "a", "tool": "get_weather", "arguments": {}},
+                {"id": "c", "tool": "calculator", "arguments": {}}
+            ]
+        });
+        assert!(tools_left_out(&whole, tools).is_empty());
+        // Inside a longer name, or with no thought, nothing is named.
+        let longer =
+            serde_json::json!({"thought": "get_users_weather and my_calculator", "steps": []});
+        assert!(tools_left_out(&longer, tools).is_empty());
+        assert!(tools_left_out(&serde_json::json!({"steps": []}), tools).is_empty());
+        let end = serde_json::json!({"thought": "Then calculator.", "steps": []});
+        assert_eq!(tools_left_out(&end, tools), ["calculator"]);
+        let text = plan_short_of_thought(&["calculator".to_owned()]);
+        assert!(text.contains("Its thought names calculator, but no step calls it"));
     }
 }

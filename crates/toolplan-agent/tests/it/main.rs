@@ -4,6 +4,7 @@
 
 mod answer_in_plan;
 mod approval;
+mod compact_answer;
 mod offers;
 mod plan_failures;
 mod planning_modes;

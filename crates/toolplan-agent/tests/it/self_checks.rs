@@ -1,5 +1,5 @@
 //! A first plan checked against its question before it runs (numbers the question gives that no
-//! step uses, steps it does not ask for) and a plan that failed through its own references: each
+//! step uses, tools its own thought names that no step calls, steps it does not ask for) and a plan that failed through its own references: each
 //! goes back once, and the reply must call a tool. Results named without their `$ref:` marker get
 //! it.
 
@@ -97,6 +97,65 @@ async fn a_plan_that_leaves_out_a_number_of_the_question_goes_back_once() {
         starts(&model),
         [None, Some((vec![short], Some("steps".to_owned()))), None]
     );
+}
+
+#[tokio::test]
+async fn a_plan_that_stops_before_its_own_thought_goes_back_open_for_more_steps() {
+    let question = "How many degrees warmer is Cairo than Oslo?";
+    let short = json!({
+        "thought": "get_weather gives both temperatures, calculator subtracts them.",
+        "steps": [weather("c", "Cairo"), weather("o", "Oslo")]
+    });
+    let whole = json!({
+        "thought": "get_weather gives both temperatures, calculator subtracts them.",
+        "steps": [weather("c", "Cairo"), weather("o", "Oslo"),
+            {"id": "d", "tool": "calculator", "arguments": {"expression": "$ref:c.temp - $ref:o.temp"}}]
+    });
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", short.clone())]),
+        ScriptedModel::calls(&[("execute_tool_plan", whole)]),
+        ScriptedModel::answer("28 degrees"),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact(question)
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "28 degrees");
+    let results = tool_messages(&out.messages);
+    assert!(
+        results[0].content.starts_with(
+            "Error: the plan was not run. Its thought names calculator, but no step calls it"
+        ),
+        "{}",
+        results[0].content
+    );
+    assert!(
+        results[1].content.contains("- d: 28"),
+        "{}",
+        results[1].content
+    );
+    assert_eq!((out.record.repairs, out.record.repaired), (1, 1));
+    assert_eq!(
+        choices(&model),
+        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
+    );
+    assert_eq!(
+        starts(&model),
+        [None, Some((vec![short], Some("steps".to_owned()))), None]
+    );
+    // A thought whose tools the steps all call passes.
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[(
+            "execute_tool_plan",
+            json!({"thought": "get_weather for Cairo.", "steps": [weather("c", "Cairo")]}),
+        )]),
+        ScriptedModel::answer("35"),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact("What is the temperature in Cairo?")
+        .await
+        .unwrap();
+    assert_eq!((out.record.llm_calls, out.record.repairs), (2, 0));
 }
 
 #[tokio::test]

@@ -84,6 +84,7 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
         .max_turns(args.max_turns.or(config.max_turns).unwrap_or(8))
         .repairs(args.repairs)
         .stream_plans(!args.no_stream)
+        .compact_answer(args.compact_answer)
         .run_config(run_config.clone())
         .limits(settings.limits.clone());
     if let Some(n) = config.limits.max_result_bytes {
