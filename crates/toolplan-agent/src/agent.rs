@@ -240,9 +240,9 @@ impl Agent {
         let mut repairing = false;
         // Where the next reply starts: the turn it completes, open for more.
         let mut reply_start = None;
-        // The last turn's plans and their results, when every step of them succeeded: the next
-        // turn is asked compactly (the question and the results, not the tools).
-        let mut compact: Option<(Vec<ToolCall>, Vec<Message>)> = None;
+        // The next turn's request when the last turn's plans all succeeded: asked compactly (the
+        // question and the results, not the tools).
+        let mut compact: Option<ChatRequest> = None;
         // Whether the model asked for more tool calls in a compact answer turn: the next reply
         // must call a tool.
         let mut more_asked = false;
@@ -251,15 +251,7 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
-            if let Some((calls, results)) = compact.take()
-                && let Some(request) = compact_request(
-                    &self.instructions,
-                    input,
-                    &calls,
-                    &results,
-                    self.think_first || self.think_after_plan,
-                )
-            {
+            if let Some(request) = compact.take() {
                 record.turns += 1;
                 record.compact_answers += 1;
                 let reply = self
@@ -397,17 +389,25 @@ impl Agent {
                     m
                 })
                 .collect();
-            let clean = self.compact_answer
-                && !repairing
-                && !cut_off
-                && fresh.len() == calls.len()
-                && calls.iter().all(|c| c.name == EXECUTE_TOOL_PLAN)
-                && turn.clean_plans == calls.len();
             // Once the model has asked for more in a compact turn, the answer turns that follow are
             // asked the usual way: a model that misjudged its results once is not asked again
-            // the same way (small models otherwise ask for more again and again).
-            if clean && answer.is_none() && record.more_tools_asked == 0 {
-                compact = Some((calls.clone(), results.clone()));
+            // the same way (small models otherwise ask for more again and again). A turn that is
+            // not all plans gets no compact request.
+            if self.compact_answer
+                && !repairing
+                && !cut_off
+                && answer.is_none()
+                && record.more_tools_asked == 0
+                && fresh.len() == calls.len()
+                && turn.clean_plans == calls.len()
+            {
+                compact = compact_request(
+                    &self.instructions,
+                    input,
+                    &calls,
+                    &results,
+                    self.think_first || self.think_after_plan,
+                );
             }
             messages.extend(results);
             if let Some(answer) = answer {
