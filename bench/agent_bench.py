@@ -48,7 +48,7 @@ def flaky_config(binary, tools, directory):
     return path
 
 
-def run(binary, model, question, mode, timeout, config=None, latency_config=None):
+def run(binary, model, question, mode, timeout, config=None, latency_config=None, transcript=None):
     tools = ["--tools", "none", "--config", config] if config else ["--tools", "demo"]
     if latency_config and not config:
         tools += ["--config", latency_config]
@@ -59,12 +59,20 @@ def run(binary, model, question, mode, timeout, config=None, latency_config=None
     base, _, listing = mode.partition(":")
     flags = MODE_FLAGS[base] + (["--plan-listing", listing] if listing else []) + [{"no-stream": "--no-stream", "compact": "--compact-answer"}[o] for o in options]
     cmd = [binary, "ask", question, "--model", model, "--json"] + tools + flags
+    if transcript:
+        cmd.append("--verbose")
     started = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as e:
+        if transcript:
+            with open(transcript, "w") as f:
+                f.write(e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""))
         return {"error": f"timed out after {timeout}s", "wall_s": time.monotonic() - started}
     wall = time.monotonic() - started
+    if transcript:
+        with open(transcript, "w") as f:
+            f.write(proc.stderr)
     if proc.returncode != 0:
         error = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
         try:
@@ -99,6 +107,8 @@ def main():
     ap.add_argument("--tool-latency", type=float, default=0,
                     help="seconds the demo lookups (get_weather, get_user) take, as a remote API would "
                          "(toolplan.toml's demo_latency); MODE/no-stream runs plans only once written; MODE/compact asks the answer after a plan compactly (--compact-answer)")
+    ap.add_argument("--transcripts", default="",
+                    help="a directory: each ask runs with --verbose and its conversation is kept there as TASK.MODE.txt")
     ap.add_argument("--flaky", default="",
                     help="comma-separated tools that fail on their first call in each interaction "
                          "(a busy service: the demo tools served through bench/flaky_proxy.py)")
@@ -149,7 +159,11 @@ def main():
     by_kind = {(m, k): zero() for m in modes for k in kinds}
     for task in tasks:
         for mode in modes:
-            r = run(args.bin, args.model, task["question"], mode, args.timeout, config, latency_config)
+            transcript = None
+            if args.transcripts:
+                os.makedirs(args.transcripts, exist_ok=True)
+                transcript = os.path.join(args.transcripts, f"{task['id']}.{mode.replace('/', '+').replace(':', '-')}.txt")
+            r = run(args.bin, args.model, task["question"], mode, args.timeout, config, latency_config, transcript)
             answer = r.get("answer", "")
             ok = "error" not in r and all(re.search(p, answer, re.IGNORECASE) for p in task["expect"])
             for t in (totals[mode], by_kind[(mode, task.get("kind", "-"))]):

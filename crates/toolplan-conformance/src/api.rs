@@ -120,7 +120,15 @@ pub async fn call(
             "allow_no_indices",
             "expand_wildcards",
         ],
-        "index" => &["index", "id", "op_type"],
+        "index" => &[
+            "index",
+            "id",
+            "op_type",
+            "version",
+            "version_type",
+            "if_seq_no",
+            "if_primary_term",
+        ],
         "bulk" => &["index"],
         "search" => &[
             "index",
@@ -426,15 +434,30 @@ async fn index_document(
     if let Some(id) = &id {
         action[op]["_id"] = Value::String(id.clone());
     }
+    for key in ["version", "version_type", "if_seq_no", "if_primary_term"] {
+        if let Some(v) = params.get(key) {
+            action[op][key] = v.clone();
+        }
+    }
     let ndjson = format!("{action}\n{doc}\n");
     if let Err(o) = create_if_missing(backend, index).await {
         return o;
     }
     match backend.bulk(Some(index), &ndjson).await {
-        Ok(summary) if summary.errors.is_empty() => Outcome::Ok(json!({
-            "_index": index, "_id": id.unwrap_or_default(), "_version": 1, "result": "created",
-            "_shards": {"total": 1, "successful": 1, "failed": 0}, "_seq_no": 0, "_primary_term": 1})),
-        Ok(summary) => error(400, "mapper_parsing_exception", summary.errors.join("; ")),
+        Ok(summary) => match (summary.items.first(), summary.errors.first()) {
+            (Some(item), _) => Outcome::Ok(json!({
+                "_index": index, "_id": item.id, "_version": item.version, "result": item.result,
+                "_shards": {"total": 1, "successful": 1, "failed": 0},
+                "_seq_no": item.seq_no, "_primary_term": 1})),
+            (None, Some(e)) if e.contains("version conflict") => {
+                error(409, "version_conflict_engine_exception", e.clone())
+            }
+            (None, _) => error(
+                400,
+                "mapper_parsing_exception",
+                summary.errors.join("; "),
+            ),
+        },
         Err(e) => from_search_error(&e),
     }
 }
@@ -578,12 +601,35 @@ async fn search(
                 .get("rest_total_hits_as_int")
                 .is_some_and(|v| crate::assert::text(v) == "true")
             {
-                let total = r["hits"]["total"]["value"].clone();
-                r["hits"]["total"] = total;
+                totals_as_numbers(&mut r);
             }
             Outcome::Ok(r)
         }
         Err(e) => from_search_error(&e),
+    }
+}
+
+/// `rest_total_hits_as_int`: every `hits.total` of the response (the search's, its hits' inner
+/// hits', its `top_hits` aggregations') written as the number alone.
+fn totals_as_numbers(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            if let Some(Value::Object(hits)) = map.get_mut("hits")
+                && let Some(value) = hits
+                    .get("total")
+                    .and_then(|t| t.get("value"))
+                    .cloned()
+            {
+                hits.insert("total".into(), value);
+            }
+            for (key, child) in map.iter_mut() {
+                if key != "_source" {
+                    totals_as_numbers(child);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(totals_as_numbers),
+        _ => {}
     }
 }
 

@@ -50,6 +50,21 @@ pub struct BulkSummary {
     pub deleted: u64,
     /// Actions that failed, with the reason (the rest still applied, as in OpenSearch).
     pub errors: Vec<String>,
+    /// The actions that succeeded, in order.
+    pub items: Vec<BulkItem>,
+}
+
+/// What one action of a bulk load that succeeded did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BulkItem {
+    /// The document's id (generated when the action gave none).
+    pub id: String,
+    /// `created`, `updated`, `deleted` or `not_found`.
+    pub result: String,
+    /// The document's version after the action.
+    pub version: u64,
+    /// The action's sequence number.
+    pub seq_no: u64,
 }
 
 /// A search engine that speaks OpenSearch: mappings, `_bulk` bodies, query DSL in, OpenSearch-shaped

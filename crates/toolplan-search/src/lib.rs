@@ -50,7 +50,7 @@ pub mod planner;
 pub mod prompts;
 pub mod tools;
 
-pub use backend::{BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex};
+pub use backend::{BulkItem, BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex};
 pub use embedded::EmbeddedBackend;
 pub use error::SearchError;
 pub use limits::SearchLimits;

@@ -7,13 +7,13 @@
 //! |---|---|---|
 //! | `timeout` | 30s | the search is stopped and fails naming the budget (a `"timeout"` in the body instead returns the hits found so far with `timed_out: true`, as OpenSearch) |
 //! | `max_result_window` | 10000 | `from + size` above it is refused (OpenSearch's `index.max_result_window`); also the most hits all `top_hits` of a request return together |
-//! | `max_inner_result_window` | 100 | `top_hits` `from + size` above it is refused (`index.max_inner_result_window`) |
+//! | `max_inner_result_window` | 100 | `top_hits` and collapse `inner_hits` `from + size` above it is refused (`index.max_inner_result_window`) |
 //! | `max_slop` | 50 | a phrase `slop` above it is refused (phrase matching with a large slop costs time and memory per document; at most 255) |
 //! | `max_nested_depth` | 20 | queries or aggregations nested deeper are refused |
 //! | `max_clause_count` | 1024 | a query with more clauses (bool clauses, match terms, multi_match fields) is refused (`indices.query.bool.max_clause_count`) |
 //! | `max_terms_count` | 65536 | a `terms` or `ids` query with more values is refused (`index.max_terms_count`) |
 //! | `max_pattern_length` | 1000 | a longer `wildcard` or `prefix` pattern is refused (`index.max_regex_length`) |
-//! | `max_buckets` | 65535 | a `terms` `size` above it is refused, and aggregations making more buckets fail (`search.max_buckets`) |
+//! | `max_buckets` | 65535 | a `terms` or `multi_terms` `size` above it is refused, and aggregations making more buckets fail (`search.max_buckets`); also the most searches the `filter`, `filters` and `missing` buckets of a request make |
 //! | `max_aggregation_memory` | 500000000 | aggregations needing more bytes fail |
 //! | `max_mapped_fields` | 1000 | a document whose new fields would make the mapping larger (fields, sub-fields and objects) is refused, and so is a mapping that large (`index.mapping.total_fields.limit`) |
 //! | `max_multi_searches` | 100 | a `multi_search` tool call with more searches is refused (each runs under the limits above) |

@@ -281,10 +281,26 @@ impl SearchBackend for OpenSearchBackend {
                 summary
                     .errors
                     .push(format!("line {line}: {kind}: {reason}"));
-            } else if op == "delete" {
-                summary.deleted += 1;
             } else {
-                summary.indexed += 1;
+                if op == "delete" {
+                    summary.deleted += 1;
+                } else {
+                    summary.indexed += 1;
+                }
+                summary.items.push(crate::backend::BulkItem {
+                    id: result
+                        .get("_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    result: result
+                        .get("result")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    version: result.get("_version").and_then(Value::as_u64).unwrap_or(0),
+                    seq_no: result.get("_seq_no").and_then(Value::as_u64).unwrap_or(0),
+                });
             }
         }
         Ok(summary)

@@ -6,7 +6,8 @@
 //! and cut to `size` again (ordered by count or key; each index gave its own top `size`, so counts
 //! of terms outside one index's top can be low, as OpenSearch's shard-level `terms` are),
 //! `histogram` / `date_histogram` / `range` buckets added by key, sub-aggregations combined in
-//! each bucket; `min`, `max`, `sum`, `value_count` and `stats`. Any other kind (`avg`,
+//! each bucket; `filter`, `filters` and `missing` buckets added; `min`, `max`, `sum`,
+//! `value_count` and `stats`. Any other kind (`avg`,
 //! `cardinality`, `percentiles`, `top_hits` …) over several indices with matching documents is
 //! refused by name rather than answered from one index.
 
@@ -66,7 +67,7 @@ fn combine(
             .and_then(Value::as_object);
         let values: Vec<&Value> = parts.iter().filter_map(|p| p.get(name)).collect();
         let combined = match kind.as_str() {
-            "terms" => buckets(&values, children, &here, |merged| {
+            "terms" | "multi_terms" => buckets(&values, children, &here, |merged| {
                 order_terms(merged, body);
                 let size = body.get("size").and_then(Value::as_u64).unwrap_or(10);
                 let size = usize::try_from(size).unwrap_or(usize::MAX);
@@ -97,6 +98,36 @@ fn combine(
             .map(|(list, _)| json!({ "buckets": list }))?,
             "range" => buckets(&values, children, &here, |_| 0)
                 .map(|(list, _)| json!({ "buckets": list }))?,
+            "filter" | "missing" => one_bucket(&values, children, &here)?,
+            "filters" => match values.first().map(|v| &v["buckets"]) {
+                Some(Value::Object(first)) => {
+                    let mut by_name = Map::new();
+                    for key in first.keys() {
+                        let same: Vec<&Value> =
+                            values.iter().map(|v| &v["buckets"][key.as_str()]).collect();
+                        by_name.insert(key.clone(), one_bucket(&same, children, &here)?);
+                    }
+                    json!({ "buckets": by_name })
+                }
+                _ => {
+                    // Listed: the same filters in the same order in every part.
+                    let n = values
+                        .first()
+                        .and_then(|v| v["buckets"].as_array())
+                        .map_or(0, Vec::len);
+                    let mut list = Vec::with_capacity(n);
+                    for i in 0..n {
+                        let same: Vec<&Value> =
+                            values.iter().map(|v| &v["buckets"][i]).collect();
+                        let mut bucket = one_bucket(&same, children, &here)?;
+                        if let Some(key) = same[0].get("key") {
+                            bucket["key"] = key.clone();
+                        }
+                        list.push(bucket);
+                    }
+                    json!({ "buckets": list })
+                }
+            },
             "min" | "max" | "sum" | "value_count" => {
                 let numbers = values.iter().filter_map(|v| v["value"].as_f64());
                 let value = match kind.as_str() {
@@ -173,6 +204,26 @@ fn buckets(
     }
     let cut = finish(&mut out);
     Ok((out, cut))
+}
+
+/// One bucket (`filter`, `missing`, each of `filters`) from several parts: counts added,
+/// sub-aggregations combined.
+fn one_bucket(
+    values: &[&Value],
+    children: Option<&Map<String, Value>>,
+    path: &str,
+) -> Result<Value, SearchError> {
+    let count: u64 = values
+        .iter()
+        .map(|b| b["doc_count"].as_u64().unwrap_or(0))
+        .sum();
+    let mut bucket = Map::new();
+    bucket.insert("doc_count".into(), json!(count));
+    if let Some(children) = children {
+        let subs: Vec<&Map<String, Value>> = values.iter().filter_map(|b| b.as_object()).collect();
+        bucket.extend(combine(children, &subs, &format!("{path}.aggs"))?);
+    }
+    Ok(Value::Object(bucket))
 }
 
 fn key_number(b: &Value) -> f64 {

@@ -10,19 +10,18 @@
 //! leaves the old index or the new one). Loading into a new or empty index costs nothing more;
 //! a field new to an index of N documents costs re-indexing the N, once per bulk load.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, PoisonError};
 
 use serde_json::{Map, Value};
-use tantivy::collector::Count;
-use tantivy::query::TermQuery;
-use tantivy::schema::{IndexRecordOption, Value as _};
-use tantivy::{TantivyDocument, Term};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{DocSet, TERMINATED, Term};
 
+use super::schema::{self, DocMeta};
 use super::{INDEX_DIR, Inner, OpenIndex, State, tv};
-use crate::backend::BulkSummary;
-use crate::bulk::{self, BulkOp};
+use crate::backend::{BulkItem, BulkSummary};
+use crate::bulk::{self, BulkOp, Versioning};
 use crate::error::SearchError;
 use crate::mapping::{Extender, Mapping};
 
@@ -31,8 +30,9 @@ struct Target {
     name: String,
     index: Arc<OpenIndex>,
     mapping: Extender,
-    /// Ids written by this load, which a `create` of the same id must not overwrite.
-    written: HashSet<String>,
+    /// What this load did to each id it wrote: the document's version and sequence number, or
+    /// `None` once deleted (the index's reader sees none of it until the load commits).
+    written: HashMap<String, Option<DocMeta>>,
 }
 
 impl Inner {
@@ -66,7 +66,7 @@ impl Inner {
                             name: name.to_owned(),
                             mapping: Extender::new(&index.schema.mapping, self.limits.mapping()),
                             index,
-                            written: HashSet::new(),
+                            written: HashMap::new(),
                         });
                         by_name.insert(name.to_owned(), targets.len() - 1);
                         targets.len() - 1
@@ -100,40 +100,63 @@ impl Inner {
         for (action, t) in actions.into_iter().zip(plan) {
             let Some(t) = t else { continue };
             let target = &mut targets[t];
-            let id = action.id.clone().unwrap_or_else(|| self.generate_id());
+            let line = action.line;
+            // A generated id is new: nothing to look up.
+            let (id, current) = match action.id {
+                Some(id) => {
+                    let current = target.current(&id)?;
+                    (id, current)
+                }
+                None => (self.generate_id(), None),
+            };
+            let version = match check_version(&id, action.versioning, current, &action.op) {
+                Ok(v) => v,
+                Err(conflict) => {
+                    summary.errors.push(format!("line {line}: {conflict}"));
+                    continue;
+                }
+            };
             let id_term = Term::from_field_text(target.index.schema.id, &id);
+            let meta = DocMeta {
+                version,
+                seq_no: target.index.take_seq_no(),
+            };
             let doc = match action.op {
                 BulkOp::Delete => {
                     target.index.write(|w| {
                         w.delete_term(id_term);
                         Ok(())
                     })?;
-                    target.written.remove(&id);
+                    target.written.insert(id.clone(), None);
                     summary.deleted += 1;
+                    summary.items.push(BulkItem {
+                        id,
+                        result: if current.is_some() { "deleted" } else { "not_found" }.into(),
+                        version: meta.version,
+                        seq_no: meta.seq_no,
+                    });
                     touched[t] = true;
-                    continue;
-                }
-                BulkOp::Create(doc) if target.has(&id)? => {
-                    summary.errors.push(format!(
-                        "line {}: [{id}]: version conflict, document already exists",
-                        action.line
-                    ));
-                    drop(doc);
                     continue;
                 }
                 BulkOp::Index(doc) | BulkOp::Create(doc) => doc,
             };
-            match target.index.schema.document(&id, &doc) {
+            match target.index.schema.document(&id, &doc, meta) {
                 Ok(d) => {
                     target.index.write(|w| {
                         w.delete_term(id_term);
                         w.add_document(d).map(drop).map_err(tv)
                     })?;
-                    target.written.insert(id);
+                    target.written.insert(id.clone(), Some(meta));
                     summary.indexed += 1;
+                    summary.items.push(BulkItem {
+                        id,
+                        result: if current.is_some() { "updated" } else { "created" }.into(),
+                        version: meta.version,
+                        seq_no: meta.seq_no,
+                    });
                     touched[t] = true;
                 }
-                Err(e) => summary.errors.push(format!("line {}: {e}", action.line)),
+                Err(e) => summary.errors.push(format!("line {line}: {e}")),
             }
         }
         for (target, touched) in targets.iter().zip(touched) {
@@ -174,6 +197,11 @@ impl Inner {
                         .take(),
                 ),
                 generation: index.generation,
+                next_seq_no: std::sync::atomic::AtomicU64::new(
+                    index
+                        .next_seq_no
+                        .load(std::sync::atomic::Ordering::Relaxed),
+                ),
             };
             self.open
                 .write()
@@ -205,55 +233,11 @@ impl Inner {
         old: &Arc<OpenIndex>,
         mapping: Mapping,
     ) -> Result<Arc<OpenIndex>, SearchError> {
-        let dir = self.index_dir(name);
-        let generation = old.generation + 1;
-        // Hold the old generation's write lock first: another process writing to it makes the
-        // rebuild fail here, instead of losing that process's writes.
-        old.write(|_| Ok(()))?;
-        let new = Self::build(&dir, mapping, generation)?;
-        let searcher = old.reader.searcher();
-        if searcher.num_docs() > 0 {
-            new.write(|writer| {
-                for segment in searcher.segment_readers() {
-                    let store = segment
-                        .get_store_reader(16)
-                        .map_err(|e| SearchError::Index(e.to_string()))?;
-                    for doc_id in segment.doc_ids_alive() {
-                        let doc: TantivyDocument = store.get(doc_id).map_err(tv)?;
-                        let id = doc
-                            .get_first(old.schema.id)
-                            .and_then(|v| v.as_str())
-                            .unwrap_or_default()
-                            .to_owned();
-                        let source: Map<String, Value> = doc
-                            .get_first(old.schema.source)
-                            .and_then(|v| v.as_bytes())
-                            .and_then(|b| serde_json::from_slice(b).ok())
-                            .unwrap_or_default();
-                        writer
-                            .add_document(new.schema.reindexed(&id, &source))
-                            .map_err(tv)?;
-                    }
-                }
-                writer.commit().map(drop).map_err(tv)
-            })?;
-            new.reader.reload().map_err(tv)?;
-        }
-        State::write(&dir, &new.schema.mapping, generation)?;
-        let new = Arc::new(new);
-        // The old writer lets go of its lock; searches still running on the old generation finish
-        // on it (its files stay readable while open).
-        drop(
-            old.writer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(),
-        );
+        let new = Arc::new(Self::rebuild(&self.index_dir(name), old, mapping)?);
         self.open
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(name.to_owned(), Arc::clone(&new));
-        remove_other_generations(&dir, &State::dir_of(generation));
         Ok(new)
     }
 
@@ -268,27 +252,96 @@ impl Inner {
 }
 
 impl Target {
-    /// Whether a document with `id` is in the index or was written by this load.
-    fn has(&self, id: &str) -> Result<bool, SearchError> {
-        if self.written.contains(id) {
-            return Ok(true);
+    /// The version and sequence number of the document `id`, as this load left it or else as the
+    /// index holds it; `None` when there is none.
+    fn current(&self, id: &str) -> Result<Option<DocMeta>, SearchError> {
+        if let Some(written) = self.written.get(id) {
+            return Ok(*written);
         }
-        let query = TermQuery::new(
-            Term::from_field_text(self.index.schema.id, id),
-            IndexRecordOption::Basic,
-        );
-        let found = self
-            .index
-            .reader
-            .searcher()
-            .search(&query, &Count)
-            .map_err(tv)?;
-        Ok(found > 0)
+        let schema = &self.index.schema;
+        let term = Term::from_field_text(schema.id, id);
+        let searcher = self.index.reader.searcher();
+        for segment in searcher.segment_readers() {
+            let postings = segment
+                .inverted_index(schema.id)
+                .map_err(tv)?
+                .read_postings(&term, IndexRecordOption::Basic)
+                .map_err(|e| SearchError::Index(e.to_string()))?;
+            let Some(mut postings) = postings else {
+                continue;
+            };
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                if !segment.is_deleted(doc) {
+                    let fast = segment.fast_fields();
+                    let read = |name: &str| -> Result<Option<u64>, SearchError> {
+                        Ok(fast
+                            .column_opt::<u64>(name)
+                            .map_err(tv)?
+                            .and_then(|c| c.first(doc)))
+                    };
+                    return Ok(Some(DocMeta {
+                        version: read(schema::VERSION)?.unwrap_or(1),
+                        seq_no: read(schema::SEQ_NO)?.unwrap_or(0),
+                    }));
+                }
+                doc = postings.advance();
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The version a write gives its document, or why it conflicts with the one stored (in
+/// OpenSearch's words).
+fn check_version(
+    id: &str,
+    versioning: Versioning,
+    current: Option<DocMeta>,
+    op: &BulkOp,
+) -> Result<u64, String> {
+    if let (BulkOp::Create(_), Some(c)) = (op, current) {
+        return Err(format!(
+            "[{id}]: version conflict, document already exists (current version [{}])",
+            c.version
+        ));
+    }
+    let next = current.map_or(1, |c| c.version.saturating_add(1));
+    match versioning {
+        Versioning::Internal => Ok(next),
+        Versioning::External(v) => match current {
+            Some(c) if c.version >= v => Err(format!(
+                "[{id}]: version conflict, current version [{}] is higher or equal to the one provided [{v}]",
+                c.version
+            )),
+            _ => Ok(v),
+        },
+        Versioning::ExternalGte(v) => match current {
+            Some(c) if c.version > v => Err(format!(
+                "[{id}]: version conflict, current version [{}] is higher than the one provided [{v}]",
+                c.version
+            )),
+            _ => Ok(v),
+        },
+        Versioning::IfSeqNo {
+            seq_no,
+            primary_term,
+        } => match current {
+            None => Err(format!(
+                "[{id}]: version conflict, required seqNo [{seq_no}], primary term [{primary_term}]. but no document was found"
+            )),
+            // One primary, never replaced: its term is 1.
+            Some(c) if c.seq_no != seq_no || primary_term != 1 => Err(format!(
+                "[{id}]: version conflict, required seqNo [{seq_no}], primary term [{primary_term}]. current document has seqNo [{}] and primary term [1]",
+                c.seq_no
+            )),
+            Some(_) => Ok(next),
+        },
     }
 }
 
 /// Removes the tantivy directories of generations other than `current`.
-fn remove_other_generations(dir: &Path, current: &str) {
+pub(super) fn remove_other_generations(dir: &Path, current: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

@@ -27,6 +27,7 @@
 mod aggs;
 mod analysis;
 mod budget;
+mod collapse;
 mod combine;
 mod ingest;
 mod multi;
@@ -37,6 +38,7 @@ mod sort;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use async_trait::async_trait;
@@ -74,9 +76,33 @@ struct OpenIndex {
     writer: Mutex<Option<IndexWriter>>,
     /// Which tantivy directory holds it ([`State`]).
     generation: u64,
+    /// The sequence number of the next write: one more than the highest stored, found again when
+    /// the writer opens (another process may have written before this one took the lock).
+    next_seq_no: AtomicU64,
+}
+
+/// One more than the highest sequence number stored in the index (0 when it is empty).
+fn next_seq_no(searcher: &tantivy::Searcher, schema: &IndexSchema) -> Result<u64, SearchError> {
+    let mut next = 0;
+    for segment in searcher.segment_readers() {
+        if let Some(column) = segment
+            .fast_fields()
+            .column_opt::<u64>(schema::SEQ_NO)
+            .map_err(tv)?
+            && segment.num_docs() > 0
+        {
+            next = next.max(column.max_value().saturating_add(1));
+        }
+    }
+    Ok(next)
 }
 
 impl OpenIndex {
+    /// A sequence number for a write.
+    fn take_seq_no(&self) -> u64 {
+        self.next_seq_no.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// Runs `f` with the index's writer, opening it first if needed.
     fn write<R>(
         &self,
@@ -84,11 +110,18 @@ impl OpenIndex {
     ) -> Result<R, SearchError> {
         let mut slot = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
-            *slot = Some(
-                self.index
-                    .writer_with_num_threads(1, WRITER_MEMORY)
-                    .map_err(tv)?,
-            );
+            let writer = self
+                .index
+                .writer_with_num_threads(1, WRITER_MEMORY)
+                .map_err(tv)?;
+            self.reader.reload().map_err(tv)?;
+            let next = if self.index.schema().get_field(schema::SEQ_NO).is_ok() {
+                next_seq_no(&self.reader.searcher(), &self.schema)?
+            } else {
+                0
+            };
+            self.next_seq_no.fetch_max(next, Ordering::Relaxed);
+            *slot = Some(writer);
         }
         match slot.as_mut() {
             Some(writer) => f(writer),
@@ -260,22 +293,94 @@ impl Inner {
         let state = State::read(dir)?;
         let schema = IndexSchema::build(Mapping::parse_strict(&state.mappings)?);
         let index = Index::open_in_dir(dir.join(state.tantivy_dir())).map_err(tv)?;
-        Self::wrap(schema, index, state.generation)
+        let made_before_versions = index.schema().get_field(schema::VERSION).is_err();
+        let ix = Self::wrap(schema, index, state.generation)?;
+        if made_before_versions {
+            // Made before documents kept a version and a sequence number: rebuilt once, each
+            // document at version 1 (what it would have answered), numbered in index order.
+            return Self::rebuild(dir, &ix, ix.schema.mapping.clone());
+        }
+        Ok(ix)
+    }
+
+    /// A new generation of the index in `dir` under `mapping`, with every document of `old`
+    /// indexed again from its `_source` (keeping its version and sequence number), made the
+    /// index's current one on disk. The caller publishes it among the open indices.
+    fn rebuild(dir: &Path, old: &OpenIndex, mapping: Mapping) -> Result<OpenIndex, SearchError> {
+        let generation = old.generation + 1;
+        // Hold the old generation's write lock first: another process writing to it makes the
+        // rebuild fail here, instead of losing that process's writes.
+        old.write(|_| Ok(()))?;
+        let new = Self::build(dir, mapping, generation)?;
+        let searcher = old.reader.searcher();
+        let mut next = old.next_seq_no.load(Ordering::Relaxed);
+        if searcher.num_docs() > 0 {
+            new.write(|writer| {
+                for segment in searcher.segment_readers() {
+                    let store = segment
+                        .get_store_reader(16)
+                        .map_err(|e| SearchError::Index(e.to_string()))?;
+                    for doc_id in segment.doc_ids_alive() {
+                        let doc: TantivyDocument = store.get(doc_id).map_err(tv)?;
+                        let id = doc
+                            .get_first(old.schema.id)
+                            .and_then(|v| v.as_str())
+                            .unwrap_or_default()
+                            .to_owned();
+                        let source: serde_json::Map<String, Value> = doc
+                            .get_first(old.schema.source)
+                            .and_then(|v| v.as_bytes())
+                            .and_then(|b| serde_json::from_slice(b).ok())
+                            .unwrap_or_default();
+                        let meta = old.schema.meta_of(&doc).unwrap_or_else(|| {
+                            next += 1;
+                            schema::DocMeta {
+                                version: 1,
+                                seq_no: next - 1,
+                            }
+                        });
+                        writer
+                            .add_document(new.schema.reindexed(&id, &source, meta))
+                            .map_err(tv)?;
+                    }
+                }
+                writer.commit().map(drop).map_err(tv)
+            })?;
+            new.reader.reload().map_err(tv)?;
+        }
+        new.next_seq_no.fetch_max(next, Ordering::Relaxed);
+        State::write(dir, &new.schema.mapping, generation)?;
+        // The old writer lets go of its lock; searches still running on the old generation finish
+        // on it (its files stay readable while open).
+        drop(
+            old.writer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        ingest::remove_other_generations(dir, &State::dir_of(generation));
+        Ok(new)
     }
 
     fn wrap(schema: IndexSchema, index: Index, generation: u64) -> Result<OpenIndex, SearchError> {
         analysis::register(&index);
-        let reader = index
+        let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(tv)?;
+        let next = if index.schema().get_field(schema::SEQ_NO).is_ok() {
+            next_seq_no(&reader.searcher(), &schema)?
+        } else {
+            0
+        };
         Ok(OpenIndex {
             schema,
             index,
             reader,
             writer: Mutex::new(None),
             generation,
+            next_seq_no: AtomicU64::new(next),
         })
     }
 
@@ -527,12 +632,32 @@ impl SearchBackend for EmbeddedBackend {
         if let [one] = names.as_slice() {
             return self.search_one(one, body).await;
         }
-        let (per_index, from, size) = multi::per_index_body(body);
+        let (mut per_index, from, size) = multi::per_index_body(body);
+        let collapse = match body.as_object() {
+            Some(o) => collapse::CollapseRequest::of_body(o, &self.inner.limits)?,
+            None => None,
+        };
+        if let (Some(_), Some(o)) = (&collapse, per_index.as_object_mut()) {
+            collapse::CollapseRequest::without_inner_hits(o);
+        }
         let mut responses = Vec::with_capacity(names.len());
         for index in &names {
             responses.push(self.search_one(index, &per_index).await?);
         }
-        multi::merge(body, responses, from, size)
+        let mut merged = multi::merge(body, responses, from, size)?;
+        // Each group's inner hits, searched across the indices.
+        if let Some(c) = collapse.filter(|c| !c.inner_hits.is_empty())
+            && let Some(Value::Array(hits)) = merged["hits"].get_mut("hits")
+        {
+            for hit in hits.iter_mut() {
+                let group = c.group_of(hit).clone();
+                for (inner_name, inner) in c.inner_searches(body.get("query"), &group) {
+                    let response = self.search(name, &inner).await?;
+                    collapse::CollapseRequest::attach(hit, &inner_name, &response);
+                }
+            }
+        }
+        Ok(merged)
     }
 
     async fn put_script(&self, id: &str, script: &Value) -> Result<(), SearchError> {

@@ -2,8 +2,8 @@
 //! (`logs-*`, `*`, `_all`) and exclusions (`-logs-old`). [`crate::backend::resolve_indices`] turns the expression into
 //! index names; each index answers the search for the first `from + size` hits, and [`merge`]
 //! makes one response of them: totals added, the hits ordered by the body's `sort` (or by score)
-//! across indices, then the page cut; aggregations are combined from each index's
-//! ([`super::combine`]).
+//! across indices (collapsed again by group when the body collapses), then the page cut;
+//! aggregations are combined from each index's ([`super::combine`]).
 
 use std::cmp::Ordering;
 
@@ -112,6 +112,12 @@ pub fn merge(
             let score = |h: &Value| h["_score"].as_f64().unwrap_or(f64::NEG_INFINITY);
             score(b).partial_cmp(&score(a)).unwrap_or(Ordering::Equal)
         }),
+    }
+    // Collapsed: each index gave the best hit of each of its groups; the first of each group
+    // across indices is the group's best.
+    if let Some(field) = body["collapse"]["field"].as_str() {
+        let mut seen = std::collections::HashSet::new();
+        hits.retain(|h| seen.insert(h["fields"][field][0].to_string()));
     }
     let page: Vec<Value> = hits.into_iter().skip(from).take(size).collect();
     let mut hits_obj = Map::new();

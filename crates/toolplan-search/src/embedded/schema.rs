@@ -2,9 +2,11 @@
 //!
 //! Every mapped field gets a tantivy field named `f<N>` (mapping paths may hold characters tantivy
 //! field names may not): text → tokenized with positions; keyword → raw, fast; numbers, dates
-//! (millisecond precision) and booleans → indexed and fast. Three more fields: `_id` (raw, fast),
-//! `_source` (the document's bytes, stored) and `_field_names` (every mapped path the document has a
-//! value for, which `exists` queries read, as OpenSearch's own `_field_names` does).
+//! (millisecond precision) and booleans → indexed and fast. Five more fields: `_id` (raw, fast),
+//! `_source` (the document's bytes, stored), `_field_names` (every mapped path the document has a
+//! value for, which `exists` queries read, as OpenSearch's own `_field_names` does), and after the
+//! mapped fields `_version` and `_seq_no` (stored and fast: the document's version, and the
+//! sequence number of the write that put it there).
 
 use std::collections::HashMap;
 
@@ -25,6 +27,20 @@ pub const ID: &str = "_id";
 pub const SOURCE: &str = "_source";
 /// The paths a document has values for.
 pub const FIELD_NAMES: &str = "_field_names";
+/// The document's version.
+pub const VERSION: &str = "_version";
+/// The sequence number of the write that made the document.
+pub const SEQ_NO: &str = "_seq_no";
+
+/// What a write records beside the document: its version and sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocMeta {
+    /// The version: 1 when made, one more at each write under internal versioning, or the
+    /// version an external versioning write gave.
+    pub version: u64,
+    /// The index's count of writes when this one was made (from 0).
+    pub seq_no: u64,
+}
 
 /// A mapped field and its tantivy field.
 #[derive(Debug, Clone)]
@@ -57,6 +73,10 @@ pub struct IndexSchema {
     pub source: Field,
     /// `_field_names`.
     pub field_names: Field,
+    /// `_version`.
+    pub version: Field,
+    /// `_seq_no`.
+    pub seq_no: Field,
 }
 
 impl IndexSchema {
@@ -121,6 +141,10 @@ impl IndexSchema {
                 },
             );
         }
+        // After the mapped fields: an index made before these fields existed has the fields above
+        // under the same numbers (and is rebuilt when opened, see `EmbeddedBackend`).
+        let version = b.add_u64_field(VERSION, STORED | FAST);
+        let seq_no = b.add_u64_field(SEQ_NO, STORED | FAST);
         IndexSchema {
             schema: b.build(),
             mapping,
@@ -128,7 +152,19 @@ impl IndexSchema {
             id,
             source,
             field_names,
+            version,
+            seq_no,
         }
+    }
+
+    /// The version and sequence number stored with `doc` (`None` for a document of an index made
+    /// before they were kept).
+    pub fn meta_of(&self, doc: &TantivyDocument) -> Option<DocMeta> {
+        let read = |f: Field| doc.get_first(f).and_then(|v| tantivy::schema::Value::as_u64(&v));
+        Some(DocMeta {
+            version: read(self.version)?,
+            seq_no: read(self.seq_no)?,
+        })
     }
 
     /// `" (use 'x.keyword')"` when the text field at `path` has an exact sub-field, for messages
@@ -142,25 +178,33 @@ impl IndexSchema {
 
     /// The tantivy document for `doc` with id `id`, or why a value does not fit its field (as
     /// OpenSearch's mapper_parsing_exception).
-    pub fn document(&self, id: &str, doc: &Map<String, Value>) -> Result<TantivyDocument, String> {
-        self.convert(id, doc, false)
+    pub fn document(
+        &self,
+        id: &str,
+        doc: &Map<String, Value>,
+        meta: DocMeta,
+    ) -> Result<TantivyDocument, String> {
+        self.convert(id, doc, meta, false)
     }
 
     /// The tantivy document for a document already in the index, re-indexed under a grown
     /// mapping: a value that does not fit a field mapped since it was indexed is left out of that
     /// field, as if the field had `ignore_malformed`.
-    pub fn reindexed(&self, id: &str, doc: &Map<String, Value>) -> TantivyDocument {
-        self.convert(id, doc, true).unwrap_or_default()
+    pub fn reindexed(&self, id: &str, doc: &Map<String, Value>, meta: DocMeta) -> TantivyDocument {
+        self.convert(id, doc, meta, true).unwrap_or_default()
     }
 
     fn convert(
         &self,
         id: &str,
         doc: &Map<String, Value>,
+        meta: DocMeta,
         skip_malformed: bool,
     ) -> Result<TantivyDocument, String> {
         let mut out = TantivyDocument::new();
         out.add_text(self.id, id);
+        out.add_u64(self.version, meta.version);
+        out.add_u64(self.seq_no, meta.seq_no);
         let source = Value::Object(doc.clone());
         out.add_bytes(
             self.source,

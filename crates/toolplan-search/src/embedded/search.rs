@@ -16,7 +16,8 @@ use tantivy::{DocAddress, Index, Order, Searcher, TantivyDocument};
 use super::budget::{Bounded, Reason, Stop};
 use super::query::QueryTranslator;
 use super::schema::IndexSchema;
-use super::sort::{Key, SortCollector};
+use super::collapse::CollapseRequest;
+use super::sort::{Key, Missing, Mode, SortCollector, SortSpec};
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, body_timeout};
 
@@ -36,11 +37,11 @@ const KNOWN_KEYS: &[&str] = &[
     "version",
     "seq_no_primary_term",
     "search_after",
+    "collapse",
 ];
 const UNSUPPORTED_KEYS: &[&str] = &[
     "highlight",
     "suggest",
-    "collapse",
     "knn",
     "script_fields",
     "rescore",
@@ -104,6 +105,8 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
             ));
         }
     };
+    // Before the keys: `rescore` beside `collapse` is refused for that, in OpenSearch's words.
+    let collapse = CollapseRequest::of_body(obj, env.limits)?;
     for key in obj.keys() {
         if UNSUPPORTED_KEYS.contains(&key.as_str()) {
             return Err(SearchError::Unsupported {
@@ -127,13 +130,25 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
         None | Some(Value::Null) => Box::new(AllQuery),
         Some(q) => translator.translate(q, "query")?,
     };
-    let specs = super::sort::specs(obj.get("sort"), schema)?;
+    let mut specs = super::sort::specs(obj.get("sort"), schema)?;
     let after = obj
         .get("search_after")
         .map(|v| super::sort::search_after(v, &specs))
         .transpose()?;
+    let collapse_on = collapse.as_ref().map(|c| c.on(schema)).transpose()?;
+    // Collapsing by score: the sort collector, by score, without showing it as a sort value.
+    let score_alone = collapse_on.is_some() && specs.is_empty();
+    if score_alone {
+        specs.push(SortSpec {
+            key: Key::Score,
+            desc: true,
+            missing: Missing::Last,
+            mode: Mode::Max,
+        });
+    }
     // By score alone (the default), tantivy's own top-n path; any other sort is ours.
     let by_score = after.is_none()
+        && collapse_on.is_none()
         && (specs.is_empty() || matches!(specs.as_slice(), [s] if s.key == Key::Score && s.desc));
     let show_scores = !by_score
         && (obj.get("track_scores") == Some(&Value::Bool(true))
@@ -170,29 +185,41 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
                     .search(&query, &(Count, by_score))
                     .map_err(tantivy_err)?
             };
-            let hits = top.into_iter().map(|(s, a)| (Some(s), Vec::new(), a));
+            let hits = top.into_iter().map(|(s, a)| (Some(s), Vec::new(), a, None));
             (total, hits.collect())
         } else {
             let sorter = SortCollector {
                 specs: Arc::new(specs),
                 limit: from.saturating_add(size),
                 after,
+                collapse: collapse_on,
             };
             let (total, sorted) = searcher
                 .search(&query, &(Count, sorter))
-                .map_err(tantivy_err)?;
-            let hits = sorted
-                .into_iter()
-                .skip(from)
-                .map(|(values, score, a)| (show_scores.then_some(score), values, a));
+                .map_err(|e| match e {
+                    // The collapse field had several values in a document.
+                    tantivy::TantivyError::InvalidArgument(m) => SearchError::dsl("collapse", m),
+                    e => tantivy_err(e),
+                })?;
+            let hits = sorted.into_iter().skip(from).map(|s| {
+                let values = if score_alone { Vec::new() } else { s.values };
+                (
+                    (show_scores || score_alone).then_some(s.score),
+                    values,
+                    s.address,
+                    s.group,
+                )
+            });
             (total, hits.collect())
         }
     };
 
     let source_filter = SourceFilter::parse(obj.get("_source"))?;
+    let show_version = flag(obj, "version")?;
+    let show_seq_no = flag(obj, "seq_no_primary_term")?;
     let mut out_hits = Vec::with_capacity(hits.len());
     let mut max_score: Option<f32> = None;
-    for (score, sort_values, address) in hits {
+    for (score, sort_values, address, group) in hits {
         env.check()?;
         let doc: TantivyDocument = searcher.doc(address).map_err(tantivy_err)?;
         let id = doc
@@ -216,6 +243,24 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
             if !sort_values.is_empty() {
                 h.insert("sort".into(), Value::Array(sort_values));
             }
+            if show_version || show_seq_no {
+                let meta = schema.meta_of(&doc);
+                if show_version {
+                    h.insert("_version".into(), json!(meta.map_or(1, |m| m.version)));
+                }
+                if show_seq_no {
+                    h.insert("_seq_no".into(), json!(meta.map_or(0, |m| m.seq_no)));
+                    // One primary, never replaced.
+                    h.insert("_primary_term".into(), json!(1));
+                }
+            }
+        }
+        if let (Some(c), Some(group)) = (&collapse, group) {
+            for (name, inner) in c.inner_searches(obj.get("query"), &group) {
+                let response = run(env, &inner)?;
+                CollapseRequest::attach(&mut hit, &name, &response);
+            }
+            c.show_group(&mut hit, group);
         }
         out_hits.push(hit);
     }
@@ -290,8 +335,22 @@ fn result_window(size: u64, from: u64, max: usize) -> Result<(usize, usize), Sea
     }
 }
 
-/// One hit as collected: its score (when sorted by score), its sort values, where it is.
-type Hit = (Option<f32>, Vec<Value>, DocAddress);
+/// A boolean option of the body (absent: false).
+fn flag(obj: &Map<String, Value>, name: &str) -> Result<bool, SearchError> {
+    match obj.get(name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(Value::String(s)) if s == "true" || s == "false" => Ok(s == "true"),
+        Some(other) => Err(SearchError::dsl(
+            name,
+            format!("[{name}] must be a boolean, found {other}"),
+        )),
+    }
+}
+
+/// One hit as collected: its score (when sorted by score), its sort values, where it is, its
+/// group's value when collapsing.
+type Hit = (Option<f32>, Vec<Value>, DocAddress, Option<Value>);
 
 fn count(v: Option<&Value>, name: &str, default: u64) -> Result<u64, SearchError> {
     match v {

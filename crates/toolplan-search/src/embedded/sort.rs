@@ -5,10 +5,12 @@
 //! `median`), and `search_after` (only hits strictly after the given sort values).
 //!
 //! [`SortCollector`] reads each matching document's sort values from the fields' columns and
-//! keeps the best `limit` in a bounded heap, so memory is the page, not the matches.
+//! keeps the best `limit` in a bounded heap, so memory is the page, not the matches. Collapsing
+//! ([`CollapseOn`]) keeps instead the best document of each value of a field, so memory is the
+//! field's distinct values among the matches.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -349,23 +351,56 @@ impl Ord for Entry {
     }
 }
 
-/// A sorted hit: its sort values (as a hit's `sort` shows them), its score, where it is.
-pub type Sorted = (Vec<Value>, Score, DocAddress);
+/// A sorted hit.
+pub struct Sorted {
+    /// Its sort values, as a hit's `sort` shows them.
+    pub values: Vec<Value>,
+    /// Its score.
+    pub score: Score,
+    /// Where it is.
+    pub address: DocAddress,
+    /// When collapsing, the value of its group (`null` for documents without one).
+    pub group: Option<Value>,
+}
 
-/// Collects the first `limit` matching documents in sort order, after `after` if given.
+/// Collects the first `limit` matching documents in sort order, after `after` if given; when
+/// collapsing, the first `limit` groups, each by its best document.
 pub struct SortCollector {
     pub specs: Arc<Vec<SortSpec>>,
     pub limit: usize,
     pub after: Option<Vec<SortValue>>,
+    pub collapse: Option<CollapseOn>,
 }
 
-/// The bounded heap of one segment or of all.
+/// The field a search collapses on: its column (tantivy name) and kind (a keyword or a number).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollapseOn {
+    pub column: String,
+    pub kind: FieldKind,
+    /// Its path, for messages.
+    pub path: String,
+}
+
+/// The bounded heap of one segment or of all; when collapsing, the best entry of each group
+/// (keyed by the group value's JSON text).
 pub struct Best {
     heap: BinaryHeap<Entry>,
     limit: usize,
+    groups: Option<HashMap<String, (Value, Entry)>>,
+    /// A document with several values in the collapse field was seen.
+    several_values: bool,
 }
 
 impl Best {
+    fn new(limit: usize, collapsing: bool) -> Best {
+        Best {
+            heap: BinaryHeap::new(),
+            limit,
+            groups: collapsing.then(HashMap::new),
+            several_values: false,
+        }
+    }
+
     fn push(&mut self, entry: Entry) {
         if self.limit == 0 {
             return;
@@ -375,6 +410,23 @@ impl Best {
         } else if self.heap.peek().is_some_and(|worst| entry < *worst) {
             self.heap.pop();
             self.heap.push(entry);
+        }
+    }
+
+    /// Keeps `entry` as its group's best if it is better than the one kept.
+    fn push_grouped(&mut self, group: Value, entry: Entry) {
+        let Some(groups) = self.groups.as_mut() else {
+            return;
+        };
+        match groups.entry(group.to_string()) {
+            std::collections::hash_map::Entry::Occupied(mut kept) => {
+                if entry < kept.get().1 {
+                    kept.insert((group, entry));
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert((group, entry));
+            }
         }
     }
 }
@@ -394,6 +446,34 @@ pub struct SegmentSorter {
     segment: SegmentOrdinal,
     after: Option<Vec<SortValue>>,
     best: Best,
+    /// When collapsing, the collapse field's column.
+    group: Option<ColumnOf>,
+}
+
+/// A document's value in the collapse field's column: `null` when it has none; `None` when it
+/// has several.
+fn group_value(column: &ColumnOf, doc: DocId) -> Option<Value> {
+    fn one<T>(mut values: impl Iterator<Item = T>, show: impl Fn(T) -> Value) -> Option<Value> {
+        match (values.next(), values.next()) {
+            (None, _) => Some(Value::Null),
+            (Some(v), None) => Some(show(v)),
+            (Some(_), Some(_)) => None,
+        }
+    }
+    match column {
+        ColumnOf::I64(c) => one(c.values_for_doc(doc), |v| json!(v)),
+        ColumnOf::F64(c) => one(c.values_for_doc(doc), |v| json!(v)),
+        ColumnOf::Date(c) => one(c.values_for_doc(doc), |v| json!(v.into_timestamp_millis())),
+        ColumnOf::Bool(c) => one(c.values_for_doc(doc), |v| json!(v)),
+        ColumnOf::Str(c) => one(c.term_ords(doc), |o| {
+            let mut text = String::new();
+            match c.ord_to_str(o, &mut text) {
+                Ok(true) => Value::String(text),
+                _ => Value::Null,
+            }
+        }),
+        ColumnOf::None => Some(Value::Null),
+    }
 }
 
 fn pick(mut values: Vec<f64>, mode: Mode) -> Option<f64> {
@@ -484,7 +564,13 @@ impl SegmentCollector for SegmentSorter {
             address: DocAddress::new(self.segment, doc),
             specs: Arc::clone(&self.specs),
         };
-        self.best.push(entry);
+        match &self.group {
+            None => self.best.push(entry),
+            Some(column) => match group_value(column, doc) {
+                Some(group) => self.best.push_grouped(group, entry),
+                None => self.best.several_values = true,
+            },
+        }
     }
 
     fn harvest(self) -> Best {
@@ -524,15 +610,26 @@ impl Collector for SortCollector {
                 _ => ColumnOf::None,
             });
         }
+        let group = match &self.collapse {
+            None => None,
+            Some(on) => Some(match on.kind {
+                FieldKind::Integer => fast
+                    .column_opt::<i64>(&on.column)?
+                    .map_or(ColumnOf::None, ColumnOf::I64),
+                FieldKind::Float => fast
+                    .column_opt::<f64>(&on.column)?
+                    .map_or(ColumnOf::None, ColumnOf::F64),
+                FieldKind::Keyword => fast.str(&on.column)?.map_or(ColumnOf::None, ColumnOf::Str),
+                _ => ColumnOf::None,
+            }),
+        };
         Ok(SegmentSorter {
             specs: Arc::clone(&self.specs),
             columns,
             segment,
             after: self.after.clone(),
-            best: Best {
-                heap: BinaryHeap::new(),
-                limit: self.limit,
-            },
+            best: Best::new(self.limit, group.is_some()),
+            group,
         })
     }
 
@@ -541,28 +638,53 @@ impl Collector for SortCollector {
     }
 
     fn merge_fruits(&self, fruits: Vec<Best>) -> tantivy::Result<Vec<Sorted>> {
-        let mut all = Best {
-            heap: BinaryHeap::new(),
-            limit: self.limit,
-        };
+        let mut all = Best::new(self.limit, self.collapse.is_some());
         for fruit in fruits {
+            all.several_values |= fruit.several_values;
             for entry in fruit.heap {
                 all.push(entry);
             }
+            for (_, (group, entry)) in fruit.groups.into_iter().flatten() {
+                all.push_grouped(group, entry);
+            }
+        }
+        if let (true, Some(on)) = (all.several_values, &self.collapse) {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "failed to collapse {}, the collapse field must be single valued",
+                on.path
+            )));
         }
         let specs = Arc::clone(&self.specs);
+        let shown = |e: &Entry| -> Vec<Value> {
+            e.values
+                .iter()
+                .zip(specs.iter())
+                .map(|(v, s)| v.to_json(s))
+                .collect()
+        };
+        if let Some(groups) = all.groups {
+            let mut best: Vec<(Value, Entry)> = groups.into_values().collect();
+            best.sort_by(|a, b| a.1.cmp(&b.1));
+            best.truncate(self.limit);
+            return Ok(best
+                .into_iter()
+                .map(|(group, e)| Sorted {
+                    values: shown(&e),
+                    score: e.score,
+                    address: e.address,
+                    group: Some(group),
+                })
+                .collect());
+        }
         Ok(all
             .heap
             .into_sorted_vec()
             .into_iter()
-            .map(|e| {
-                let shown = e
-                    .values
-                    .iter()
-                    .zip(specs.iter())
-                    .map(|(v, s)| v.to_json(s))
-                    .collect();
-                (shown, e.score, e.address)
+            .map(|e| Sorted {
+                values: shown(&e),
+                score: e.score,
+                address: e.address,
+                group: None,
             })
             .collect())
     }

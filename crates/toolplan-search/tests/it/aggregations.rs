@@ -271,3 +271,129 @@ async fn a_field_the_mapping_lacks_aggregates_as_no_values() {
     assert_eq!(a["r"]["buckets"][0]["doc_count"], 0);
     assert_eq!(a["with_missing"]["value"], 3.0);
 }
+
+/// The number of tickets a query selects.
+async fn count(b: &EmbeddedBackend, query: Value) -> u64 {
+    let r = b
+        .search("tickets", &json!({"size": 0, "query": query}))
+        .await
+        .unwrap();
+    r["hits"]["total"]["value"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn filter_filters_and_missing_count_what_their_queries_select() {
+    let (_dir, b) = tickets().await;
+    let high = json!({"term": {"priority": "high"}});
+    let billing = json!({"term": {"category": "billing"}});
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "query": {"term": {"status": "open"}}, "aggs": {
+                "high": {"filter": high, "aggs": {"minutes": {"avg": {"field": "response_minutes"}}}},
+                "named": {"filters": {"filters": {"high": high, "billing": billing}, "other_bucket_key": "rest"}},
+                "listed": {"filters": {"filters": [high, billing]}},
+                "unrated": {"missing": {"field": "satisfaction"}}}}),
+        )
+        .await
+        .unwrap();
+    let open = json!({"term": {"status": "open"}});
+    let both = |q: &Value| json!({"bool": {"filter": [open, q]}});
+    let aggs = &r["aggregations"];
+    let open_high = count(&b, both(&high)).await;
+    assert!(open_high > 0, "the test needs open high tickets");
+    assert_eq!(aggs["high"]["doc_count"], open_high);
+    // The sub-aggregation runs on the bucket's documents.
+    let avg = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "query": both(&high), "aggs": {"m": {"avg": {"field": "response_minutes"}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(aggs["high"]["minutes"]["value"], avg["aggregations"]["m"]["value"]);
+    assert_eq!(aggs["named"]["buckets"]["high"]["doc_count"], open_high);
+    let open_billing = count(&b, both(&billing)).await;
+    assert_eq!(aggs["named"]["buckets"]["billing"]["doc_count"], open_billing);
+    let neither = json!({"bool": {"filter": [open], "must_not": [high, billing]}});
+    assert_eq!(aggs["named"]["buckets"]["rest"]["doc_count"], count(&b, neither).await);
+    assert_eq!(aggs["listed"]["buckets"][0]["doc_count"], open_high);
+    assert_eq!(aggs["listed"]["buckets"][1]["doc_count"], open_billing);
+    let unrated = json!({"bool": {"filter": [open], "must_not": {"exists": {"field": "satisfaction"}}}});
+    assert_eq!(aggs["unrated"]["doc_count"], count(&b, unrated).await);
+
+    // Inside terms buckets: each bucket's own documents.
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {"s": {"terms": {"field": "status"}, "aggs": {"high": {"filter": high}}}}}),
+        )
+        .await
+        .unwrap();
+    for bucket in r["aggregations"]["s"]["buckets"].as_array().unwrap() {
+        let status = json!({"term": {"status": bucket["key"].clone()}});
+        let expected = count(&b, json!({"bool": {"filter": [status, high]}})).await;
+        assert_eq!(bucket["high"]["doc_count"], expected, "{bucket}");
+    }
+}
+
+#[tokio::test]
+async fn malformed_filter_aggregations_are_refused_by_name() {
+    let (_dir, b) = tickets().await;
+    for (agg, message) in [
+        (json!({"filter": {}}), "takes one query"),
+        (json!({"filters": {"other_bucket": true}}), "needs [filters]"),
+        (json!({"filters": {"filters": {}, "bogus": 1}}), "[bogus]"),
+        (json!({"missing": {}}), "needs a field"),
+        (json!({"missing": {"field": "x", "size": 2}}), "unknown option [size]"),
+    ] {
+        let err = b
+            .search("tickets", &json!({"size": 0, "aggs": {"a": agg}}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(message), "{agg}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn multi_terms_counts_each_combination_and_its_top_hits() {
+    let (_dir, b) = tickets().await;
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {"m": {"multi_terms": {"terms": [{"field": "status"}, {"field": "response_minutes"}], "size": 3},
+                                              "aggs": {"first": {"top_hits": {"size": 1, "_source": ["status", "response_minutes"]}}}}}}),
+        )
+        .await
+        .unwrap();
+    let buckets = r["aggregations"]["m"]["buckets"].as_array().unwrap();
+    assert_eq!(buckets.len(), 3);
+    let mut last = u64::MAX;
+    for bucket in buckets {
+        let key = bucket["key"].as_array().unwrap();
+        let (status, minutes) = (key[0].clone(), key[1].clone());
+        assert_eq!(
+            bucket["key_as_string"],
+            format!("{}|{}", status.as_str().unwrap(), minutes)
+        );
+        let n = bucket["doc_count"].as_u64().unwrap();
+        assert!(n <= last, "by count, descending");
+        last = n;
+        let both = json!({"bool": {"filter": [{"term": {"status": status}}, {"term": {"response_minutes": minutes}}]}});
+        assert_eq!(n, count(&b, both).await, "{bucket}");
+        let top = &bucket["first"]["hits"]["hits"][0]["_source"];
+        assert_eq!((&top["status"], &top["response_minutes"]), (&status, &minutes));
+    }
+    for (agg, message) in [
+        (json!({"multi_terms": {"terms": [{"field": "status"}]}}), "at least 2"),
+        (json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "subject"}]}}), "text field 'subject'"),
+        (json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "created_at"}]}}), "multi_terms on a date field"),
+        (json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "agent"}], "collect_mode": "breadth_first"}}), "multi_terms option collect_mode"),
+    ] {
+        let err = b
+            .search("tickets", &json!({"size": 0, "aggs": {"a": agg}}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(message), "{agg}: {err}");
+    }
+}

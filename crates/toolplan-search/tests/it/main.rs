@@ -12,3 +12,4 @@ mod iris;
 mod opensearch;
 mod planner;
 mod planner_observe;
+mod versions_collapse;

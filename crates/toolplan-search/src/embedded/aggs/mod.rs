@@ -5,9 +5,10 @@
 //! missing), `avg`, `min`, `max`, `sum`, `stats`, `extended_stats`, `value_count`, `cardinality`,
 //! `percentiles`, `histogram`, `date_histogram` (`fixed_interval`; `calendar_interval` from second
 //! to year, in UTC — week, month, quarter and year run as calendar-aligned date ranges over the
-//! matching documents' span), `range` (only the requested buckets are returned), and `top_hits`
+//! matching documents' span), `range` (only the requested buckets are returned), `top_hits`
 //! (run as one search per bucket: the query and the bucket's own filter, with the `size`, `from`,
-//! `sort` and `_source` asked for). Anything else is an error naming the aggregation.
+//! `sort` and `_source` asked for), and `filter`, `filters` and `missing` (run the same way, their
+//! sub-aggregations in that search). Anything else is an error naming the aggregation.
 //!
 //! Bounded by the [`SearchLimits`]: aggregation nesting (`max_nested_depth`), `terms` sizes and
 //! buckets made (`max_buckets`), memory (`max_aggregation_memory`), `top_hits` `from + size`
@@ -18,10 +19,13 @@
 //!
 //! * [`calendar`] — `date_histogram` intervals; calendar periods (week, month, quarter, year) as
 //!   date ranges over the matching documents' span.
-//! * [`top_hits`] — `top_hits`, run as one search per bucket with the bucket's own filter.
+//! * [`top_hits`] — `top_hits`, run as one search per bucket with the bucket's own filter; the
+//!   searches of every aggregation run that way.
+//! * [`filtered`] — `filter`, `filters` and `missing`: the searches their buckets are.
 //! * [`response`] — tantivy's result put back into OpenSearch's shape.
 
 mod calendar;
+mod filtered;
 mod response;
 mod top_hits;
 
@@ -35,6 +39,7 @@ use tantivy::query::Query;
 use tantivy::tokenizer::TokenizerManager;
 
 use self::calendar::{Calendar, Interval, date_histogram_interval};
+use self::filtered::Searched;
 use self::response::to_opensearch_shape;
 use self::top_hits::top_hits_body;
 use super::schema::IndexSchema;
@@ -57,7 +62,18 @@ const METRICS: &[&str] = &[
 /// values.
 const UNMAPPED: &str = "_unmapped_field";
 
-const BUCKETS: &[&str] = &["terms", "histogram", "date_histogram", "range"];
+const BUCKETS: &[&str] = &["terms", "histogram", "date_histogram", "range", "multi_terms"];
+/// The options of `multi_terms` tantivy runs as OpenSearch does.
+const MULTI_TERMS_OPTIONS: &[&str] = &[
+    "terms",
+    "size",
+    "shard_size",
+    "order",
+    "min_doc_count",
+    "show_term_doc_count_error",
+];
+/// Bucket aggregations run as searches of their own ([`filtered`]).
+const SEARCHED: &[&str] = &["filter", "filters", "missing"];
 
 /// What the post-processing needs to remember of a request.
 struct AggregationPlan {
@@ -65,6 +81,8 @@ struct AggregationPlan {
     kind: String,
     /// The field as the request names it (for bucket filters of `top_hits`).
     field: Option<String>,
+    /// The fields of a `multi_terms`, as the request names them.
+    multi_fields: Vec<String>,
     date_field: bool,
     ranges: Vec<(Option<f64>, Option<f64>)>,
     /// Width of a `histogram` / fixed `date_histogram` bucket (ms for dates).
@@ -73,6 +91,9 @@ struct AggregationPlan {
     min_doc_count: u64,
     /// A `top_hits` request, run after the aggregations.
     top_hits: Option<Value>,
+    /// A `filter` / `filters` / `missing` aggregation, run after the aggregations, and its
+    /// sub-aggregations (run in its searches).
+    searched: Option<(Searched, Option<Value>)>,
     children: Vec<AggregationPlan>,
 }
 
@@ -99,6 +120,7 @@ pub(crate) fn run(
         sub,
         limits,
         top_hits: Cell::new(0),
+        searches: Cell::new(0),
     };
     let (request, plans) = rewrite.rewrite(aggs, key, 1)?;
     let parsed: Aggregations = serde_json::from_value(request)
@@ -115,14 +137,14 @@ pub(crate) fn run(
     let mut out = serde_json::to_value(&result).map_err(|e| SearchError::Index(e.to_string()))?;
     let mut filters = Vec::new();
     for plan in &plans {
-        if plan.top_hits.is_some()
+        if (plan.top_hits.is_some() || plan.searched.is_some())
             && let Some(o) = out.as_object_mut()
         {
             o.insert(plan.name.clone(), Value::Null);
         }
         if let Some(v) = out.get_mut(&plan.name) {
             to_opensearch_shape(v, plan);
-            rewrite.fill_top_hits(v, plan, &mut filters)?;
+            rewrite.fill_searched(v, plan, &mut filters)?;
         }
     }
     Ok(out)
@@ -136,6 +158,8 @@ struct Rewrite<'a> {
     limits: &'a SearchLimits,
     /// Hits the `top_hits` searches returned so far.
     top_hits: Cell<usize>,
+    /// Searches the `filter` / `filters` / `missing` buckets made so far.
+    searches: Cell<usize>,
 }
 
 impl Rewrite<'_> {
@@ -196,11 +220,35 @@ impl Rewrite<'_> {
                 });
                 continue;
             }
+            if SEARCHED.contains(&kind.as_str()) {
+                let searched = Searched::parse(&kind, &body, &kind_path, self.limits)?;
+                // Their sub-aggregations run in their searches; checked here, before any runs,
+                // and counted in the nesting depth.
+                if let Some(children) = children {
+                    self.rewrite(children, &format!("{here}.aggs"), depth + 1)?;
+                }
+                plans.push(AggregationPlan {
+                    searched: Some((searched, children.cloned())),
+                    ..AggregationPlan::new(name, &kind)
+                });
+                continue;
+            }
             if !METRICS.contains(&kind.as_str()) && !BUCKETS.contains(&kind.as_str()) {
                 return Err(SearchError::Unsupported {
                     path: kind_path,
                     clause: format!("{kind} aggregation"),
                 });
+            }
+            let mut multi_fields = Vec::new();
+            if kind == "multi_terms" {
+                multi_fields = body["terms"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|t| t["field"].as_str().unwrap_or_default().to_owned())
+                    .collect();
+                self.multi_terms_fields(&mut body, &kind_path)?;
+                self.check_terms_size(&body, &kind_path)?;
             }
             let mut date_field = false;
             let requested_field = body.get("field").and_then(Value::as_str).map(str::to_owned);
@@ -245,6 +293,8 @@ impl Rewrite<'_> {
                 }
                 date_field = indexed.spec.kind == FieldKind::Date;
                 body["field"] = json!(indexed.name);
+            } else if kind == "multi_terms" {
+                // Its fields are in `terms`, rewritten above.
             } else if kind != "value_count" || body.get("script").is_some() {
                 if body.get("script").is_some() {
                     return Err(SearchError::Unsupported {
@@ -325,6 +375,7 @@ impl Rewrite<'_> {
             out.insert(name.clone(), Value::Object(entry));
             plans.push(AggregationPlan {
                 field: requested_field,
+                multi_fields,
                 date_field,
                 ranges,
                 interval,
@@ -335,6 +386,76 @@ impl Rewrite<'_> {
             });
         }
         Ok((Value::Object(out), plans))
+    }
+
+    /// Rewrites the fields of a `multi_terms` request onto the index's columns: keywords and
+    /// numbers (a field the mapping lacks has no values); other kinds and options are refused by
+    /// name.
+    fn multi_terms_fields(&self, body: &mut Value, path: &str) -> Result<(), SearchError> {
+        let Value::Object(o) = body else {
+            return Err(SearchError::dsl(path, "multi_terms must be an object"));
+        };
+        if let Some(other) = o
+            .keys()
+            .find(|k| !MULTI_TERMS_OPTIONS.contains(&k.as_str()))
+        {
+            return Err(SearchError::Unsupported {
+                path: format!("{path}.{other}"),
+                clause: format!("multi_terms option {other}"),
+            });
+        }
+        let Some(Value::Array(terms)) = o.get_mut("terms") else {
+            return Err(SearchError::dsl(
+                path,
+                "multi_terms needs [terms]: a list of at least two {\"field\": …}",
+            ));
+        };
+        if terms.len() < 2 {
+            return Err(SearchError::dsl(
+                format!("{path}.terms"),
+                "The number of fields in the terms parameter must be at least 2",
+            ));
+        }
+        for (i, term) in terms.iter_mut().enumerate() {
+            let here = format!("{path}.terms[{i}]");
+            let Some(field) = term.get("field").and_then(Value::as_str).map(str::to_owned) else {
+                return Err(SearchError::dsl(&here, "each term needs a field"));
+            };
+            if let Some(other) = term
+                .as_object()
+                .and_then(|t| t.keys().find(|k| !matches!(k.as_str(), "field" | "missing")))
+            {
+                return Err(SearchError::Unsupported {
+                    path: format!("{here}.{other}"),
+                    clause: format!("multi_terms term option {other}"),
+                });
+            }
+            let column = match self.schema.fields.get(&field) {
+                None => UNMAPPED.to_owned(),
+                Some(indexed) => match indexed.spec.kind {
+                    FieldKind::Keyword | FieldKind::Integer | FieldKind::Float => {
+                        indexed.name.clone()
+                    }
+                    FieldKind::Text => {
+                        let hint = self.schema.keyword_hint(&field);
+                        return Err(SearchError::dsl(
+                            &here,
+                            format!(
+                                "text field '{field}' cannot be aggregated; use a keyword field{hint}"
+                            ),
+                        ));
+                    }
+                    ref other => {
+                        return Err(SearchError::Unsupported {
+                            path: here,
+                            clause: format!("multi_terms on a {} field", other.name()),
+                        });
+                    }
+                },
+            };
+            term["field"] = json!(column);
+        }
+        Ok(())
     }
 
     /// Refuses a `terms` `size` (or `shard_size`) over `max_buckets`: tantivy would reserve room
@@ -363,17 +484,22 @@ impl AggregationPlan {
             name: name.to_owned(),
             kind: kind.to_owned(),
             field: None,
+            multi_fields: Vec::new(),
             date_field: false,
             ranges: Vec::new(),
             interval: None,
             calendar: None,
             min_doc_count: 0,
             top_hits: None,
+            searched: None,
             children: Vec::new(),
         }
     }
 
-    fn has_top_hits(&self) -> bool {
-        self.top_hits.is_some() || self.children.iter().any(AggregationPlan::has_top_hits)
+    /// Whether this aggregation or one under it runs searches of its own.
+    fn runs_searches(&self) -> bool {
+        self.top_hits.is_some()
+            || self.searched.is_some()
+            || self.children.iter().any(AggregationPlan::runs_searches)
     }
 }

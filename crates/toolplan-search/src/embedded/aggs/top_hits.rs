@@ -1,6 +1,7 @@
 //! `top_hits`: run after the aggregations as one search per bucket, with the request's query and the
 //! filters of the buckets it sits in, bounded by `max_inner_result_window` per request and
-//! `max_result_window` over all buckets.
+//! `max_result_window` over all buckets. The walk over the buckets ([`Rewrite::fill_searched`])
+//! also runs the searches of `filter`, `filters` and `missing` ([`super::filtered`]).
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
@@ -10,13 +11,19 @@ use crate::error::SearchError;
 use crate::limits::{SearchLimits, within};
 
 impl Rewrite<'_> {
+    /// Fills in the aggregations that are searches of their own (`top_hits`, and `filter`,
+    /// `filters`, `missing`) in `v`, the result of `plan`, and under it: each one's search is the
     /// request's query and the filters of the buckets it sits in.
-    pub(super) fn fill_top_hits(
+    pub(super) fn fill_searched(
         &self,
         v: &mut Value,
         plan: &AggregationPlan,
         filters: &mut Vec<Value>,
     ) -> Result<(), SearchError> {
+        if let Some((searched, sub_aggs)) = &plan.searched {
+            *v = self.run_searched(searched, sub_aggs.as_ref(), filters, &plan.name)?;
+            return Ok(());
+        }
         if let Some(req) = &plan.top_hits {
             let mut body = req.clone();
             body["query"] = json!({"bool": {"must": [self.query], "filter": filters.clone()}});
@@ -42,7 +49,7 @@ impl Rewrite<'_> {
             *v = json!({"hits": response.get("hits").cloned().unwrap_or(Value::Null)});
             return Ok(());
         }
-        if !plan.children.iter().any(AggregationPlan::has_top_hits) {
+        if !plan.children.iter().any(AggregationPlan::runs_searches) {
             return Ok(());
         }
         let Some(Value::Array(buckets)) = v.get_mut("buckets") else {
@@ -52,13 +59,13 @@ impl Rewrite<'_> {
             let filter = bucket_filter(plan, b);
             filters.push(filter);
             for child in &plan.children {
-                if child.top_hits.is_some()
+                if (child.top_hits.is_some() || child.searched.is_some())
                     && let Some(o) = b.as_object_mut()
                 {
                     o.insert(child.name.clone(), Value::Null);
                 }
                 if let Some(cv) = b.get_mut(&child.name) {
-                    self.fill_top_hits(cv, child, filters)?;
+                    self.fill_searched(cv, child, filters)?;
                 }
             }
             filters.pop();
@@ -89,6 +96,19 @@ fn bucket_filter(plan: &AggregationPlan, bucket: &Value) -> Value {
                 _ => Value::Null,
             };
             json!({"term": {field: key}})
+        }
+        "multi_terms" => {
+            let keys = bucket.get("key").and_then(Value::as_array);
+            let terms: Vec<Value> = plan
+                .multi_fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let key = keys.and_then(|k| k.get(i)).cloned().unwrap_or(Value::Null);
+                    json!({"term": {f.clone(): key}})
+                })
+                .collect();
+            json!({"bool": {"filter": terms}})
         }
         "range" => range(num("from"), num("to")),
         "date_histogram" | "histogram" => {
@@ -132,7 +152,7 @@ pub(super) fn top_hits_body(
     body.insert("track_total_hits".into(), json!(true));
     for (k, v) in o {
         match k.as_str() {
-            "size" | "from" | "sort" | "_source" => {
+            "size" | "from" | "sort" | "_source" | "version" | "seq_no_primary_term" => {
                 body.insert(k.clone(), v.clone());
             }
             other => {
