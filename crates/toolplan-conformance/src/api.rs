@@ -452,11 +452,7 @@ async fn index_document(
             (None, Some(e)) if e.contains("version conflict") => {
                 error(409, "version_conflict_engine_exception", e.clone())
             }
-            (None, _) => error(
-                400,
-                "mapper_parsing_exception",
-                summary.errors.join("; "),
-            ),
+            (None, _) => error(400, "mapper_parsing_exception", summary.errors.join("; ")),
         },
         Err(e) => from_search_error(&e),
     }
@@ -615,10 +611,7 @@ fn totals_as_numbers(v: &mut Value) {
     match v {
         Value::Object(map) => {
             if let Some(Value::Object(hits)) = map.get_mut("hits")
-                && let Some(value) = hits
-                    .get("total")
-                    .and_then(|t| t.get("value"))
-                    .cloned()
+                && let Some(value) = hits.get("total").and_then(|t| t.get("value")).cloned()
             {
                 hits.insert("total".into(), value);
             }

@@ -19,21 +19,22 @@ async fn the_tests_that_passed_still_pass() {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(str::to_owned)
         .collect();
+    // Test names may end in a space, which the list's lines do not keep.
     let passed: BTreeSet<String> = outcome
         .results
         .iter()
         .filter(|r| r.verdict == Verdict::Passed)
-        .map(|r| r.id.clone())
+        .map(|r| r.id.trim().to_owned())
         .collect();
     let lost: Vec<String> = outcome
         .results
         .iter()
-        .filter(|r| expected.contains(&r.id) && r.verdict != Verdict::Passed)
+        .filter(|r| expected.contains(r.id.trim()) && r.verdict != Verdict::Passed)
         .map(|r| format!("{}: {:?}", r.id, r.verdict))
         .collect();
     let missing: Vec<&String> = expected
         .iter()
-        .filter(|id| !outcome.results.iter().any(|r| &r.id == *id))
+        .filter(|id| !outcome.results.iter().any(|r| r.id.trim() == id.as_str()))
         .collect();
     let new: Vec<&String> = passed.difference(&expected).collect();
     if !new.is_empty() {

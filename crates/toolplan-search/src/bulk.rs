@@ -83,7 +83,9 @@ pub fn versioning(
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
             Some(Value::String(s)) if s.trim().parse::<u64>().is_ok() => Ok(s.trim().parse().ok()),
-            Some(other) => Err(format!("[{name}] must be a whole number of at least 0, found {other}")),
+            Some(other) => Err(format!(
+                "[{name}] must be a whole number of at least 0, found {other}"
+            )),
         }
     };
     let version = number(version, "version")?;
@@ -175,7 +177,12 @@ pub fn parse(ndjson: &str) -> Result<Vec<BulkAction>, SearchError> {
         };
         let op = match kind.as_str() {
             "index" => BulkOp::Index(source()?),
-            "create" if matches!(versioning, Versioning::External(_) | Versioning::ExternalGte(_)) => {
+            "create"
+                if matches!(
+                    versioning,
+                    Versioning::External(_) | Versioning::ExternalGte(_)
+                ) =>
+            {
                 return Err(err(
                     "create operations only support internal versioning. use index instead".into(),
                 ));
@@ -268,12 +275,30 @@ mod tests {
         );
         assert_eq!(actions[2].versioning, Versioning::Internal);
         for (body, message) in [
-            ("{\"index\": {\"_id\": 1, \"version\": 5}}\n{}", "internal versioning can not be used"),
-            ("{\"index\": {\"_id\": 1, \"version_type\": \"external\"}}\n{}", "needs a version"),
-            ("{\"index\": {\"_id\": 1, \"version\": 2, \"version_type\": \"force\"}}\n{}", "No version type match [force]"),
-            ("{\"create\": {\"_id\": 1, \"version\": 2, \"version_type\": \"external\"}}\n{}", "create operations only support internal versioning"),
-            ("{\"index\": {\"_id\": 1, \"version\": -2, \"version_type\": \"external\"}}\n{}", "[version] must be a whole number"),
-            ("{\"index\": {\"_id\": 1, \"if_seq_no\": 2}}\n{}", "primary term is [0]"),
+            (
+                "{\"index\": {\"_id\": 1, \"version\": 5}}\n{}",
+                "internal versioning can not be used",
+            ),
+            (
+                "{\"index\": {\"_id\": 1, \"version_type\": \"external\"}}\n{}",
+                "needs a version",
+            ),
+            (
+                "{\"index\": {\"_id\": 1, \"version\": 2, \"version_type\": \"force\"}}\n{}",
+                "No version type match [force]",
+            ),
+            (
+                "{\"create\": {\"_id\": 1, \"version\": 2, \"version_type\": \"external\"}}\n{}",
+                "create operations only support internal versioning",
+            ),
+            (
+                "{\"index\": {\"_id\": 1, \"version\": -2, \"version_type\": \"external\"}}\n{}",
+                "[version] must be a whole number",
+            ),
+            (
+                "{\"index\": {\"_id\": 1, \"if_seq_no\": 2}}\n{}",
+                "primary term is [0]",
+            ),
         ] {
             let err = parse(body).expect_err(body);
             assert!(err.to_string().contains(message), "{body}: {err}");

@@ -172,6 +172,29 @@ pub(crate) fn within(
     Ok(())
 }
 
+/// Refuses the hits of an inner search (`top_hits`, a collapse's `inner_hits`) whose `from + size`
+/// is over `max_inner_result_window`; `what` words the error from the limit and the window.
+pub(crate) fn inner_window(
+    from: u64,
+    size: u64,
+    limits: &SearchLimits,
+    path: &str,
+    what: impl FnOnce(usize, u128) -> String,
+) -> Result<(), SearchError> {
+    let window = u128::from(from) + u128::from(size);
+    let max = limits.max_inner_result_window;
+    if window > max as u128 {
+        return Err(SearchError::dsl(
+            path,
+            format!(
+                "{} (search limit max_inner_result_window)",
+                what(max, window)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// An OpenSearch time value: a number and a unit (`nanos`, `micros`, `ms`, `s`, `m`, `h`, `d`), or
 /// `0`. `None` when it is not one.
 pub fn parse_time(text: &str) -> Option<Duration> {

@@ -117,8 +117,7 @@ fn combine(
                         .map_or(0, Vec::len);
                     let mut list = Vec::with_capacity(n);
                     for i in 0..n {
-                        let same: Vec<&Value> =
-                            values.iter().map(|v| &v["buckets"][i]).collect();
+                        let same: Vec<&Value> = values.iter().map(|v| &v["buckets"][i]).collect();
                         let mut bucket = one_bucket(&same, children, &here)?;
                         if let Some(key) = same[0].get("key") {
                             bucket["key"] = key.clone();

@@ -131,7 +131,12 @@ impl Inner {
                     summary.deleted += 1;
                     summary.items.push(BulkItem {
                         id,
-                        result: if current.is_some() { "deleted" } else { "not_found" }.into(),
+                        result: if current.is_some() {
+                            "deleted"
+                        } else {
+                            "not_found"
+                        }
+                        .into(),
                         version: meta.version,
                         seq_no: meta.seq_no,
                     });
@@ -150,7 +155,12 @@ impl Inner {
                     summary.indexed += 1;
                     summary.items.push(BulkItem {
                         id,
-                        result: if current.is_some() { "updated" } else { "created" }.into(),
+                        result: if current.is_some() {
+                            "updated"
+                        } else {
+                            "created"
+                        }
+                        .into(),
                         version: meta.version,
                         seq_no: meta.seq_no,
                     });
@@ -198,9 +208,7 @@ impl Inner {
                 ),
                 generation: index.generation,
                 next_seq_no: std::sync::atomic::AtomicU64::new(
-                    index
-                        .next_seq_no
-                        .load(std::sync::atomic::Ordering::Relaxed),
+                    index.next_seq_no.load(std::sync::atomic::Ordering::Relaxed),
                 ),
             };
             self.open

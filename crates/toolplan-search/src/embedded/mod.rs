@@ -82,7 +82,7 @@ struct OpenIndex {
 }
 
 /// One more than the highest sequence number stored in the index (0 when it is empty).
-fn next_seq_no(searcher: &tantivy::Searcher, schema: &IndexSchema) -> Result<u64, SearchError> {
+fn next_seq_no(searcher: &tantivy::Searcher) -> Result<u64, SearchError> {
     let mut next = 0;
     for segment in searcher.segment_readers() {
         if let Some(column) = segment
@@ -116,7 +116,7 @@ impl OpenIndex {
                 .map_err(tv)?;
             self.reader.reload().map_err(tv)?;
             let next = if self.index.schema().get_field(schema::SEQ_NO).is_ok() {
-                next_seq_no(&self.reader.searcher(), &self.schema)?
+                next_seq_no(&self.reader.searcher())?
             } else {
                 0
             };
@@ -154,6 +154,7 @@ impl EmbeddedBackend {
         let work = blocking(move || {
             let ix = me.get(&index)?;
             let searcher = ix.reader.searcher();
+            let searches = std::cell::Cell::new(0);
             let env = search::Env {
                 name: &index,
                 index: &ix.index,
@@ -162,6 +163,7 @@ impl EmbeddedBackend {
                 now: Utc::now(),
                 limits: &me.limits,
                 stop: &running,
+                searches: &searches,
             };
             search::run(&env, &body)
         });
@@ -370,7 +372,7 @@ impl Inner {
             .try_into()
             .map_err(tv)?;
         let next = if index.schema().get_field(schema::SEQ_NO).is_ok() {
-            next_seq_no(&reader.searcher(), &schema)?
+            next_seq_no(&reader.searcher())?
         } else {
             0
         };

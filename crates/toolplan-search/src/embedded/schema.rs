@@ -160,7 +160,10 @@ impl IndexSchema {
     /// The version and sequence number stored with `doc` (`None` for a document of an index made
     /// before they were kept).
     pub fn meta_of(&self, doc: &TantivyDocument) -> Option<DocMeta> {
-        let read = |f: Field| doc.get_first(f).and_then(|v| tantivy::schema::Value::as_u64(&v));
+        let read = |f: Field| {
+            doc.get_first(f)
+                .and_then(|v| tantivy::schema::Value::as_u64(&v))
+        };
         Some(DocMeta {
             version: read(self.version)?,
             seq_no: read(self.seq_no)?,

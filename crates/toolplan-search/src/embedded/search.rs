@@ -14,9 +14,9 @@ use tantivy::schema::Value as _;
 use tantivy::{DocAddress, Index, Order, Searcher, TantivyDocument};
 
 use super::budget::{Bounded, Reason, Stop};
+use super::collapse::CollapseRequest;
 use super::query::QueryTranslator;
 use super::schema::IndexSchema;
-use super::collapse::CollapseRequest;
 use super::sort::{Key, Missing, Mode, SortCollector, SortSpec};
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, body_timeout};
@@ -72,6 +72,8 @@ pub struct Env<'a> {
     pub limits: &'a SearchLimits,
     /// Raised to stop the search.
     pub stop: &'a Arc<Stop>,
+    /// The searches the aggregations of the request (at any depth) have made so far.
+    pub searches: &'a std::cell::Cell<usize>,
 }
 
 impl Env<'_> {
@@ -194,13 +196,16 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
                 after,
                 collapse: collapse_on,
             };
-            let (total, sorted) = searcher
-                .search(&query, &(Count, sorter))
-                .map_err(|e| match e {
-                    // The collapse field had several values in a document.
-                    tantivy::TantivyError::InvalidArgument(m) => SearchError::dsl("collapse", m),
-                    e => tantivy_err(e),
-                })?;
+            let (total, sorted) =
+                searcher
+                    .search(&query, &(Count, sorter))
+                    .map_err(|e| match e {
+                        // The collapse field had several values in a document.
+                        tantivy::TantivyError::InvalidArgument(m) => {
+                            SearchError::dsl("collapse", m)
+                        }
+                        e => tantivy_err(e),
+                    })?;
             let hits = sorted.into_iter().skip(from).map(|s| {
                 let values = if score_alone { Vec::new() } else { s.values };
                 (
@@ -304,6 +309,7 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
             key,
             env.limits,
             &sub,
+            env.searches,
         )?;
         if let Some(r) = response.as_object_mut() {
             r.insert("aggregations".into(), result);

@@ -289,7 +289,7 @@ async fn filter_filters_and_missing_count_what_their_queries_select() {
     let r = b
         .search(
             "tickets",
-            &json!({"size": 0, "query": {"term": {"status": "open"}}, "aggs": {
+            &json!({"size": 0, "query": {"term": {"status": "closed"}}, "aggs": {
                 "high": {"filter": high, "aggs": {"minutes": {"avg": {"field": "response_minutes"}}}},
                 "named": {"filters": {"filters": {"high": high, "billing": billing}, "other_bucket_key": "rest"}},
                 "listed": {"filters": {"filters": [high, billing]}},
@@ -297,11 +297,11 @@ async fn filter_filters_and_missing_count_what_their_queries_select() {
         )
         .await
         .unwrap();
-    let open = json!({"term": {"status": "open"}});
+    let open = json!({"term": {"status": "closed"}});
     let both = |q: &Value| json!({"bool": {"filter": [open, q]}});
     let aggs = &r["aggregations"];
     let open_high = count(&b, both(&high)).await;
-    assert!(open_high > 0, "the test needs open high tickets");
+    assert!(open_high > 0, "the test needs closed high tickets");
     assert_eq!(aggs["high"]["doc_count"], open_high);
     // The sub-aggregation runs on the bucket's documents.
     let avg = b
@@ -311,15 +311,25 @@ async fn filter_filters_and_missing_count_what_their_queries_select() {
         )
         .await
         .unwrap();
-    assert_eq!(aggs["high"]["minutes"]["value"], avg["aggregations"]["m"]["value"]);
+    assert_eq!(
+        aggs["high"]["minutes"]["value"],
+        avg["aggregations"]["m"]["value"]
+    );
     assert_eq!(aggs["named"]["buckets"]["high"]["doc_count"], open_high);
     let open_billing = count(&b, both(&billing)).await;
-    assert_eq!(aggs["named"]["buckets"]["billing"]["doc_count"], open_billing);
+    assert_eq!(
+        aggs["named"]["buckets"]["billing"]["doc_count"],
+        open_billing
+    );
     let neither = json!({"bool": {"filter": [open], "must_not": [high, billing]}});
-    assert_eq!(aggs["named"]["buckets"]["rest"]["doc_count"], count(&b, neither).await);
+    assert_eq!(
+        aggs["named"]["buckets"]["rest"]["doc_count"],
+        count(&b, neither).await
+    );
     assert_eq!(aggs["listed"]["buckets"][0]["doc_count"], open_high);
     assert_eq!(aggs["listed"]["buckets"][1]["doc_count"], open_billing);
-    let unrated = json!({"bool": {"filter": [open], "must_not": {"exists": {"field": "satisfaction"}}}});
+    let unrated =
+        json!({"bool": {"filter": [open], "must_not": {"exists": {"field": "satisfaction"}}}});
     assert_eq!(aggs["unrated"]["doc_count"], count(&b, unrated).await);
 
     // Inside terms buckets: each bucket's own documents.
@@ -342,10 +352,16 @@ async fn malformed_filter_aggregations_are_refused_by_name() {
     let (_dir, b) = tickets().await;
     for (agg, message) in [
         (json!({"filter": {}}), "takes one query"),
-        (json!({"filters": {"other_bucket": true}}), "needs [filters]"),
+        (
+            json!({"filters": {"other_bucket": true}}),
+            "needs [filters]",
+        ),
         (json!({"filters": {"filters": {}, "bogus": 1}}), "[bogus]"),
         (json!({"missing": {}}), "needs a field"),
-        (json!({"missing": {"field": "x", "size": 2}}), "unknown option [size]"),
+        (
+            json!({"missing": {"field": "x", "size": 2}}),
+            "unknown option [size]",
+        ),
     ] {
         let err = b
             .search("tickets", &json!({"size": 0, "aggs": {"a": agg}}))
@@ -382,13 +398,28 @@ async fn multi_terms_counts_each_combination_and_its_top_hits() {
         let both = json!({"bool": {"filter": [{"term": {"status": status}}, {"term": {"response_minutes": minutes}}]}});
         assert_eq!(n, count(&b, both).await, "{bucket}");
         let top = &bucket["first"]["hits"]["hits"][0]["_source"];
-        assert_eq!((&top["status"], &top["response_minutes"]), (&status, &minutes));
+        assert_eq!(
+            (&top["status"], &top["response_minutes"]),
+            (&status, &minutes)
+        );
     }
     for (agg, message) in [
-        (json!({"multi_terms": {"terms": [{"field": "status"}]}}), "at least 2"),
-        (json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "subject"}]}}), "text field 'subject'"),
-        (json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "created_at"}]}}), "multi_terms on a date field"),
-        (json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "agent"}], "collect_mode": "breadth_first"}}), "multi_terms option collect_mode"),
+        (
+            json!({"multi_terms": {"terms": [{"field": "status"}]}}),
+            "at least 2",
+        ),
+        (
+            json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "subject"}]}}),
+            "text field 'subject'",
+        ),
+        (
+            json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "created_at"}]}}),
+            "multi_terms on a date field",
+        ),
+        (
+            json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "agent"}], "collect_mode": "breadth_first"}}),
+            "multi_terms option collect_mode",
+        ),
     ] {
         let err = b
             .search("tickets", &json!({"size": 0, "aggs": {"a": agg}}))

@@ -422,14 +422,7 @@ async fn several_indices_are_searched_as_one_by_list_pattern_and_exclusion() {
         let b = &b;
         async move { b.search(expr, &body).await.unwrap() }
     };
-    let ids = |r: &Value| -> Vec<String> {
-        r["hits"]["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["_id"].as_str().unwrap().to_owned())
-            .collect()
-    };
+    let ids = crate::fixtures::ids_of;
     let disk = json!({"query": {"match": {"msg": "disk"}}, "sort": [{"n": "asc"}]});
     let r = search("logs-*", disk.clone()).await;
     assert_eq!(r["hits"]["total"]["value"], 3);

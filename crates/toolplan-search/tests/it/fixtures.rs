@@ -22,6 +22,16 @@ pub fn eval_set(file: &str) -> PathBuf {
 }
 
 /// The ids of the hits of `query` on `index` (up to 100), sorted.
+/// The `_id`s of a search response's hits, in order.
+pub fn ids_of(response: &Value) -> Vec<String> {
+    response["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 pub async fn hit_ids(b: &EmbeddedBackend, index: &str, query: Value) -> Vec<String> {
     let response = b
         .search(index, &serde_json::json!({"query": query, "size": 100}))

@@ -291,6 +291,46 @@ async fn aggregations_are_bounded_naming_the_limit() {
         err.contains("aggregations nest more than 20 levels deep (search limit max_nested_depth)"),
         "{err}"
     );
+    // Filter buckets are searches: at most max_buckets of them in one request, however they nest
+    // (300 terms buckets, each with a filters aggregation of 300 filters, would be 90,000).
+    let many: serde_json::Map<String, Value> = (0..300)
+        .map(|i| (format!("f{i}"), json!({"term": {"k": format!("key{i}")}})))
+        .collect();
+    let err = refused(
+        &small,
+        agg(json!({"terms": {"field": "k", "size": 300}, "aggs": {"f": {"filters": {"filters": many.clone()}}}})),
+    )
+    .await;
+    assert!(
+        err.contains("make more than 65535 searches (search limit max_buckets)")
+            || err.contains("a filters aggregation of more than"),
+        "{err}"
+    );
+    let mut fewer = SearchLimits::default();
+    fewer.apply_overrides("max_buckets=50").unwrap();
+    let (_fewer_dir, few) = backend(fewer, 300, 5).await;
+    let err = refused(
+        &few,
+        agg(json!({"terms": {"field": "k", "size": 30},
+                   "aggs": {"f": {"filters": {"filters": {"a": {"match_all": {}}, "b": {"match_all": {}}}}}}})),
+    )
+    .await;
+    assert!(
+        err.contains("the filter aggregations of all buckets make more than 50 searches (search limit max_buckets)"),
+        "{err}"
+    );
+    let err = refused(&few, agg(json!({"filters": {"filters": many}}))).await;
+    assert!(
+        err.contains("a filters aggregation of more than 50 filters (search limit max_buckets)"),
+        "{err}"
+    );
+    // Filters nested in filters count toward the nesting depth.
+    let mut deep = json!({"filter": {"match_all": {}}});
+    for _ in 0..25 {
+        deep = json!({"filter": {"match_all": {}}, "aggs": {"a": deep}});
+    }
+    let err = refused(&b, agg(deep)).await;
+    assert!(err.contains("(search limit max_nested_depth)"), "{err}");
     // Within the limits.
     let r = b
         .search(
@@ -303,6 +343,31 @@ async fn aggregations_are_bounded_naming_the_limit() {
         r["aggregations"]["a"]["buckets"].as_array().unwrap().len(),
         3
     );
+}
+
+#[tokio::test]
+async fn collapse_searches_are_bounded() {
+    let (_dir, b) = backend(SearchLimits::default(), 50, 5).await;
+    // Each group's inner hits are a search: their window is the inner result window's.
+    let err = refused(
+        &b,
+        json!({"collapse": {"field": "k", "inner_hits": {"name": "i", "size": 101}}}),
+    )
+    .await;
+    assert!(
+        err.contains("the inner hit definition's [i]'s from + size must be less than or equal to: [100] but was [101] (search limit max_inner_result_window)"),
+        "{err}"
+    );
+    // Inner hits of inner hits would multiply the searches: a second level has none.
+    let err = refused(
+        &b,
+        json!({"collapse": {"field": "k", "inner_hits": {"collapse": {"field": "n", "inner_hits": {}}}}}),
+    )
+    .await;
+    assert!(err.contains("cannot have inner_hits of its own"), "{err}");
+    // The page of groups is the result window's.
+    let err = refused(&b, json!({"size": 10_001, "collapse": {"field": "k"}})).await;
+    assert!(err.contains("Result window is too large"), "{err}");
 }
 
 #[tokio::test]

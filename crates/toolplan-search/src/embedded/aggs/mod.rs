@@ -62,7 +62,13 @@ const METRICS: &[&str] = &[
 /// values.
 const UNMAPPED: &str = "_unmapped_field";
 
-const BUCKETS: &[&str] = &["terms", "histogram", "date_histogram", "range", "multi_terms"];
+const BUCKETS: &[&str] = &[
+    "terms",
+    "histogram",
+    "date_histogram",
+    "range",
+    "multi_terms",
+];
 /// The options of `multi_terms` tantivy runs as OpenSearch does.
 const MULTI_TERMS_OPTIONS: &[&str] = &[
     "terms",
@@ -113,6 +119,7 @@ pub(crate) fn run(
     key: &str,
     limits: &SearchLimits,
     sub: SubSearch<'_>,
+    searches: &Cell<usize>,
 ) -> Result<Value, SearchError> {
     let rewrite = Rewrite {
         schema,
@@ -120,7 +127,7 @@ pub(crate) fn run(
         sub,
         limits,
         top_hits: Cell::new(0),
-        searches: Cell::new(0),
+        searches,
     };
     let (request, plans) = rewrite.rewrite(aggs, key, 1)?;
     let parsed: Aggregations = serde_json::from_value(request)
@@ -135,6 +142,12 @@ pub(crate) fn run(
         .search(query, &collector)
         .map_err(|e| SearchError::dsl(key, e.to_string()))?;
     let mut out = serde_json::to_value(&result).map_err(|e| SearchError::Index(e.to_string()))?;
+    // The filter buckets' searches are counted before any runs, so that too many fail at once.
+    let needed = plans
+        .iter()
+        .map(|p| filtered::searches_needed(out.get(&p.name), p))
+        .fold(0usize, usize::saturating_add);
+    rewrite.count_searches(needed, key)?;
     let mut filters = Vec::new();
     for plan in &plans {
         if (plan.top_hits.is_some() || plan.searched.is_some())
@@ -158,8 +171,9 @@ struct Rewrite<'a> {
     limits: &'a SearchLimits,
     /// Hits the `top_hits` searches returned so far.
     top_hits: Cell<usize>,
-    /// Searches the `filter` / `filters` / `missing` buckets made so far.
-    searches: Cell<usize>,
+    /// Searches the `filter` / `filters` / `missing` buckets of the request (with the searches
+    /// they run, at any depth) make.
+    searches: &'a Cell<usize>,
 }
 
 impl Rewrite<'_> {
@@ -421,10 +435,10 @@ impl Rewrite<'_> {
             let Some(field) = term.get("field").and_then(Value::as_str).map(str::to_owned) else {
                 return Err(SearchError::dsl(&here, "each term needs a field"));
             };
-            if let Some(other) = term
-                .as_object()
-                .and_then(|t| t.keys().find(|k| !matches!(k.as_str(), "field" | "missing")))
-            {
+            if let Some(other) = term.as_object().and_then(|t| {
+                t.keys()
+                    .find(|k| !matches!(k.as_str(), "field" | "missing"))
+            }) {
                 return Err(SearchError::Unsupported {
                     path: format!("{here}.{other}"),
                     clause: format!("multi_terms term option {other}"),

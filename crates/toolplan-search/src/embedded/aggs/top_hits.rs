@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::{AggregationPlan, Rewrite};
 use crate::error::SearchError;
-use crate::limits::{SearchLimits, within};
+use crate::limits::{SearchLimits, inner_window, within};
 
 impl Rewrite<'_> {
     /// Fills in the aggregations that are searches of their own (`top_hits`, and `filter`,
@@ -21,7 +21,7 @@ impl Rewrite<'_> {
         filters: &mut Vec<Value>,
     ) -> Result<(), SearchError> {
         if let Some((searched, sub_aggs)) = &plan.searched {
-            *v = self.run_searched(searched, sub_aggs.as_ref(), filters, &plan.name)?;
+            *v = self.run_searched(searched, sub_aggs.as_ref(), filters)?;
             return Ok(());
         }
         if let Some(req) = &plan.top_hits {
@@ -137,16 +137,17 @@ pub(super) fn top_hits_body(
         return Err(SearchError::dsl(path, "top_hits must be an object"));
     };
     let number = |k: &str, default: u64| o.get(k).and_then(Value::as_u64).unwrap_or(default);
-    let window = u128::from(number("size", 3)) + u128::from(number("from", 0));
-    let max = limits.max_inner_result_window;
-    if window > max as u128 {
-        return Err(SearchError::dsl(
-            path,
+    inner_window(
+        number("from", 0),
+        number("size", 3),
+        limits,
+        path,
+        |max, window| {
             format!(
-                "Top hits result window is too large, the top hits aggregator [{name}]'s from + size must be less than or equal to: [{max}] but was [{window}] (search limit max_inner_result_window)"
-            ),
-        ));
-    }
+                "Top hits result window is too large, the top hits aggregator [{name}]'s from + size must be less than or equal to: [{max}] but was [{window}]"
+            )
+        },
+    )?;
     let mut body = Map::new();
     body.insert("size".into(), json!(3));
     body.insert("track_total_hits".into(), json!(true));

@@ -1,0 +1,246 @@
+//! `filter`, `filters` and `missing`: bucket aggregations whose buckets are queries. Each bucket is
+//! one search (size 0) for the request's query, the filters of the buckets it sits in and its own
+//! query, with the aggregation's sub-aggregations; its `doc_count` is that search's total. The
+//! searches of one request are bounded by `max_buckets`.
+
+use serde_json::{Map, Value, json};
+
+use super::{AggregationPlan, Rewrite};
+use crate::error::SearchError;
+use crate::limits::{SearchLimits, within};
+
+/// What a `filter`, `filters` or `missing` aggregation searches.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Searched {
+    /// One bucket (`filter`, `missing`): the documents this query selects.
+    One(Value),
+    /// `filters`: one bucket per query, named (`keyed`: an object of buckets by name, else a list
+    /// with their keys) or listed (a list without keys), and the documents none selects under
+    /// `other` when asked.
+    Many {
+        filters: Vec<(Option<String>, Value)>,
+        keyed: bool,
+        other: Option<String>,
+    },
+}
+
+impl Searched {
+    /// Reads the aggregation `kind` with body `body` (at `path`, for messages).
+    pub(super) fn parse(
+        kind: &str,
+        body: &Value,
+        path: &str,
+        limits: &SearchLimits,
+    ) -> Result<Searched, SearchError> {
+        match kind {
+            "filter" => match body {
+                Value::Object(o) if o.len() == 1 => Ok(Searched::One(body.clone())),
+                _ => Err(SearchError::dsl(
+                    path,
+                    "a filter aggregation takes one query, such as {\"term\": {\"field\": \"value\"}}",
+                )),
+            },
+            "missing" => {
+                let Some(Value::Object(o)) = Some(body) else {
+                    return Err(SearchError::dsl(path, "missing must be an object"));
+                };
+                if let Some(other) = o.keys().find(|k| k.as_str() != "field") {
+                    return Err(SearchError::dsl(
+                        format!("{path}.{other}"),
+                        format!("unknown option [{other}] of a missing aggregation"),
+                    ));
+                }
+                let field = o
+                    .get("field")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| SearchError::dsl(path, "a missing aggregation needs a field"))?;
+                Ok(Searched::One(
+                    json!({"bool": {"must_not": {"exists": {"field": field}}}}),
+                ))
+            }
+            _ => Self::parse_filters(body, path, limits),
+        }
+    }
+
+    fn parse_filters(
+        body: &Value,
+        path: &str,
+        limits: &SearchLimits,
+    ) -> Result<Searched, SearchError> {
+        let Value::Object(o) = body else {
+            return Err(SearchError::dsl(path, "filters must be an object"));
+        };
+        let mut filters = Vec::new();
+        let mut keyed = None;
+        let mut other_bucket = None;
+        let mut other_key = None;
+        for (key, value) in o {
+            match (key.as_str(), value) {
+                ("filters", Value::Object(named)) => {
+                    filters.extend(named.iter().map(|(n, q)| (Some(n.clone()), q.clone())));
+                }
+                ("filters", Value::Array(listed)) => {
+                    filters.extend(listed.iter().map(|q| (None, q.clone())));
+                }
+                ("keyed", Value::Bool(b)) => keyed = Some(*b),
+                ("other_bucket", Value::Bool(b)) => other_bucket = Some(*b),
+                ("other_bucket_key", Value::String(k)) => other_key = Some(k.clone()),
+                (other, _) => {
+                    return Err(SearchError::dsl(
+                        format!("{path}.{other}"),
+                        format!("unknown or malformed option [{other}] of a filters aggregation"),
+                    ));
+                }
+            }
+        }
+        if !o.contains_key("filters") {
+            return Err(SearchError::dsl(
+                path,
+                "a filters aggregation needs [filters]: an object of named queries or a list of queries",
+            ));
+        }
+        // `keyed` (true by default) applies to named filters; listed ones are always a list.
+        let keyed = keyed.unwrap_or(true) && filters.iter().all(|(n, _)| n.is_some());
+        let max = limits.max_buckets as usize;
+        within(filters.len(), max, "max_buckets", path, || {
+            format!("a filters aggregation of more than {max} filters")
+        })?;
+        let other = match (other_bucket, other_key) {
+            (Some(false), _) | (None, None) => None,
+            (_, Some(k)) => Some(k),
+            (Some(true), None) => Some("_other_".to_owned()),
+        };
+        Ok(Searched::Many {
+            filters,
+            keyed,
+            other,
+        })
+    }
+}
+
+impl Searched {
+    /// The searches this aggregation makes in one bucket.
+    fn searches(&self) -> usize {
+        match self {
+            Searched::One(_) => 1,
+            Searched::Many { filters, other, .. } => filters.len() + usize::from(other.is_some()),
+        }
+    }
+}
+
+/// The searches the filter buckets of `plan` make, in `result` (its result from tantivy's engine,
+/// where its buckets are).
+pub(super) fn searches_needed(result: Option<&Value>, plan: &AggregationPlan) -> usize {
+    if let Some((searched, _)) = &plan.searched {
+        return searched.searches();
+    }
+    if !plan
+        .children
+        .iter()
+        .any(|c| c.searched.is_some() || !c.children.is_empty())
+    {
+        return 0;
+    }
+    let buckets: Vec<&Value> = match result.and_then(|r| r.get("buckets")) {
+        Some(Value::Array(list)) => list.iter().collect(),
+        Some(Value::Object(by_key)) => by_key.values().collect(),
+        _ => Vec::new(),
+    };
+    buckets
+        .into_iter()
+        .flat_map(|b| {
+            plan.children
+                .iter()
+                .map(move |c| searches_needed(b.get(&c.name), c))
+        })
+        .fold(0, usize::saturating_add)
+}
+
+impl Rewrite<'_> {
+    /// Counts `more` searches toward the request's, refusing them all when they would make more
+    /// than `max_buckets`.
+    pub(super) fn count_searches(&self, more: usize, path: &str) -> Result<(), SearchError> {
+        if more == 0 {
+            return Ok(());
+        }
+        let made = self.searches.get().saturating_add(more);
+        self.searches.set(made);
+        let max = self.limits.max_buckets as usize;
+        within(made, max, "max_buckets", path, || {
+            format!("the filter aggregations of all buckets make more than {max} searches")
+        })
+    }
+
+    /// The result of a searched aggregation inside the buckets whose filters are `filters`.
+    pub(super) fn run_searched(
+        &self,
+        searched: &Searched,
+        sub_aggs: Option<&Value>,
+        filters: &[Value],
+    ) -> Result<Value, SearchError> {
+        match searched {
+            Searched::One(query) => self.bucket_search(query, sub_aggs, filters),
+            Searched::Many {
+                filters: named,
+                keyed,
+                other,
+            } => {
+                let mut buckets = Vec::with_capacity(named.len() + 1);
+                for (key, query) in named {
+                    let bucket = self.bucket_search(query, sub_aggs, filters)?;
+                    buckets.push((key.clone(), bucket));
+                }
+                if let Some(other) = other {
+                    let none = json!({"bool": {"must_not": named.iter().map(|(_, q)| q.clone()).collect::<Vec<_>>()}});
+                    let bucket = self.bucket_search(&none, sub_aggs, filters)?;
+                    buckets.push((Some(other.clone()), bucket));
+                }
+                Ok(if *keyed {
+                    let mut by_name = Map::new();
+                    for (key, bucket) in buckets {
+                        by_name.insert(key.unwrap_or_default(), bucket);
+                    }
+                    json!({ "buckets": by_name })
+                } else {
+                    let list: Vec<Value> = buckets
+                        .into_iter()
+                        .map(|(key, mut bucket)| {
+                            if let (Some(k), Some(b)) = (key, bucket.as_object_mut()) {
+                                b.insert("key".into(), json!(k));
+                            }
+                            bucket
+                        })
+                        .collect();
+                    json!({ "buckets": list })
+                })
+            }
+        }
+    }
+
+    /// One bucket: `{"doc_count": …, sub-aggregations …}` for the documents the request's query,
+    /// the enclosing buckets' filters and `query` select.
+    fn bucket_search(
+        &self,
+        query: &Value,
+        sub_aggs: Option<&Value>,
+        filters: &[Value],
+    ) -> Result<Value, SearchError> {
+        let mut all = filters.to_vec();
+        all.push(query.clone());
+        let mut body = json!({"size": 0, "track_total_hits": true,
+                              "query": {"bool": {"must": [self.query], "filter": all}}});
+        if let Some(aggs) = sub_aggs {
+            body["aggs"] = aggs.clone();
+        }
+        let response = (self.sub)(&body)?;
+        let mut bucket = Map::new();
+        bucket.insert(
+            "doc_count".into(),
+            response["hits"]["total"]["value"].clone(),
+        );
+        if let Some(Value::Object(results)) = response.get("aggregations") {
+            bucket.extend(results.clone());
+        }
+        Ok(Value::Object(bucket))
+    }
+}
