@@ -152,6 +152,9 @@ impl CollapseRequest {
 
     /// The column the sort collector groups by, or why the field cannot be collapsed on.
     pub fn on(&self, schema: &IndexSchema) -> Result<CollapseOn, SearchError> {
+        if let Some(why) = schema.not_indexed(&self.field) {
+            return Err(SearchError::dsl("collapse.field", why));
+        }
         let Some(indexed) = schema.fields.get(&self.field) else {
             return Err(SearchError::dsl(
                 "collapse.field",

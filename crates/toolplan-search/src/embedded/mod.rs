@@ -295,11 +295,12 @@ impl Inner {
         let state = State::read(dir)?;
         let schema = IndexSchema::build(Mapping::parse_strict(&state.mappings)?);
         let index = Index::open_in_dir(dir.join(state.tantivy_dir())).map_err(tv)?;
-        let made_before_versions = index.schema().get_field(schema::VERSION).is_err();
+        let made_by_an_earlier_build = !schema.matches(&index.schema());
         let ix = Self::wrap(schema, index, state.generation)?;
-        if made_before_versions {
-            // Made before documents kept a version and a sequence number: rebuilt once, each
-            // document at version 1 (what it would have answered), numbered in index order.
+        if made_by_an_earlier_build {
+            // Made before fields this build keeps for every document (`_version`, `_seq_no`,
+            // `_ignored`): rebuilt once; a document without a version gets version 1 (what it
+            // would have answered), numbered in index order.
             return Self::rebuild(dir, &ix, ix.schema.mapping.clone());
         }
         Ok(ix)
@@ -709,5 +710,68 @@ impl SearchBackend for EmbeddedBackend {
             o.insert("size".into(), Value::from(0));
         }
         self.search(name, &dry).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tantivy::schema::{STORED, STRING, Schema};
+
+    use super::*;
+
+    /// An index as a build before `_version`, `_seq_no` and `_ignored` wrote it: the fields up to
+    /// the mapped ones, one document.
+    fn old_index(dir: &Path) {
+        let index_dir = dir.join("old");
+        let tantivy_dir = index_dir.join(INDEX_DIR);
+        std::fs::create_dir_all(&tantivy_dir).unwrap();
+        let mut b = Schema::builder();
+        let id = b.add_text_field(schema::ID, STRING | tantivy::schema::FAST | STORED);
+        let source = b.add_bytes_field(schema::SOURCE, STORED);
+        let names = b.add_text_field(schema::FIELD_NAMES, STRING);
+        let tag = b.add_text_field("f0", STRING | tantivy::schema::FAST);
+        let index = Index::create_in_dir(&tantivy_dir, b.build()).unwrap();
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+        let mut doc = TantivyDocument::new();
+        doc.add_text(id, "a");
+        doc.add_bytes(source, br#"{"tag":"x"}"#.as_slice());
+        doc.add_text(names, "tag");
+        doc.add_text(tag, "x");
+        writer.add_document(doc).unwrap();
+        writer.commit().unwrap();
+        let state =
+            json!({"mappings": {"properties": {"tag": {"type": "keyword"}}}, "generation": 0});
+        std::fs::write(index_dir.join(MAPPING_FILE), state.to_string()).unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_index_made_before_versions_is_rebuilt_when_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        old_index(dir.path());
+        let b = EmbeddedBackend::open(dir.path()).unwrap();
+        let r = b
+            .search(
+                "old",
+                &json!({"query": {"term": {"tag": "x"}}, "version": true, "seq_no_primary_term": true}),
+            )
+            .await
+            .unwrap();
+        let hit = &r["hits"]["hits"][0];
+        assert_eq!(
+            (hit["_id"].clone(), hit["_version"].clone()),
+            (json!("a"), json!(1))
+        );
+        assert_eq!(hit["_seq_no"], 0);
+        // The rebuilt generation is the index's own now; writes go on from there.
+        let summary = b
+            .bulk(
+                Some("old"),
+                "{\"index\":{\"_id\":\"a\"}}\n{\"tag\":\"y\"}\n",
+            )
+            .await
+            .unwrap();
+        assert_eq!((summary.items[0].version, summary.items[0].seq_no), (2, 1));
+        assert!(!dir.path().join("old").join(INDEX_DIR).exists());
     }
 }

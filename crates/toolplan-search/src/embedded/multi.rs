@@ -43,8 +43,9 @@ fn sort_directions(body: &Value) -> Option<Vec<bool>> {
     (!fields.is_empty()).then_some(fields)
 }
 
-/// Orders two sort values: numbers by value, text by its bytes; a missing value last.
-fn compare_values(a: &Value, b: &Value) -> Ordering {
+/// Orders two sort values or bucket keys as OpenSearch does: numbers by value, text by its
+/// bytes, `false` before `true`, lists element by element; other pairs as equal.
+pub(super) fn compare_values(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x
             .as_f64()
@@ -52,6 +53,12 @@ fn compare_values(a: &Value, b: &Value) -> Ordering {
             .unwrap_or(Ordering::Equal),
         (Value::String(x), Value::String(y)) => x.cmp(y),
         (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Array(x), Value::Array(y)) => x
+            .iter()
+            .zip(y)
+            .map(|(p, q)| compare_values(p, q))
+            .find(|o| *o != Ordering::Equal)
+            .unwrap_or_else(|| x.len().cmp(&y.len())),
         _ => Ordering::Equal,
     }
 }

@@ -31,6 +31,9 @@ pub const FIELD_NAMES: &str = "_field_names";
 pub const VERSION: &str = "_version";
 /// The sequence number of the write that made the document.
 pub const SEQ_NO: &str = "_seq_no";
+/// The fields whose malformed values a document had ignored (`ignore_malformed`): searchable as a
+/// keyword, shown in hits.
+pub const IGNORED: &str = "_ignored";
 
 /// What a write records beside the document: its version and sequence number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +80,8 @@ pub struct IndexSchema {
     pub version: Field,
     /// `_seq_no`.
     pub seq_no: Field,
+    /// `_ignored`.
+    pub ignored: Field,
 }
 
 impl IndexSchema {
@@ -145,6 +150,29 @@ impl IndexSchema {
         // under the same numbers (and is rebuilt when opened, see `EmbeddedBackend`).
         let version = b.add_u64_field(VERSION, STORED | FAST);
         let seq_no = b.add_u64_field(SEQ_NO, STORED | FAST);
+        let ignored = b.add_text_field(IGNORED, STRING | STORED | FAST);
+        // `_ignored` is searched, sorted and aggregated on as a keyword field.
+        fields.insert(
+            IGNORED.to_owned(),
+            Indexed {
+                spec: FieldSpec {
+                    path: IGNORED.to_owned(),
+                    kind: FieldKind::Keyword,
+                    source_path: IGNORED.to_owned(),
+                    ignore_above: None,
+                    analyzer: None,
+                    search_analyzer: None,
+                    normalizer: None,
+                    searchable: true,
+                    format: None,
+                    ignore_malformed: false,
+                },
+                field: ignored,
+                name: IGNORED.to_owned(),
+                search_tokenizer: None,
+                format: None,
+            },
+        );
         IndexSchema {
             schema: b.build(),
             mapping,
@@ -154,7 +182,23 @@ impl IndexSchema {
             field_names,
             version,
             seq_no,
+            ignored,
         }
+    }
+
+    /// Whether an index's tantivy schema is the one this build makes for its mapping (an index
+    /// made by an earlier build may lack fields added since; it is rebuilt when opened).
+    pub fn matches(&self, on_disk: &Schema) -> bool {
+        self.schema
+            .fields()
+            .all(|(_, entry)| on_disk.get_field(entry.name()).is_ok())
+    }
+
+    /// The fields whose values a document had ignored, as stored.
+    pub fn ignored_of(doc: &TantivyDocument, ignored: Field) -> Vec<Value> {
+        doc.get_all(ignored)
+            .filter_map(|v| tantivy::schema::Value::as_str(&v).map(|s| Value::String(s.to_owned())))
+            .collect()
     }
 
     /// The version and sequence number stored with `doc` (`None` for a document of an index made
@@ -167,6 +211,21 @@ impl IndexSchema {
         Some(DocMeta {
             version: read(self.version)?,
             seq_no: read(self.seq_no)?,
+        })
+    }
+
+    /// Why the field at `path` cannot be used, when the mapping has it with a type the engine
+    /// does not index (`ip`, `geo_point` …): an aggregation, sort or collapse on it would
+    /// otherwise see no values and answer as if the field were unmapped.
+    pub fn not_indexed(&self, path: &str) -> Option<String> {
+        if self.fields.contains_key(path) {
+            return None;
+        }
+        self.mapping.field(path).map(|spec| {
+            format!(
+                "field '{path}' is of type {}, which the embedded backend does not index",
+                spec.kind.name()
+            )
         })
     }
 
@@ -213,12 +272,22 @@ impl IndexSchema {
             self.source,
             serde_json::to_vec(&source).unwrap_or_default().as_slice(),
         );
+        let mut ignored: Vec<&str> = Vec::new();
         for indexed in self.fields.values() {
             let spec = &indexed.spec;
+            if indexed.field == self.ignored {
+                continue;
+            }
             let mut any = false;
             for v in values_at(&source, &spec.source_path) {
                 let added = match add_value(&mut out, indexed, v) {
-                    Err(_) if spec.ignore_malformed || skip_malformed => false,
+                    Err(_) if spec.ignore_malformed => {
+                        if !ignored.contains(&spec.path.as_str()) {
+                            ignored.push(&spec.path);
+                        }
+                        false
+                    }
+                    Err(_) if skip_malformed => false,
                     other => other?,
                 };
                 if added {
@@ -230,16 +299,47 @@ impl IndexSchema {
             }
         }
         // A field of a type the engine does not index is not searchable, but `exists` still finds
-        // the documents that have it.
+        // the documents that have it; the values of an `ip` field are checked.
         for spec in self.mapping.fields() {
-            if matches!(spec.kind, FieldKind::Unsupported(_))
-                && !values_at(&source, &spec.source_path).is_empty()
+            let FieldKind::Unsupported(kind) = &spec.kind else {
+                continue;
+            };
+            let values = values_at(&source, &spec.source_path);
+            if kind == "ip"
+                && let Some(bad) = values.iter().find(|v| !is_ip(v))
             {
+                if spec.ignore_malformed {
+                    ignored.push(&spec.path);
+                    continue;
+                }
+                if !skip_malformed {
+                    return Err(format!(
+                        "failed to parse field [{}] of type [ip]: '{}' is not an IP string literal",
+                        spec.path,
+                        scalar_text(bad).unwrap_or_else(|| bad.to_string())
+                    ));
+                }
+                continue;
+            }
+            if !values.is_empty() {
                 out.add_text(self.field_names, &spec.path);
             }
         }
+        ignored.sort_unstable();
+        for path in &ignored {
+            out.add_text(self.ignored, path);
+        }
+        if !ignored.is_empty() {
+            out.add_text(self.field_names, IGNORED);
+        }
         Ok(out)
     }
+}
+
+/// Whether a value is an IPv4 or IPv6 address (as text).
+fn is_ip(v: &Value) -> bool {
+    v.as_str()
+        .is_some_and(|s| s.parse::<std::net::IpAddr>().is_ok())
 }
 
 /// Adds one value; false when it is skipped (a keyword over `ignore_above`).

@@ -248,6 +248,10 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
             if !sort_values.is_empty() {
                 h.insert("sort".into(), Value::Array(sort_values));
             }
+            let ignored = IndexSchema::ignored_of(&doc, schema.ignored);
+            if !ignored.is_empty() {
+                h.insert("_ignored".into(), Value::Array(ignored));
+            }
             if show_version || show_seq_no {
                 let meta = schema.meta_of(&doc);
                 if show_version {

@@ -206,6 +206,9 @@ pub fn specs(sort: Option<&Value>, schema: &IndexSchema) -> Result<Vec<SortSpec>
                 Some(indexed) => {
                     Key::Field(Some((indexed.name.clone(), indexed.spec.kind.clone())))
                 }
+                None if let Some(why) = schema.not_indexed(field) => {
+                    return Err(SearchError::dsl(&path, why));
+                }
                 None if options.contains_key("unmapped_type") => Key::Field(None),
                 None => {
                     return Err(SearchError::dsl(

@@ -428,3 +428,86 @@ async fn multi_terms_counts_each_combination_and_its_top_hits() {
         assert!(err.to_string().contains(message), "{agg}: {err}");
     }
 }
+
+#[tokio::test]
+async fn a_field_of_a_type_the_engine_does_not_index_is_refused_not_answered_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    b.create_index(
+        "hosts",
+        &json!({"mappings": {"properties": {"addr": {"type": "ip"}, "name": {"type": "keyword"}}}}),
+    )
+    .await
+    .unwrap();
+    b.bulk(
+        Some("hosts"),
+        "{\"index\": {}}\n{\"addr\": \"10.0.0.1\", \"name\": \"a\"}\n",
+    )
+    .await
+    .unwrap();
+    for body in [
+        json!({"size": 0, "aggs": {"a": {"terms": {"field": "addr"}}}}),
+        json!({"size": 0, "aggs": {"a": {"multi_terms": {"terms": [{"field": "name"}, {"field": "addr"}]}}}}),
+        json!({"sort": [{"addr": {"order": "asc", "unmapped_type": "keyword"}}]}),
+        json!({"collapse": {"field": "addr"}}),
+    ] {
+        let err = b.search("hosts", &body).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("field 'addr' is of type ip, which the embedded backend does not index"),
+            "{body}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn rare_terms_are_the_terms_with_at_most_max_doc_count_documents_by_key() {
+    let (_dir, b) = tickets().await;
+    let all = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {"t": {"terms": {"field": "response_minutes", "size": 1000}}}}),
+        )
+        .await
+        .unwrap();
+    for max in [1_u64, 2, 5] {
+        let mut expected: Vec<(i64, u64)> = all["aggregations"]["t"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["key"].as_i64().unwrap(), b["doc_count"].as_u64().unwrap()))
+            .filter(|(_, n)| *n <= max)
+            .collect();
+        expected.sort();
+        let r = b
+            .search(
+                "tickets",
+                &json!({"size": 0, "aggs": {"r": {"rare_terms": {"field": "response_minutes", "max_doc_count": max}}}}),
+            )
+            .await
+            .unwrap();
+        let rare: Vec<(i64, u64)> = r["aggregations"]["r"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["key"].as_i64().unwrap(), b["doc_count"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(rare, expected, "max_doc_count {max}");
+    }
+    for (agg, message) in [
+        (
+            json!({"rare_terms": {"field": "agent", "max_doc_count": 101}}),
+            "smaller than or equal to [100]",
+        ),
+        (
+            json!({"rare_terms": {"field": "agent", "size": 3}}),
+            "rare_terms option size",
+        ),
+    ] {
+        let err = b
+            .search("tickets", &json!({"size": 0, "aggs": {"a": agg}}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(message), "{agg}: {err}");
+    }
+}

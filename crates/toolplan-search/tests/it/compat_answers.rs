@@ -367,6 +367,55 @@ async fn a_malformed_value_fails_its_document_unless_the_field_ignores_it() {
 }
 
 #[tokio::test]
+async fn ignored_malformed_values_are_listed_in_ignored_and_ip_values_are_checked() {
+    let (_d, b) = index(
+        json!({"properties": {"d": {"type": "date", "ignore_malformed": true},
+                              "ip": {"type": "ip", "ignore_malformed": true},
+                              "strict_ip": {"type": "ip"}}}),
+        &[
+            json!({"d": "2018-05-11", "ip": ":::1"}),
+            json!({"d": "bar", "ip": "192.168.1.42"}),
+            json!({"d": "bar", "ip": "quux"}),
+            json!({"d": "2020-01-01", "ip": "::1", "strict_ip": "10.0.0.1"}),
+        ],
+    )
+    .await;
+    assert_eq!(
+        ids(&b, json!({"exists": {"field": "_ignored"}})).await,
+        ["0", "1", "2"]
+    );
+    assert_eq!(
+        ids(&b, json!({"term": {"_ignored": "d"}})).await,
+        ["1", "2"]
+    );
+    assert_eq!(
+        ids(&b, json!({"terms": {"_ignored": ["d", "ip"]}})).await,
+        ["0", "1", "2"]
+    );
+    let r = b
+        .search("t", &json!({"query": {"ids": {"values": ["2"]}}}))
+        .await
+        .unwrap();
+    assert_eq!(r["hits"]["hits"][0]["_ignored"], json!(["d", "ip"]));
+    let clean = b
+        .search("t", &json!({"query": {"ids": {"values": ["3"]}}}))
+        .await
+        .unwrap();
+    assert!(clean["hits"]["hits"][0].get("_ignored").is_none());
+    // Without ignore_malformed, a value that is not an IP address fails its document.
+    let summary = b
+        .bulk(Some("t"), "{\"index\":{}}\n{\"strict_ip\":\"not an ip\"}\n")
+        .await
+        .unwrap();
+    assert_eq!(summary.indexed, 0);
+    assert!(
+        summary.errors[0].contains("failed to parse field [strict_ip] of type [ip]"),
+        "{:?}",
+        summary.errors
+    );
+}
+
+#[tokio::test]
 async fn a_date_past_what_the_index_stores_is_refused_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let b = EmbeddedBackend::open(dir.path()).unwrap();

@@ -68,7 +68,20 @@ const BUCKETS: &[&str] = &[
     "date_histogram",
     "range",
     "multi_terms",
+    "rare_terms",
 ];
+/// The options of `rare_terms` (`precision` tunes OpenSearch's approximate filter; the count here is
+/// exact, or an error when it cannot be).
+const RARE_TERMS_OPTIONS: &[&str] = &[
+    "field",
+    "max_doc_count",
+    "precision",
+    "include",
+    "exclude",
+    "missing",
+];
+/// The largest `max_doc_count` of `rare_terms`, OpenSearch's.
+const MAX_RARE_DOC_COUNT: u64 = 100;
 /// The options of `multi_terms` tantivy runs as OpenSearch does.
 const MULTI_TERMS_OPTIONS: &[&str] = &[
     "terms",
@@ -89,6 +102,13 @@ struct AggregationPlan {
     field: Option<String>,
     /// The fields of a `multi_terms`, as the request names them.
     multi_fields: Vec<String>,
+    /// Which of them are booleans (tantivy gives their key as 0 or 1).
+    multi_booleans: Vec<bool>,
+    /// Buckets of equal counts ordered by key (tantivy leaves their order open): a `terms` kind
+    /// ordered by count, the default.
+    ties_by_key: bool,
+    /// `rare_terms`: the most documents a rare term has.
+    max_doc_count: Option<u64>,
     date_field: bool,
     ranges: Vec<(Option<f64>, Option<f64>)>,
     /// Width of a `histogram` / fixed `date_histogram` bucket (ms for dates).
@@ -156,7 +176,7 @@ pub(crate) fn run(
             o.insert(plan.name.clone(), Value::Null);
         }
         if let Some(v) = out.get_mut(&plan.name) {
-            to_opensearch_shape(v, plan);
+            to_opensearch_shape(v, plan)?;
             rewrite.fill_searched(v, plan, &mut filters)?;
         }
     }
@@ -254,6 +274,8 @@ impl Rewrite<'_> {
                 });
             }
             let mut multi_fields = Vec::new();
+            let mut multi_booleans = Vec::new();
+            let ties_by_key = kind == "multi_terms" && body.get("order").is_none();
             if kind == "multi_terms" {
                 multi_fields = body["terms"]
                     .as_array()
@@ -261,20 +283,38 @@ impl Rewrite<'_> {
                     .flatten()
                     .map(|t| t["field"].as_str().unwrap_or_default().to_owned())
                     .collect();
+                multi_booleans = multi_fields
+                    .iter()
+                    .map(|f| {
+                        schema
+                            .fields
+                            .get(f)
+                            .is_some_and(|i| i.spec.kind == FieldKind::Boolean)
+                    })
+                    .collect();
                 self.multi_terms_fields(&mut body, &kind_path)?;
                 self.check_terms_size(&body, &kind_path)?;
             }
             let mut date_field = false;
             let requested_field = body.get("field").and_then(Value::as_str).map(str::to_owned);
             if let Some(field) = requested_field.clone() {
+                if let Some(why) = schema.not_indexed(&field) {
+                    return Err(SearchError::dsl(kind_path, why));
+                }
                 let Some(indexed) = schema.fields.get(&field) else {
                     // As in OpenSearch, a field the mapping lacks has no values: no buckets,
                     // metrics over nothing (or over the `missing` value).
                     body["field"] = json!(UNMAPPED);
-                    let entry = if kind == "date_histogram" {
-                        json!({"histogram": {"field": UNMAPPED, "interval": 1.0}})
-                    } else {
-                        json!({ kind.as_str(): body })
+                    let entry = match kind.as_str() {
+                        "date_histogram" => {
+                            json!({"histogram": {"field": UNMAPPED, "interval": 1.0}})
+                        }
+                        "rare_terms" => {
+                            // Checked as a mapped one would be; no terms.
+                            self.rare_terms_body(&body, &kind_path)?;
+                            json!({"terms": {"field": UNMAPPED}})
+                        }
+                        _ => json!({ kind.as_str(): body }),
                     };
                     out.insert(name.clone(), entry);
                     let ranges = match body.get("ranges") {
@@ -328,6 +368,13 @@ impl Rewrite<'_> {
             let mut tantivy_kind = kind.clone();
             if kind == "terms" {
                 self.check_terms_size(&body, &kind_path)?;
+            }
+            let mut max_doc_count = None;
+            if kind == "rare_terms" {
+                let (terms, max) = self.rare_terms_body(&body, &kind_path)?;
+                body = terms;
+                max_doc_count = Some(max);
+                tantivy_kind = "terms".into();
             }
             if kind == "histogram" {
                 interval = body.get("interval").and_then(Value::as_f64);
@@ -390,6 +437,9 @@ impl Rewrite<'_> {
             plans.push(AggregationPlan {
                 field: requested_field,
                 multi_fields,
+                multi_booleans,
+                ties_by_key,
+                max_doc_count,
                 date_field,
                 ranges,
                 interval,
@@ -444,12 +494,16 @@ impl Rewrite<'_> {
                     clause: format!("multi_terms term option {other}"),
                 });
             }
+            if let Some(why) = self.schema.not_indexed(&field) {
+                return Err(SearchError::dsl(here, why));
+            }
             let column = match self.schema.fields.get(&field) {
                 None => UNMAPPED.to_owned(),
                 Some(indexed) => match indexed.spec.kind {
-                    FieldKind::Keyword | FieldKind::Integer | FieldKind::Float => {
-                        indexed.name.clone()
-                    }
+                    FieldKind::Keyword
+                    | FieldKind::Integer
+                    | FieldKind::Float
+                    | FieldKind::Boolean => indexed.name.clone(),
                     FieldKind::Text => {
                         let hint = self.schema.keyword_hint(&field);
                         return Err(SearchError::dsl(
@@ -470,6 +524,50 @@ impl Rewrite<'_> {
             term["field"] = json!(column);
         }
         Ok(())
+    }
+
+    /// The `terms` request a `rare_terms` one runs as (every term of the field, rarest first, up to
+    /// `max_buckets` of them) and its `max_doc_count`.
+    fn rare_terms_body(&self, body: &Value, path: &str) -> Result<(Value, u64), SearchError> {
+        let Value::Object(o) = body else {
+            return Err(SearchError::dsl(path, "rare_terms must be an object"));
+        };
+        if let Some(other) = o.keys().find(|k| !RARE_TERMS_OPTIONS.contains(&k.as_str())) {
+            return Err(SearchError::Unsupported {
+                path: format!("{path}.{other}"),
+                clause: format!("rare_terms option {other}"),
+            });
+        }
+        let max = match o.get("max_doc_count") {
+            None => 1,
+            Some(v) => match v.as_u64() {
+                Some(n @ 1..=MAX_RARE_DOC_COUNT) => n,
+                Some(0) => {
+                    return Err(SearchError::dsl(
+                        format!("{path}.max_doc_count"),
+                        "[maxDocCount] must be greater than 0",
+                    ));
+                }
+                _ => {
+                    return Err(SearchError::dsl(
+                        format!("{path}.max_doc_count"),
+                        format!(
+                            "[max_doc_count] must be smaller than or equal to [{MAX_RARE_DOC_COUNT}], found {v}"
+                        ),
+                    ));
+                }
+            },
+        };
+        let mut terms = Map::new();
+        for key in ["field", "include", "exclude", "missing"] {
+            if let Some(v) = o.get(key) {
+                terms.insert(key.into(), v.clone());
+            }
+        }
+        terms.insert("size".into(), json!(self.limits.max_buckets));
+        terms.insert("min_doc_count".into(), json!(1));
+        terms.insert("order".into(), json!({"_count": "asc"}));
+        Ok((Value::Object(terms), max))
     }
 
     /// Refuses a `terms` `size` (or `shard_size`) over `max_buckets`: tantivy would reserve room
@@ -499,6 +597,9 @@ impl AggregationPlan {
             kind: kind.to_owned(),
             field: None,
             multi_fields: Vec::new(),
+            multi_booleans: Vec::new(),
+            ties_by_key: false,
+            max_doc_count: None,
             date_field: false,
             ranges: Vec::new(),
             interval: None,

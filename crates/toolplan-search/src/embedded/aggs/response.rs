@@ -5,9 +5,14 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::AggregationPlan;
+use crate::embedded::multi::compare_values;
+use crate::error::SearchError;
 
-/// Puts a result back into OpenSearch's shape.
-pub(super) fn to_opensearch_shape(v: &mut Value, plan: &AggregationPlan) {
+/// Puts a result back into OpenSearch's shape; an error when it cannot be given exactly.
+pub(super) fn to_opensearch_shape(
+    v: &mut Value,
+    plan: &AggregationPlan,
+) -> Result<(), SearchError> {
     match plan.kind.as_str() {
         "date_histogram" if plan.calendar.is_some() => {
             if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
@@ -112,6 +117,56 @@ pub(super) fn to_opensearch_shape(v: &mut Value, plan: &AggregationPlan) {
                 }
             }
         }
+        "multi_terms" => {
+            if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
+                // Boolean parts of the key as OpenSearch writes them.
+                for b in buckets.iter_mut() {
+                    if let Some(Value::Array(key)) = b.get_mut("key") {
+                        for (part, boolean) in key.iter_mut().zip(&plan.multi_booleans) {
+                            if let (true, Some(n)) = (*boolean, part.as_f64()) {
+                                *part = Value::Bool(n != 0.0);
+                            }
+                        }
+                    }
+                }
+            }
+            if !plan.ties_by_key {
+                return shape_children(v, plan);
+            }
+            if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
+                let count = |b: &Value| b.get("doc_count").and_then(Value::as_u64).unwrap_or(0);
+                buckets.sort_by(|a, b| {
+                    count(b)
+                        .cmp(&count(a))
+                        .then_with(|| compare_values(&a["key"], &b["key"]))
+                });
+            }
+        }
+        "terms" if plan.date_field => date_term_keys(v),
+        "rare_terms" => {
+            if plan.date_field {
+                date_term_keys(v);
+            }
+            // Every term was counted, or some were left out and the rarest cannot be told.
+            if v.get("sum_other_doc_count")
+                .and_then(Value::as_u64)
+                .is_some_and(|n| n > 0)
+            {
+                return Err(SearchError::dsl(
+                    format!("aggs.{}.rare_terms", plan.name),
+                    "the field has more distinct values than rare_terms can count exactly (search limit max_buckets)",
+                ));
+            }
+            let max = plan.max_doc_count.unwrap_or(1);
+            if let Some(o) = v.as_object_mut() {
+                o.remove("sum_other_doc_count");
+                o.remove("doc_count_error_upper_bound");
+            }
+            if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
+                buckets.retain(|b| b.get("doc_count").and_then(Value::as_u64).unwrap_or(0) <= max);
+                buckets.sort_by(|a, b| compare_values(&a["key"], &b["key"]));
+            }
+        }
         // Counts are whole numbers in OpenSearch; tantivy gives them as doubles.
         "value_count" | "cardinality" => {
             if let Some(x) = v.get("value").and_then(Value::as_f64) {
@@ -125,16 +180,44 @@ pub(super) fn to_opensearch_shape(v: &mut Value, plan: &AggregationPlan) {
         }
         _ => {}
     }
+    shape_children(v, plan)
+}
+
+/// Puts the sub-aggregations of each bucket into shape.
+fn shape_children(v: &mut Value, plan: &AggregationPlan) -> Result<(), SearchError> {
     if plan.children.is_empty() {
-        return;
+        return Ok(());
     }
     if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
         for b in buckets.iter_mut() {
             for child in &plan.children {
                 if let Some(cv) = b.get_mut(&child.name) {
-                    to_opensearch_shape(cv, child);
+                    to_opensearch_shape(cv, child)?;
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// Date terms keyed as OpenSearch keys them: milliseconds, and the date as text with them (tantivy
+/// keys them by the RFC 3339 text).
+fn date_term_keys(v: &mut Value) {
+    if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
+        for b in buckets.iter_mut() {
+            let Some(text) = b.get("key").and_then(Value::as_str) else {
+                continue;
+            };
+            let Ok(date) = DateTime::parse_from_rfc3339(text) else {
+                continue;
+            };
+            let millis = date.timestamp_millis();
+            let shown = date
+                .with_timezone(&Utc)
+                .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+                .to_string();
+            b["key"] = json!(millis);
+            b["key_as_string"] = json!(shown);
         }
     }
 }

@@ -310,6 +310,9 @@ impl QueryTranslator<'_> {
         ) {
             return Ok(Box::new(AllQuery));
         }
+        if name == super::super::schema::IGNORED {
+            return Ok(self.has_value(name));
+        }
         // An object path (`user`) exists when any field under it does. Fields of types the engine
         // does not index still record that a document has them.
         let under: Vec<&str> = self
