@@ -140,6 +140,8 @@ pub async fn call(
             "_source",
             "_source_includes",
             "_source_excludes",
+            "docvalue_fields",
+            "stored_fields",
             "typed_keys",
             "q",
             "df",
@@ -563,6 +565,19 @@ async fn search(
     }
     if let Some(source) = params.get("_source") {
         request.insert("_source".into(), source.clone());
+    }
+    // URL parameters that name fields: a list, or names separated by commas.
+    for key in ["docvalue_fields", "stored_fields"] {
+        if let Some(v) = params.get(key) {
+            let names: Vec<Value> = match v {
+                Value::Array(list) => list.clone(),
+                other => crate::assert::text(other)
+                    .split(',')
+                    .map(|n| Value::String(n.trim().to_owned()))
+                    .collect(),
+            };
+            request.insert(key.into(), Value::Array(names));
+        }
     }
     let includes = params.get("_source_includes").map(crate::assert::text);
     let excludes = params.get("_source_excludes").map(crate::assert::text);

@@ -131,6 +131,17 @@ impl DateFormat {
         })
     }
 
+    /// `date` written in this format's first form (`strict_date_optional_time`: with milliseconds
+    /// and `Z`, as OpenSearch writes dates it returns).
+    pub fn write(&self, date: DateTime<Utc>) -> String {
+        match self.alternatives.first() {
+            None | Some(Alternative::Iso) => date.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+            Some(Alternative::EpochMillis) => date.timestamp_millis().to_string(),
+            Some(Alternative::EpochSecond) => date.timestamp().to_string(),
+            Some(Alternative::Pattern { chrono, .. }) => date.format(chrono).to_string(),
+        }
+    }
+
     /// The date `text` stands for under this format.
     pub fn read(&self, text: &str) -> Option<DateTime<Utc>> {
         let t = text.trim();

@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | `timeout` | 30s | the search is stopped and fails naming the budget (a `"timeout"` in the body instead returns the hits found so far with `timed_out: true`, as OpenSearch) |
 //! | `max_result_window` | 10000 | `from + size` above it is refused (OpenSearch's `index.max_result_window`); also the most hits all `top_hits` of a request return together |
+//! | `max_docvalue_fields` | 100 | a search asking for more `docvalue_fields` is refused (`index.max_docvalue_fields_search`) |
 //! | `max_inner_result_window` | 100 | `top_hits` and collapse `inner_hits` `from + size` above it is refused (`index.max_inner_result_window`) |
 //! | `max_slop` | 50 | a phrase `slop` above it is refused (phrase matching with a large slop costs time and memory per document; at most 255) |
 //! | `max_nested_depth` | 20 | queries or aggregations nested deeper are refused |
@@ -61,6 +62,8 @@ pub struct SearchLimits {
     pub max_mapping_depth: usize,
     /// Most searches in one `multi_search` tool call.
     pub max_multi_searches: usize,
+    /// Most `docvalue_fields` one search may ask for.
+    pub max_docvalue_fields: usize,
 }
 
 impl Default for SearchLimits {
@@ -79,6 +82,7 @@ impl Default for SearchLimits {
             max_mapped_fields: 1000,
             max_mapping_depth: 20,
             max_multi_searches: 100,
+            max_docvalue_fields: 100,
         }
     }
 }
@@ -115,9 +119,10 @@ impl SearchLimits {
             "max_mapped_fields" => self.max_mapped_fields = size()?,
             "max_mapping_depth" => self.max_mapping_depth = size()?,
             "max_multi_searches" => self.max_multi_searches = size()?,
+            "max_docvalue_fields" => self.max_docvalue_fields = size()?,
             other => {
                 return Err(SearchError::InvalidParameter(format!(
-                    "unknown search limit '{other}' (timeout, max_result_window, max_inner_result_window, max_slop, max_nested_depth, max_clause_count, max_terms_count, max_pattern_length, max_buckets, max_aggregation_memory, max_mapped_fields, max_mapping_depth, max_multi_searches)"
+                    "unknown search limit '{other}' (timeout, max_result_window, max_inner_result_window, max_slop, max_nested_depth, max_clause_count, max_terms_count, max_pattern_length, max_buckets, max_aggregation_memory, max_mapped_fields, max_mapping_depth, max_multi_searches, max_docvalue_fields)"
                 )));
             }
         }

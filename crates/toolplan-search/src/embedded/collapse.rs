@@ -28,6 +28,9 @@ const INNER_HIT_KEYS: &[&str] = &[
     "seq_no_primary_term",
     "track_scores",
     "collapse",
+    "fields",
+    "docvalue_fields",
+    "stored_fields",
 ];
 
 /// A `collapse` clause, read.
@@ -213,8 +216,13 @@ impl CollapseRequest {
 
     /// Puts the group's value under the hit's `fields`.
     pub fn show_group(&self, hit: &mut Value, group: Value) {
-        if let Some(h) = hit.as_object_mut() {
-            h.insert("fields".into(), json!({ self.field.clone(): [group] }));
+        if let Some(h) = hit.as_object_mut()
+            && let Some(fields) = h
+                .entry("fields")
+                .or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+        {
+            fields.insert(self.field.clone(), json!([group]));
         }
     }
 

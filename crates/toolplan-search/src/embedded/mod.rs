@@ -29,6 +29,7 @@ mod analysis;
 mod budget;
 mod collapse;
 mod combine;
+mod fetch;
 mod ingest;
 mod multi;
 mod query;

@@ -166,6 +166,7 @@ impl IndexSchema {
                     searchable: true,
                     format: None,
                     ignore_malformed: false,
+                    store: false,
                 },
                 field: ignored,
                 name: IGNORED.to_owned(),

@@ -15,6 +15,7 @@ use tantivy::{DocAddress, Index, Order, Searcher, TantivyDocument};
 
 use super::budget::{Bounded, Reason, Stop};
 use super::collapse::CollapseRequest;
+use super::fetch::Fetch;
 use super::query::QueryTranslator;
 use super::schema::IndexSchema;
 use super::sort::{Key, Missing, Mode, SortCollector, SortSpec};
@@ -38,6 +39,9 @@ const KNOWN_KEYS: &[&str] = &[
     "seq_no_primary_term",
     "search_after",
     "collapse",
+    "fields",
+    "docvalue_fields",
+    "stored_fields",
 ];
 const UNSUPPORTED_KEYS: &[&str] = &[
     "highlight",
@@ -47,9 +51,6 @@ const UNSUPPORTED_KEYS: &[&str] = &[
     "rescore",
     "pit",
     "post_filter",
-    "stored_fields",
-    "docvalue_fields",
-    "fields",
     "indices_boost",
     "ext",
     "profile",
@@ -220,6 +221,8 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
     };
 
     let source_filter = SourceFilter::parse(obj.get("_source"))?;
+    let fetch = Fetch::of_body(obj, schema, env.limits)?;
+    let shows_source = fetch.shows_source(obj.contains_key("_source"));
     let show_version = flag(obj, "version")?;
     let show_seq_no = flag(obj, "seq_no_primary_term")?;
     let mut out_hits = Vec::with_capacity(hits.len());
@@ -242,8 +245,15 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
         }
         let mut hit = json!({"_index": index_name, "_id": id, "_score": score});
         if let Some(h) = hit.as_object_mut() {
-            if let Some(src) = source_filter.apply(&source) {
+            if !fetch.shows_id() {
+                h.remove("_id");
+            }
+            if shows_source && let Some(src) = source_filter.apply(&source) {
                 h.insert("_source".into(), src);
+            }
+            let fields = fetch.fields_of(&source, schema);
+            if !fields.is_empty() {
+                h.insert("fields".into(), Value::Object(fields));
             }
             if !sort_values.is_empty() {
                 h.insert("sort".into(), Value::Array(sort_values));

@@ -95,6 +95,8 @@ pub struct FieldSpec {
     /// Whether a value that does not fit the type is left out of the index instead of failing the
     /// document (`ignore_malformed`).
     pub ignore_malformed: bool,
+    /// Whether the field is kept apart from `_source` (`store`): `stored_fields` returns it.
+    pub store: bool,
 }
 
 /// The analyzers a mapping can name: OpenSearch's built-in ones this engine has.
@@ -629,6 +631,7 @@ fn field_spec(
         searchable: flag("index", true)?,
         format,
         ignore_malformed: flag("ignore_malformed", false)?,
+        store: flag("store", false)?,
     })
 }
 

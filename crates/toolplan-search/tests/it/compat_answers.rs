@@ -974,3 +974,66 @@ async fn multi_match_cross_fields_and_phrase_prefix() {
         ["2"]
     );
 }
+
+#[tokio::test]
+async fn fields_docvalue_fields_and_stored_fields_show_values_as_the_mapping_reads_them() {
+    let (_d, b) = index(
+        json!({"properties": {"n": {"type": "integer"}, "d": {"type": "date"}, "price": {"type": "double"},
+                              "tags": {"type": "keyword"}, "body": {"type": "text"},
+                              "kept": {"type": "keyword", "store": true},
+                              "obj": {"properties": {"a": {"type": "keyword"}, "b": {"type": "keyword"}}}}}),
+        &[json!({"n": "7", "d": "2018-05-11", "price": 3.5, "tags": ["z", "a", "z"], "body": "Hello",
+                 "kept": "k", "obj": {"a": "x", "b": "y"}})],
+    )
+    .await;
+    let hit = |body: Value| {
+        let b = &b;
+        async move {
+            let r = b.search("t", &body).await.unwrap();
+            r["hits"]["hits"][0].clone()
+        }
+    };
+    let h =
+        hit(json!({"fields": ["n", "d", "tags", "obj.*", {"field": "price", "format": "0.00"}]}))
+            .await;
+    assert_eq!(h["fields"]["n"], json!([7]), "{h}");
+    assert_eq!(h["fields"]["d"], json!(["2018-05-11T00:00:00.000Z"]));
+    assert_eq!(h["fields"]["tags"], json!(["z", "a", "z"]));
+    assert_eq!(h["fields"]["obj.a"], json!(["x"]));
+    assert_eq!(h["fields"]["obj.b"], json!(["y"]));
+    assert_eq!(h["fields"]["price"], json!(["3.50"]));
+    assert!(h["_source"].is_object());
+    let h =
+        hit(json!({"docvalue_fields": ["tags", {"field": "d", "format": "epoch_millis"}]})).await;
+    assert_eq!(h["fields"]["tags"], json!(["a", "z"]));
+    assert_eq!(h["fields"]["d"], json!(["1525996800000"]));
+    // stored_fields: only fields mapped with store; the source only when named.
+    let h = hit(json!({"stored_fields": ["kept", "tags"]})).await;
+    assert_eq!(h["fields"], json!({"kept": ["k"]}));
+    assert!(h.get("_source").is_none() && h["_id"] == "0");
+    let h = hit(json!({"stored_fields": ["_source"]})).await;
+    assert!(h["_source"].is_object());
+    let h = hit(json!({"stored_fields": "_none_"})).await;
+    assert!(h.get("_id").is_none() && h.get("_source").is_none(), "{h}");
+    for (body, message) in [
+        (
+            json!({"docvalue_fields": ["body"]}),
+            "Can't load fielddata on [body]",
+        ),
+        (
+            json!({"fields": [{"field": "tags", "format": "x"}]}),
+            "does not support custom formats",
+        ),
+        (
+            json!({"fields": [{"field": "n", "format": "#,##0"}]}),
+            "the number format [#,##0] is not supported",
+        ),
+        (
+            json!({"stored_fields": ["_none_", "kept"]}),
+            "cannot be used if [_none_] is used with other fields",
+        ),
+    ] {
+        let err = b.search("t", &body).await.unwrap_err();
+        assert!(err.to_string().contains(message), "{body}: {err}");
+    }
+}

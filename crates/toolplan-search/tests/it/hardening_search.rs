@@ -346,6 +346,17 @@ async fn aggregations_are_bounded_naming_the_limit() {
 }
 
 #[tokio::test]
+async fn docvalue_fields_are_bounded() {
+    let (_dir, b) = backend(SearchLimits::default(), 5, 5).await;
+    let many: Vec<Value> = (0..101).map(|_| json!("k")).collect();
+    let err = refused(&b, json!({"docvalue_fields": many})).await;
+    assert!(
+        err.contains("Trying to retrieve too many docvalue_fields. Must be less than or equal to: [100] but was [101] (search limit max_docvalue_fields)"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn collapse_searches_are_bounded() {
     let (_dir, b) = backend(SearchLimits::default(), 50, 5).await;
     // Each group's inner hits are a search: their window is the inner result window's.

@@ -153,7 +153,15 @@ pub(super) fn top_hits_body(
     body.insert("track_total_hits".into(), json!(true));
     for (k, v) in o {
         match k.as_str() {
-            "size" | "from" | "sort" | "_source" | "version" | "seq_no_primary_term" => {
+            "size"
+            | "from"
+            | "sort"
+            | "_source"
+            | "version"
+            | "seq_no_primary_term"
+            | "fields"
+            | "docvalue_fields"
+            | "stored_fields" => {
                 body.insert(k.clone(), v.clone());
             }
             other => {
