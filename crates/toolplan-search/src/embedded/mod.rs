@@ -31,6 +31,7 @@ mod collapse;
 mod combine;
 mod fetch;
 mod ingest;
+mod lookup;
 mod multi;
 mod query;
 mod schema;
@@ -138,6 +139,30 @@ pub struct EmbeddedBackend {
 }
 
 impl EmbeddedBackend {
+    /// The body with its terms lookups replaced by the values they name ([`lookup`]); `None` when
+    /// it has none.
+    async fn resolve_lookups(&self, body: &Value) -> Result<Option<Value>, SearchError> {
+        let lookups = lookup::find(body, &self.inner.limits)?;
+        if lookups.is_empty() {
+            return Ok(None);
+        }
+        let mut resolved = body.clone();
+        for l in lookups {
+            check_index_name(&l.index)?;
+            let found = self
+                .search_one(
+                    &l.index,
+                    &serde_json::json!({"size": 1, "query": {"ids": {"values": [l.id]}}}),
+                )
+                .await?;
+            let terms = lookup::terms_of(&found["hits"]["hits"][0]["_source"], &l.path);
+            if let Some(slot) = resolved.pointer_mut(&l.pointer) {
+                *slot = Value::Array(terms);
+            }
+        }
+        Ok(Some(resolved))
+    }
+
     /// Runs a search body on one index, on a blocking thread, bounded by the limits: the body's
     /// `timeout` makes it answer with what it found by then, the time budget makes it fail, and
     /// dropping the future stops it (each at the next matching document).
@@ -622,6 +647,8 @@ impl SearchBackend for EmbeddedBackend {
     /// Runs the search on the index `name` names, or on each index a list or pattern names
     /// (`a,b`, `logs-*`, `_all`, `-old`), merged: totals added, hits ordered across them; each index bounded as a single search is.
     async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
+        let resolved = self.resolve_lookups(body).await?;
+        let body = resolved.as_ref().unwrap_or(body);
         if !is_multi_index(name) {
             return self.search_one(name, body).await;
         }

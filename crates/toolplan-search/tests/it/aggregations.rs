@@ -511,3 +511,21 @@ async fn rare_terms_are_the_terms_with_at_most_max_doc_count_documents_by_key() 
         assert!(err.to_string().contains(message), "{agg}: {err}");
     }
 }
+
+#[tokio::test]
+async fn meta_comes_back_with_each_aggregation() {
+    let (_dir, b) = tickets().await;
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {"s": {"terms": {"field": "status"}, "meta": {"a": 1},
+                                              "aggs": {"m": {"avg": {"field": "response_minutes"}, "meta": {"b": [2]}}}},
+                                        "h": {"top_hits": {"size": 1}, "meta": {"c": "x"}}}}),
+        )
+        .await
+        .unwrap();
+    let aggs = &r["aggregations"];
+    assert_eq!(aggs["s"]["meta"], json!({"a": 1}));
+    assert_eq!(aggs["s"]["buckets"][0]["m"]["meta"], json!({"b": [2]}));
+    assert_eq!(aggs["h"]["meta"], json!({"c": "x"}));
+}

@@ -1037,3 +1037,44 @@ async fn fields_docvalue_fields_and_stored_fields_show_values_as_the_mapping_rea
         assert!(err.to_string().contains(message), "{body}: {err}");
     }
 }
+
+#[tokio::test]
+async fn terms_lookup_takes_its_values_from_another_document() {
+    let (_d, b) = index(
+        json!({"properties": {"user": {"type": "keyword"}}}),
+        &[
+            json!({"user": "ann"}),
+            json!({"user": "bob"}),
+            json!({"user": "cy"}),
+        ],
+    )
+    .await;
+    b.bulk(
+        Some("people"),
+        "{\"index\":{\"_id\":\"1\"}}\n{\"follows\":{\"names\":[\"ann\",\"cy\"]}}\n",
+    )
+    .await
+    .unwrap();
+    let lookup = |id: &str| json!({"terms": {"user": {"index": "people", "id": id, "path": "follows.names"}}});
+    assert_eq!(ids(&b, lookup("1")).await, ["0", "2"]);
+    // A document that is not there gives no terms.
+    assert!(ids(&b, lookup("9")).await.is_empty());
+    // In a filter aggregation too.
+    let r = b
+        .search(
+            "t",
+            &json!({"size": 0, "aggs": {"f": {"filter": lookup("1"), "meta": {"by": "lookup"}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["aggregations"]["f"]["doc_count"], 2);
+    assert_eq!(r["aggregations"]["f"]["meta"], json!({"by": "lookup"}));
+    let missing = b
+        .search(
+            "t",
+            &json!({"query": {"terms": {"user": {"index": "nope", "id": "1", "path": "x"}}}}),
+        )
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("nope"), "{missing}");
+}

@@ -109,6 +109,8 @@ struct AggregationPlan {
     ties_by_key: bool,
     /// `rare_terms`: the most documents a rare term has.
     max_doc_count: Option<u64>,
+    /// The request's `meta`, returned with the result.
+    meta: Option<Value>,
     date_field: bool,
     ranges: Vec<(Option<f64>, Option<f64>)>,
     /// Width of a `histogram` / fixed `date_histogram` bucket (ms for dates).
@@ -178,9 +180,32 @@ pub(crate) fn run(
         if let Some(v) = out.get_mut(&plan.name) {
             to_opensearch_shape(v, plan)?;
             rewrite.fill_searched(v, plan, &mut filters)?;
+            attach_meta(v, plan);
         }
     }
     Ok(out)
+}
+
+/// Gives each aggregation's result the `meta` its request had, as OpenSearch returns it.
+fn attach_meta(v: &mut Value, plan: &AggregationPlan) {
+    if let (Some(meta), Some(o)) = (&plan.meta, v.as_object_mut()) {
+        o.insert("meta".into(), meta.clone());
+    }
+    if plan.children.is_empty() {
+        return;
+    }
+    let buckets: Vec<&mut Value> = match v.get_mut("buckets") {
+        Some(Value::Array(list)) => list.iter_mut().collect(),
+        Some(Value::Object(by_key)) => by_key.values_mut().collect(),
+        _ => Vec::new(),
+    };
+    for bucket in buckets {
+        for child in &plan.children {
+            if let Some(cv) = bucket.get_mut(&child.name) {
+                attach_meta(cv, child);
+            }
+        }
+    }
 }
 
 /// Query-time context of the rewrite.
@@ -449,6 +474,9 @@ impl Rewrite<'_> {
                 ..AggregationPlan::new(name, &kind)
             });
         }
+        for plan in &mut plans {
+            plan.meta = aggs.get(&plan.name).and_then(|d| d.get("meta")).cloned();
+        }
         Ok((Value::Object(out), plans))
     }
 
@@ -600,6 +628,7 @@ impl AggregationPlan {
             multi_booleans: Vec::new(),
             ties_by_key: false,
             max_doc_count: None,
+            meta: None,
             date_field: false,
             ranges: Vec::new(),
             interval: None,
