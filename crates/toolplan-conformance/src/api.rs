@@ -448,7 +448,7 @@ async fn index_document(
     match backend.bulk(Some(index), &ndjson).await {
         Ok(summary) => match (summary.items.first(), summary.errors.first()) {
             (Some(item), _) => Outcome::Ok(json!({
-                "_index": index, "_id": item.id, "_version": item.version, "result": item.result,
+                "_index": index, "_id": item.id, "_version": item.version, "result": item.result.as_str(),
                 "_shards": {"total": 1, "successful": 1, "failed": 0},
                 "_seq_no": item.seq_no, "_primary_term": 1})),
             (None, Some(e)) if e.contains("version conflict") => {

@@ -54,13 +54,53 @@ pub struct BulkSummary {
     pub items: Vec<BulkItem>,
 }
 
+/// What an action of a bulk load did to its document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkResult {
+    /// A new document.
+    Created,
+    /// A document replaced.
+    Updated,
+    /// A document removed.
+    Deleted,
+    /// A delete of a document that was not there.
+    NotFound,
+    /// Nothing (OpenSearch's `noop`).
+    Noop,
+}
+
+impl BulkResult {
+    /// As OpenSearch names it (`created`, `updated`, `deleted`, `not_found`, `noop`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BulkResult::Created => "created",
+            BulkResult::Updated => "updated",
+            BulkResult::Deleted => "deleted",
+            BulkResult::NotFound => "not_found",
+            BulkResult::Noop => "noop",
+        }
+    }
+
+    /// From OpenSearch's name; `None` for another.
+    pub fn parse(name: &str) -> Option<BulkResult> {
+        Some(match name {
+            "created" => BulkResult::Created,
+            "updated" => BulkResult::Updated,
+            "deleted" => BulkResult::Deleted,
+            "not_found" => BulkResult::NotFound,
+            "noop" => BulkResult::Noop,
+            _ => return None,
+        })
+    }
+}
+
 /// What one action of a bulk load that succeeded did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BulkItem {
     /// The document's id (generated when the action gave none).
     pub id: String,
-    /// `created`, `updated`, `deleted` or `not_found`.
-    pub result: String,
+    /// What the action did.
+    pub result: BulkResult,
     /// The document's version after the action.
     pub version: u64,
     /// The action's sequence number.

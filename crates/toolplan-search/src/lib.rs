@@ -50,7 +50,9 @@ pub mod planner;
 pub mod prompts;
 pub mod tools;
 
-pub use backend::{BulkItem, BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex};
+pub use backend::{
+    BulkItem, BulkResult, BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex,
+};
 pub use embedded::EmbeddedBackend;
 pub use error::SearchError;
 pub use limits::SearchLimits;

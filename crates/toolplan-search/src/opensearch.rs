@@ -296,8 +296,12 @@ impl SearchBackend for OpenSearchBackend {
                     result: result
                         .get("result")
                         .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
+                        .and_then(crate::backend::BulkResult::parse)
+                        .unwrap_or(if op == "delete" {
+                            crate::backend::BulkResult::Deleted
+                        } else {
+                            crate::backend::BulkResult::Created
+                        }),
                     version: result.get("_version").and_then(Value::as_u64).unwrap_or(0),
                     seq_no: result.get("_seq_no").and_then(Value::as_u64).unwrap_or(0),
                 });

@@ -18,9 +18,9 @@ use serde_json::{Map, Value};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocSet, TERMINATED, Term};
 
-use super::schema::{self, DocMeta};
+use super::schema::{DocMeta, IndexSchema};
 use super::{INDEX_DIR, Inner, OpenIndex, State, tv};
-use crate::backend::{BulkItem, BulkSummary};
+use crate::backend::{BulkItem, BulkResult, BulkSummary};
 use crate::bulk::{self, BulkOp, Versioning};
 use crate::error::SearchError;
 use crate::mapping::{Extender, Mapping};
@@ -33,6 +33,9 @@ struct Target {
     /// What this load did to each id it wrote: the document's version and sequence number, or
     /// `None` once deleted (the index's reader sees none of it until the load commits).
     written: HashMap<String, Option<DocMeta>>,
+    /// The documents the index held when this load began writing (taken at the first lookup,
+    /// after any rebuild).
+    committed: Option<tantivy::Searcher>,
 }
 
 impl Inner {
@@ -67,6 +70,7 @@ impl Inner {
                             mapping: Extender::new(&index.schema.mapping, self.limits.mapping()),
                             index,
                             written: HashMap::new(),
+                            committed: None,
                         });
                         by_name.insert(name.to_owned(), targets.len() - 1);
                         targets.len() - 1
@@ -132,11 +136,10 @@ impl Inner {
                     summary.items.push(BulkItem {
                         id,
                         result: if current.is_some() {
-                            "deleted"
+                            BulkResult::Deleted
                         } else {
-                            "not_found"
-                        }
-                        .into(),
+                            BulkResult::NotFound
+                        },
                         version: meta.version,
                         seq_no: meta.seq_no,
                     });
@@ -156,11 +159,10 @@ impl Inner {
                     summary.items.push(BulkItem {
                         id,
                         result: if current.is_some() {
-                            "updated"
+                            BulkResult::Updated
                         } else {
-                            "created"
-                        }
-                        .into(),
+                            BulkResult::Created
+                        },
                         version: meta.version,
                         seq_no: meta.seq_no,
                     });
@@ -262,13 +264,18 @@ impl Inner {
 impl Target {
     /// The version and sequence number of the document `id`, as this load left it or else as the
     /// index holds it; `None` when there is none.
-    fn current(&self, id: &str) -> Result<Option<DocMeta>, SearchError> {
+    fn current(&mut self, id: &str) -> Result<Option<DocMeta>, SearchError> {
         if let Some(written) = self.written.get(id) {
             return Ok(*written);
         }
         let schema = &self.index.schema;
+        let searcher = self
+            .committed
+            .get_or_insert_with(|| self.index.reader.searcher());
+        if searcher.num_docs() == 0 {
+            return Ok(None);
+        }
         let term = Term::from_field_text(schema.id, id);
-        let searcher = self.index.reader.searcher();
         for segment in searcher.segment_readers() {
             let postings = segment
                 .inverted_index(schema.id)
@@ -281,17 +288,12 @@ impl Target {
             let mut doc = postings.doc();
             while doc != TERMINATED {
                 if !segment.is_deleted(doc) {
-                    let fast = segment.fast_fields();
-                    let read = |name: &str| -> Result<Option<u64>, SearchError> {
-                        Ok(fast
-                            .column_opt::<u64>(name)
-                            .map_err(tv)?
-                            .and_then(|c| c.first(doc)))
-                    };
-                    return Ok(Some(DocMeta {
-                        version: read(schema::VERSION)?.unwrap_or(1),
-                        seq_no: read(schema::SEQ_NO)?.unwrap_or(0),
-                    }));
+                    // A document of an index made before versions were kept has none: version 1.
+                    let meta = IndexSchema::meta_at(segment, doc).map_err(tv)?;
+                    return Ok(Some(meta.unwrap_or(DocMeta {
+                        version: 1,
+                        seq_no: 0,
+                    })));
                 }
                 doc = postings.advance();
             }

@@ -26,7 +26,8 @@ pub struct Lookup {
 /// The terms lookups of a request body, or why one is malformed.
 pub fn find(body: &Value, limits: &SearchLimits) -> Result<Vec<Lookup>, SearchError> {
     let mut found = Vec::new();
-    walk(body, String::new(), &mut found)?;
+    let mut at: Vec<String> = Vec::new();
+    walk(body, &mut at, &mut found)?;
     let max = limits.max_clause_count;
     within(found.len(), max, "max_clause_count", "terms", || {
         format!("more than {max} terms lookups in one request")
@@ -34,11 +35,18 @@ pub fn find(body: &Value, limits: &SearchLimits) -> Result<Vec<Lookup>, SearchEr
     Ok(found)
 }
 
-fn walk(v: &Value, pointer: String, found: &mut Vec<Lookup>) -> Result<(), SearchError> {
+/// A JSON pointer to the place the keys `at` lead to.
+fn pointer(at: &[String]) -> String {
+    at.iter()
+        .map(|k| format!("/{}", k.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+/// Collects the lookups under `v`, whose place is `at` (built only where one is found).
+fn walk(v: &Value, at: &mut Vec<String>, found: &mut Vec<Lookup>) -> Result<(), SearchError> {
     match v {
         Value::Object(map) => {
             for (key, child) in map {
-                let here = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
                 if key == "terms"
                     && let Value::Object(terms) = child
                 {
@@ -47,47 +55,65 @@ fn walk(v: &Value, pointer: String, found: &mut Vec<Lookup>) -> Result<(), Searc
                             && spec.contains_key("id")
                             && spec.contains_key("path")
                         {
-                            let text = |k: &str| -> Result<String, SearchError> {
-                                match spec.get(k) {
-                                    Some(Value::String(s)) => Ok(s.clone()),
-                                    Some(Value::Number(n)) => Ok(n.to_string()),
-                                    _ => Err(SearchError::dsl(
-                                        format!("terms.{field}"),
-                                        format!("a terms lookup needs [{k}]"),
-                                    )),
-                                }
-                            };
-                            if let Some(other) = spec.keys().find(|k| {
-                                !matches!(k.as_str(), "index" | "id" | "path" | "routing")
-                            }) {
-                                return Err(SearchError::dsl(
-                                    format!("terms.{field}"),
-                                    format!("unknown key [{other}] in a terms lookup"),
-                                ));
-                            }
-                            found.push(Lookup {
-                                pointer: format!(
-                                    "{here}/{}",
-                                    field.replace('~', "~0").replace('/', "~1")
-                                ),
-                                index: text("index")?,
-                                id: text("id")?,
-                                path: text("path")?,
-                            });
+                            let mut place = at.clone();
+                            place.push(key.clone());
+                            place.push(field.clone());
+                            found.push(lookup(spec, field, pointer(&place))?);
                         }
                     }
                 }
-                walk(child, here, found)?;
+                if child.is_object() || child.is_array() {
+                    at.push(key.clone());
+                    walk(child, at, found)?;
+                    at.pop();
+                }
             }
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                walk(item, format!("{pointer}/{i}"), found)?;
+                if item.is_object() || item.is_array() {
+                    at.push(i.to_string());
+                    walk(item, at, found)?;
+                    at.pop();
+                }
             }
         }
         _ => {}
     }
     Ok(())
+}
+
+/// One lookup object (`{"index", "id", "path"}`) of the field `field`, found at `pointer`.
+fn lookup(
+    spec: &serde_json::Map<String, Value>,
+    field: &str,
+    pointer: String,
+) -> Result<Lookup, SearchError> {
+    if let Some(other) = spec
+        .keys()
+        .find(|k| !matches!(k.as_str(), "index" | "id" | "path" | "routing"))
+    {
+        return Err(SearchError::dsl(
+            format!("terms.{field}"),
+            format!("unknown key [{other}] in a terms lookup"),
+        ));
+    }
+    let text = |k: &str| -> Result<String, SearchError> {
+        match spec.get(k) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(Value::Number(n)) => Ok(n.to_string()),
+            _ => Err(SearchError::dsl(
+                format!("terms.{field}"),
+                format!("a terms lookup needs [{k}]"),
+            )),
+        }
+    };
+    Ok(Lookup {
+        pointer,
+        index: text("index")?,
+        id: text("id")?,
+        path: text("path")?,
+    })
 }
 
 /// The terms a looked-up document gives: the scalar values at `path` in its source.

@@ -361,13 +361,15 @@ impl Inner {
                             .and_then(|v| v.as_bytes())
                             .and_then(|b| serde_json::from_slice(b).ok())
                             .unwrap_or_default();
-                        let meta = old.schema.meta_of(&doc).unwrap_or_else(|| {
-                            next += 1;
-                            schema::DocMeta {
-                                version: 1,
-                                seq_no: next - 1,
-                            }
-                        });
+                        let meta = IndexSchema::meta_at(segment, doc_id)
+                            .map_err(tv)?
+                            .unwrap_or_else(|| {
+                                next += 1;
+                                schema::DocMeta {
+                                    version: 1,
+                                    seq_no: next - 1,
+                                }
+                            });
                         writer
                             .add_document(new.schema.reindexed(&id, &source, meta))
                             .map_err(tv)?;

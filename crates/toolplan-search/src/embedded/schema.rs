@@ -5,8 +5,8 @@
 //! (millisecond precision) and booleans → indexed and fast. Five more fields: `_id` (raw, fast),
 //! `_source` (the document's bytes, stored), `_field_names` (every mapped path the document has a
 //! value for, which `exists` queries read, as OpenSearch's own `_field_names` does), and after the
-//! mapped fields `_version` and `_seq_no` (stored and fast: the document's version, and the
-//! sequence number of the write that put it there).
+//! mapped fields `_version` and `_seq_no` (columns: the document's version, and the sequence
+//! number of the write that put it there) and `_ignored`.
 
 use std::collections::HashMap;
 
@@ -148,8 +148,8 @@ impl IndexSchema {
         }
         // After the mapped fields: an index made before these fields existed has the fields above
         // under the same numbers (and is rebuilt when opened, see `EmbeddedBackend`).
-        let version = b.add_u64_field(VERSION, STORED | FAST);
-        let seq_no = b.add_u64_field(SEQ_NO, STORED | FAST);
+        let version = b.add_u64_field(VERSION, FAST);
+        let seq_no = b.add_u64_field(SEQ_NO, FAST);
         let ignored = b.add_text_field(IGNORED, STRING | STORED | FAST);
         // `_ignored` is searched, sorted and aggregated on as a keyword field.
         fields.insert(
@@ -202,16 +202,19 @@ impl IndexSchema {
             .collect()
     }
 
-    /// The version and sequence number stored with `doc` (`None` for a document of an index made
-    /// before they were kept).
-    pub fn meta_of(&self, doc: &TantivyDocument) -> Option<DocMeta> {
-        let read = |f: Field| {
-            doc.get_first(f)
-                .and_then(|v| tantivy::schema::Value::as_u64(&v))
+    /// The version and sequence number of document `doc` of a segment, from their columns
+    /// (`None` for a document of an index made before they were kept).
+    pub fn meta_at(
+        segment: &tantivy::SegmentReader,
+        doc: tantivy::DocId,
+    ) -> Result<Option<DocMeta>, tantivy::TantivyError> {
+        let fast = segment.fast_fields();
+        let read = |name: &str| -> Result<Option<u64>, tantivy::TantivyError> {
+            Ok(fast.column_opt::<u64>(name)?.and_then(|c| c.first(doc)))
         };
-        Some(DocMeta {
-            version: read(self.version)?,
-            seq_no: read(self.seq_no)?,
+        Ok(match (read(VERSION)?, read(SEQ_NO)?) {
+            (Some(version), Some(seq_no)) => Some(DocMeta { version, seq_no }),
+            _ => None,
         })
     }
 

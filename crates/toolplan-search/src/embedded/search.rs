@@ -263,7 +263,11 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
                 h.insert("_ignored".into(), Value::Array(ignored));
             }
             if show_version || show_seq_no {
-                let meta = schema.meta_of(&doc);
+                let meta = IndexSchema::meta_at(
+                    searcher.segment_reader(address.segment_ord),
+                    address.doc_id,
+                )
+                .map_err(tantivy_err)?;
                 if show_version {
                     h.insert("_version".into(), json!(meta.map_or(1, |m| m.version)));
                 }

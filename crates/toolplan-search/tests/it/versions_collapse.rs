@@ -22,7 +22,7 @@ async fn write(
         .await
         .map_err(|e| e.to_string())?;
     match (summary.items.first(), summary.errors.first()) {
-        (Some(item), _) => Ok((item.version, item.result.clone())),
+        (Some(item), _) => Ok((item.version, item.result.as_str().to_owned())),
         (None, Some(e)) => Err(e.clone()),
         (None, None) => Err("nothing happened".into()),
     }
@@ -85,7 +85,10 @@ async fn versions_count_writes_and_external_versions_must_grow() {
     );
     let summary = b.bulk(Some("docs"), &again).await.unwrap();
     assert!(summary.errors.is_empty(), "{:?}", summary.errors);
-    assert_eq!(summary.items[0].result, "deleted");
+    assert_eq!(
+        summary.items[0].result,
+        toolplan_search::BulkResult::Deleted
+    );
     assert_eq!(summary.items[1].version, 1);
 
     // Searches show versions and sequence numbers when asked, and only then.
