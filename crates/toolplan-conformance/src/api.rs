@@ -168,6 +168,16 @@ pub async fn call(
             format!("{api}: parameter [{p}] is not supported"),
         );
     }
+    // `search_type` changes nothing on one shard, but only OpenSearch's two are taken.
+    if let Some(kind) = params.get("search_type").map(crate::assert::text)
+        && !matches!(kind.as_str(), "query_then_fetch" | "dfs_query_then_fetch")
+    {
+        return error(
+            400,
+            "illegal_argument_exception",
+            format!("Unsupported search type [{kind}]"),
+        );
+    }
     let names = index_names(params);
     // A body written as text is sent as it is: JSON, or for `msearch` lines of JSON.
     let body = match body {

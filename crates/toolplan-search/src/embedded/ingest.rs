@@ -47,7 +47,10 @@ impl Inner {
     ) -> Result<BulkSummary, SearchError> {
         let actions = bulk::parse(ndjson)?;
         let _one_writer = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut summary = BulkSummary::default();
+        let mut summary = BulkSummary {
+            items: Vec::with_capacity(actions.len()),
+            ..BulkSummary::default()
+        };
         let mut targets: Vec<Target> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
         // Each action's target, or `None` when it already failed.
