@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolplan_agent::scripted::ScriptedModel;
 use toolplan_agent::{Agent, Planning};
 use toolplan_demo as demo;
-use toolplan_llm::{ReplyStart, ToolChoice};
+use toolplan_llm::{Message, ReplyStart, ToolChoice};
 use toolplan_planner::FIX_PLAN_HINT;
 
 use crate::support::tool_messages;
@@ -53,6 +53,38 @@ fn weather(id: &str, city: &str) -> Value {
     json!({"id": id, "tool": "get_weather", "arguments": {"location": city}})
 }
 
+/// A first plan `short` sent back by a check and `whole` written in its place, then `answer`:
+/// checks that one repair made the difference, the reply that completed the plan had to call a
+/// tool and started with `short`, open for more steps. Returns the tool results the model read.
+async fn sent_back_then_completed(
+    question: &str,
+    short: Value,
+    whole: Value,
+    answer: &str,
+) -> Vec<Message> {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", short.clone())]),
+        ScriptedModel::calls(&[("execute_tool_plan", whole)]),
+        ScriptedModel::answer(answer),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact(question)
+        .await
+        .unwrap();
+    assert_eq!(out.answer, answer);
+    assert_eq!((out.record.repairs, out.record.repaired), (1, 1));
+    assert_eq!(out.record.plans, 1);
+    assert_eq!(
+        choices(&model),
+        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
+    );
+    assert_eq!(
+        starts(&model),
+        [None, Some((vec![short], Some("steps".to_owned()))), None]
+    );
+    tool_messages(&out.messages).into_iter().cloned().collect()
+}
+
 const QUESTION: &str = "Add the temperatures of London and Paris, then multiply the sum by 2.";
 
 #[tokio::test]
@@ -61,17 +93,7 @@ async fn a_plan_that_leaves_out_a_number_of_the_question_goes_back_once() {
         {"id": "s", "tool": "calculator", "arguments": {"expression": "$ref:l.temp + $ref:p.temp"}}]});
     let whole = json!({"steps": [weather("l", "London"), weather("p", "Paris"),
         {"id": "s", "tool": "calculator", "arguments": {"expression": "($ref:l.temp + $ref:p.temp) * 2"}}]});
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedModel::calls(&[("execute_tool_plan", short.clone())]),
-        ScriptedModel::calls(&[("execute_tool_plan", whole)]),
-        ScriptedModel::answer("54"),
-    ]));
-    let out = planning_agent(Arc::clone(&model), 1)
-        .interact(QUESTION)
-        .await
-        .unwrap();
-    assert_eq!(out.answer, "54");
-    let results = tool_messages(&out.messages);
+    let results = sent_back_then_completed(QUESTION, short, whole, "54").await;
     // The first plan did not run: the model read what it left out.
     assert!(results[0].is_error);
     assert!(
@@ -85,17 +107,6 @@ async fn a_plan_that_leaves_out_a_number_of_the_question_goes_back_once() {
         results[1].content.contains("- s: 54"),
         "{}",
         results[1].content
-    );
-    assert_eq!((out.record.repairs, out.record.repaired), (1, 1));
-    assert_eq!(out.record.plans, 1);
-    assert_eq!(
-        choices(&model),
-        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
-    );
-    // The reply that completes the plan starts with it, open for more steps.
-    assert_eq!(
-        starts(&model),
-        [None, Some((vec![short], Some("steps".to_owned()))), None]
     );
 }
 
@@ -111,17 +122,7 @@ async fn a_plan_that_stops_before_its_own_thought_goes_back_open_for_more_steps(
         "steps": [weather("c", "Cairo"), weather("o", "Oslo"),
             {"id": "d", "tool": "calculator", "arguments": {"expression": "$ref:c.temp - $ref:o.temp"}}]
     });
-    let model = Arc::new(ScriptedModel::new([
-        ScriptedModel::calls(&[("execute_tool_plan", short.clone())]),
-        ScriptedModel::calls(&[("execute_tool_plan", whole)]),
-        ScriptedModel::answer("28 degrees"),
-    ]));
-    let out = planning_agent(Arc::clone(&model), 1)
-        .interact(question)
-        .await
-        .unwrap();
-    assert_eq!(out.answer, "28 degrees");
-    let results = tool_messages(&out.messages);
+    let results = sent_back_then_completed(question, short, whole, "28 degrees").await;
     assert!(
         results[0].content.starts_with(
             "Error: the plan was not run. Its thought names calculator, but no step calls it"
@@ -133,15 +134,6 @@ async fn a_plan_that_stops_before_its_own_thought_goes_back_open_for_more_steps(
         results[1].content.contains("- d: 28"),
         "{}",
         results[1].content
-    );
-    assert_eq!((out.record.repairs, out.record.repaired), (1, 1));
-    assert_eq!(
-        choices(&model),
-        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
-    );
-    assert_eq!(
-        starts(&model),
-        [None, Some((vec![short], Some("steps".to_owned()))), None]
     );
     // A thought whose tools the steps all call passes.
     let model = Arc::new(ScriptedModel::new([

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use super::schema::{IndexSchema, boolean, float, integer, scalar_text};
+use crate::backend::glob;
 use crate::datemath::{self, DateFormat};
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, within};
@@ -212,26 +213,6 @@ fn matching<'a>(schema: &'a IndexSchema, pattern: &str) -> Vec<&'a FieldSpec> {
         .iter()
         .filter(|spec| glob(pattern, &spec.path))
         .collect()
-}
-
-/// Whether `text` matches `pattern`, where `*` matches any run of characters.
-fn glob(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if let [only] = parts.as_slice() {
-        return *only == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for part in &parts[1..parts.len() - 1] {
-        match rest.find(part) {
-            Some(i) => rest = &rest[i + part.len()..],
-            None => return false,
-        }
-    }
-    true
 }
 
 /// Refuses a `format` the field's values cannot be written in.

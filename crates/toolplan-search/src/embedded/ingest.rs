@@ -128,51 +128,50 @@ impl Inner {
                 version,
                 seq_no: target.index.take_seq_no(),
             };
-            let doc = match action.op {
+            let (kept, result) = match action.op {
                 BulkOp::Delete => {
                     target.index.write(|w| {
                         w.delete_term(id_term);
                         Ok(())
                     })?;
-                    target.written.insert(id.clone(), None);
                     summary.deleted += 1;
-                    summary.items.push(BulkItem {
-                        id,
-                        result: if current.is_some() {
-                            BulkResult::Deleted
-                        } else {
-                            BulkResult::NotFound
-                        },
-                        version: meta.version,
-                        seq_no: meta.seq_no,
-                    });
-                    touched[t] = true;
-                    continue;
+                    let result = if current.is_some() {
+                        BulkResult::Deleted
+                    } else {
+                        BulkResult::NotFound
+                    };
+                    (None, result)
                 }
-                BulkOp::Index(doc) | BulkOp::Create(doc) => doc,
+                BulkOp::Index(doc) | BulkOp::Create(doc) => {
+                    match target.index.schema.document(&id, &doc, meta) {
+                        Ok(d) => {
+                            target.index.write(|w| {
+                                w.delete_term(id_term);
+                                w.add_document(d).map(drop).map_err(tv)
+                            })?;
+                            summary.indexed += 1;
+                            let result = if current.is_some() {
+                                BulkResult::Updated
+                            } else {
+                                BulkResult::Created
+                            };
+                            (Some(meta), result)
+                        }
+                        Err(e) => {
+                            summary.errors.push(format!("line {line}: {e}"));
+                            continue;
+                        }
+                    }
+                }
             };
-            match target.index.schema.document(&id, &doc, meta) {
-                Ok(d) => {
-                    target.index.write(|w| {
-                        w.delete_term(id_term);
-                        w.add_document(d).map(drop).map_err(tv)
-                    })?;
-                    target.written.insert(id.clone(), Some(meta));
-                    summary.indexed += 1;
-                    summary.items.push(BulkItem {
-                        id,
-                        result: if current.is_some() {
-                            BulkResult::Updated
-                        } else {
-                            BulkResult::Created
-                        },
-                        version: meta.version,
-                        seq_no: meta.seq_no,
-                    });
-                    touched[t] = true;
-                }
-                Err(e) => summary.errors.push(format!("line {line}: {e}")),
-            }
+            target.written.insert(id.clone(), kept);
+            summary.items.push(BulkItem {
+                id,
+                result,
+                version: meta.version,
+                seq_no: meta.seq_no,
+            });
+            touched[t] = true;
         }
         for (target, touched) in targets.iter().zip(touched) {
             if touched {

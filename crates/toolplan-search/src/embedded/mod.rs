@@ -83,9 +83,13 @@ struct OpenIndex {
     next_seq_no: AtomicU64,
 }
 
-/// One more than the highest sequence number stored in the index (0 when it is empty).
-fn next_seq_no(searcher: &tantivy::Searcher) -> Result<u64, SearchError> {
+/// One more than the highest sequence number stored in the index (0 when it is empty, or made
+/// before sequence numbers were kept).
+fn next_seq_no(index: &Index, searcher: &tantivy::Searcher) -> Result<u64, SearchError> {
     let mut next = 0;
+    if index.schema().get_field(schema::SEQ_NO).is_err() {
+        return Ok(next);
+    }
     for segment in searcher.segment_readers() {
         if let Some(column) = segment
             .fast_fields()
@@ -117,11 +121,7 @@ impl OpenIndex {
                 .writer_with_num_threads(1, WRITER_MEMORY)
                 .map_err(tv)?;
             self.reader.reload().map_err(tv)?;
-            let next = if self.index.schema().get_field(schema::SEQ_NO).is_ok() {
-                next_seq_no(&self.reader.searcher())?
-            } else {
-                0
-            };
+            let next = next_seq_no(&self.index, &self.reader.searcher())?;
             self.next_seq_no.fetch_max(next, Ordering::Relaxed);
             *slot = Some(writer);
         }
@@ -400,11 +400,7 @@ impl Inner {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(tv)?;
-        let next = if index.schema().get_field(schema::SEQ_NO).is_ok() {
-            next_seq_no(&reader.searcher())?
-        } else {
-            0
-        };
+        let next = next_seq_no(&index, &reader.searcher())?;
         Ok(OpenIndex {
             schema,
             index,

@@ -272,6 +272,15 @@ async fn a_field_the_mapping_lacks_aggregates_as_no_values() {
     assert_eq!(a["with_missing"]["value"], 3.0);
 }
 
+/// Checks that the tickets index refuses aggregation `agg` with an error saying `message`.
+async fn assert_refused(b: &EmbeddedBackend, agg: Value, message: &str) {
+    let err = b
+        .search("tickets", &json!({"size": 0, "aggs": {"a": agg}}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains(message), "{agg}: {err}");
+}
+
 /// The number of tickets a query selects.
 async fn count(b: &EmbeddedBackend, query: Value) -> u64 {
     let r = b
@@ -363,11 +372,7 @@ async fn malformed_filter_aggregations_are_refused_by_name() {
             "unknown option [size]",
         ),
     ] {
-        let err = b
-            .search("tickets", &json!({"size": 0, "aggs": {"a": agg}}))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains(message), "{agg}: {err}");
+        assert_refused(&b, agg, message).await;
     }
 }
 
@@ -421,11 +426,7 @@ async fn multi_terms_counts_each_combination_and_its_top_hits() {
             "multi_terms option collect_mode",
         ),
     ] {
-        let err = b
-            .search("tickets", &json!({"size": 0, "aggs": {"a": agg}}))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains(message), "{agg}: {err}");
+        assert_refused(&b, agg, message).await;
     }
 }
 
@@ -504,11 +505,7 @@ async fn rare_terms_are_the_terms_with_at_most_max_doc_count_documents_by_key() 
             "rare_terms option size",
         ),
     ] {
-        let err = b
-            .search("tickets", &json!({"size": 0, "aggs": {"a": agg}}))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains(message), "{agg}: {err}");
+        assert_refused(&b, agg, message).await;
     }
 }
 

@@ -227,8 +227,8 @@ impl Rewrite<'_> {
     ) -> Result<Value, SearchError> {
         let mut all = filters.to_vec();
         all.push(query.clone());
-        let mut body = json!({"size": 0, "track_total_hits": true,
-                              "query": {"bool": {"must": [self.query], "filter": all}}});
+        let mut body =
+            json!({"size": 0, "track_total_hits": true, "query": self.bucket_query(all)});
         if let Some(aggs) = sub_aggs {
             body["aggs"] = aggs.clone();
         }

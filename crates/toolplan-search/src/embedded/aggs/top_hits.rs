@@ -11,6 +11,11 @@ use crate::error::SearchError;
 use crate::limits::{SearchLimits, inner_window, within};
 
 impl Rewrite<'_> {
+    /// The query of a search inside buckets: the request's query, and the buckets' `filters`.
+    pub(super) fn bucket_query(&self, filters: Vec<Value>) -> Value {
+        json!({"bool": {"must": [self.query], "filter": filters}})
+    }
+
     /// Fills in the aggregations that are searches of their own (`top_hits`, and `filter`,
     /// `filters`, `missing`) in `v`, the result of `plan`, and under it: each one's search is the
     /// request's query and the filters of the buckets it sits in.
@@ -26,7 +31,7 @@ impl Rewrite<'_> {
         }
         if let Some(req) = &plan.top_hits {
             let mut body = req.clone();
-            body["query"] = json!({"bool": {"must": [self.query], "filter": filters.clone()}});
+            body["query"] = self.bucket_query(filters.clone());
             let response = (self.sub)(&body)?;
             let returned = response
                 .pointer("/hits/hits")
