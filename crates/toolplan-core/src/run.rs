@@ -63,6 +63,11 @@ pub struct StepRecord {
     /// Whether it failed after a reference in its arguments found no value (a field its producer's
     /// output lacks, a null result): a failure the plan caused, which a corrected plan can avoid.
     pub unresolved_reference: bool,
+    /// Whether it failed because its tool refused the arguments
+    /// ([`ToolError::InvalidArguments`](crate::ToolError::InvalidArguments): a value that breaks the
+    /// tool's schema or a check of its own, such as a person's name where a city belongs): a
+    /// failure of the plan, not of the tool, which a corrected plan can avoid.
+    pub invalid_arguments: bool,
     /// When its text was complete, from the start of the run, for a plan run while it was being
     /// written (`None` for a plan read whole).
     pub written: Option<Duration>,

@@ -74,10 +74,42 @@ fn evaluate(expression: &str) -> ToolResult {
         truncate_string(&mut shown, 200);
         shown
     };
-    let value = exmex::eval_str::<f64>(expression)
-        .map_err(|e| ToolError::failed(format!("cannot evaluate {}: {e}", shown())))?;
+    // An expression that does not parse is a wrong argument (a name where a number belongs, say),
+    // which a corrected plan avoids: the tool refuses it.
+    let value = exmex::eval_str::<f64>(expression).map_err(|e| {
+        let why = not_numbers(expression).unwrap_or_else(|| e.to_string());
+        ToolError::invalid(format!("cannot evaluate {}: {why}", shown()))
+    })?;
     number(value)
         .ok_or_else(|| ToolError::failed(format!("{} has no finite result ({value})", shown())))
+}
+
+/// Why an expression that parses still has no value: the names in it that are not numbers
+/// (`Cairo - Oslo`), which a caller must look up first. `None` when it does not parse or names
+/// nothing.
+fn not_numbers(expression: &str) -> Option<String> {
+    use exmex::Express;
+    let parsed = exmex::parse::<f64>(expression).ok()?;
+    let names: Vec<String> = parsed
+        .var_names()
+        .iter()
+        .take(5)
+        .map(|n| {
+            let mut n = format!("'{n}'");
+            truncate_string(&mut n, 40);
+            n
+        })
+        .collect();
+    let (last, first) = names.split_last()?;
+    let listed = if first.is_empty() {
+        format!("{last} is not a number")
+    } else {
+        format!("{} and {last} are not numbers", first.join(", "))
+    };
+    Some(format!(
+        "{listed}; the expression takes numbers and operators, so the numbers such names stand \
+         for must be looked up first and written in their place"
+    ))
 }
 
 /// Significant digits a result keeps: binary floating point leaves noise in the last of its 17

@@ -54,9 +54,10 @@ fn weather(location: &str) -> Result<Value, ToolError> {
         .find(|(city, ..)| city.eq_ignore_ascii_case(location))
         .map(|(city, temp, condition)| json!({"temp": temp, "condition": condition, "city": city}))
         .ok_or_else(|| {
-            // A person's name where a city belongs: say which tool knows where they live.
+            // A person's name where a city belongs, a wrong argument: say which tool knows where
+            // they live.
             if let Some((name, ..)) = USERS.iter().find(|(n, ..)| n.eq_ignore_ascii_case(location)) {
-                return ToolError::failed(format!(
+                return ToolError::invalid(format!(
                     "'{name}' is a person, not a city: call get_user with name '{name}' to find the city where {name} lives, then get_weather with that city"
                 ));
             }

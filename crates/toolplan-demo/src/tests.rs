@@ -74,11 +74,15 @@ async fn weather_table() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("Atlantis"));
-    // A person's name where a city belongs: the error names the tool that knows the city.
+    // A city it does not know is a failure of the lookup, not of the arguments.
+    assert!(matches!(err, ToolError::Failed(_)), "{err:?}");
+    // A person's name where a city belongs: the arguments are refused, and the error names the
+    // tool that knows the city.
     let err = call("get_weather", json!({"location": "alice"}))
         .await
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    assert!(matches!(err, ToolError::InvalidArguments(_)), "{err:?}");
+    let err = err.to_string();
     assert!(
         err.contains("'Alice' is a person") && err.contains("get_user"),
         "{err}"
@@ -137,16 +141,30 @@ async fn calculator() {
             "{expression}"
         );
     }
+    // No finite result: the tool failed on a well-formed expression.
+    let err = call("calculator", json!({"expression": "1/0"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::Failed(_)), "{err:?}");
+    // An expression that does not parse (a city where a number belongs) is refused.
+    let err = call("calculator", json!({"expression": "Cairo - Oslo"}))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
-        call("calculator", json!({"expression": "1/0"}))
-            .await
-            .is_err()
+        err.contains("'Cairo' and 'Oslo' are not numbers")
+            && err.contains("must be looked up first"),
+        "{err}"
     );
-    assert!(
-        call("calculator", json!({"expression": "2 +* x("}))
+    for expression in ["2 +* x(", "Cairo - Oslo"] {
+        let err = call("calculator", json!({"expression": expression}))
             .await
-            .is_err()
-    );
+            .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::InvalidArguments(m) if m.contains("cannot evaluate")),
+            "{err:?}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -184,6 +184,7 @@ fn not_run(plan: &Plan, outcome: RunOutcome, reason: &str, elapsed: Duration) ->
                 output: None,
                 error: Some(reason.to_owned()),
                 unresolved_reference: false,
+                invalid_arguments: false,
                 written: None,
                 started: None,
                 finished: elapsed,

@@ -47,6 +47,10 @@ pub(super) struct Trouble {
     /// Whether a reference of the step's arguments found no value (the note may be gone: it moves
     /// into the error).
     pub(super) unresolved: bool,
+    /// Whether the step's tool refused its arguments ([`ToolError::InvalidArguments`]).
+    ///
+    /// [`ToolError::InvalidArguments`]: crate::ToolError::InvalidArguments
+    pub(super) refused: bool,
 }
 
 impl Slot {

@@ -214,6 +214,41 @@ async fn fail_forward() {
 }
 
 #[tokio::test]
+async fn a_step_whose_tool_refused_its_arguments_is_told_from_one_whose_tool_failed() {
+    let run = run(json!({"steps": [
+        // A person where a city belongs, text where numbers belong: the plan's fault.
+        {"id": "p", "tool": "get_weather", "arguments": {"location": "Dave"}},
+        {"id": "u", "tool": "get_user", "arguments": {"name": "Erin"}},
+        {"id": "c", "tool": "calculator", "arguments": {"expression": "$ref:u.city - 1"}},
+        // A reference into a result that lacks the field (echo declares no output schema, so the
+        // plan runs), the calculator then refusing `null`.
+        {"id": "e", "tool": "echo", "arguments": {"text": "{\"name\": \"Carol\"}"}},
+        {"id": "m", "tool": "calculator", "arguments": {"expression": "$ref:e.temperature - 1"}},
+        // The tools' own failures.
+        {"id": "a", "tool": "get_weather", "arguments": {"location": "Atlantis"}},
+        {"id": "f", "tool": "fail", "arguments": {"message": "down"}}
+    ]}))
+    .await;
+    let flags = |id: &str| {
+        let s = run.step(id).unwrap();
+        (s.status, s.invalid_arguments, s.unresolved_reference)
+    };
+    assert_eq!(flags("p"), (StepStatus::Failed, true, false));
+    assert_eq!(flags("u"), (StepStatus::Ok, false, false));
+    assert_eq!(flags("c"), (StepStatus::Failed, true, false));
+    assert_eq!(flags("m"), (StepStatus::Failed, true, true));
+    assert_eq!(flags("a"), (StepStatus::Failed, false, false));
+    assert_eq!(flags("f"), (StepStatus::Failed, false, false));
+    let error = run.step("c").unwrap().error.clone().unwrap();
+    assert!(
+        error.starts_with(
+            "invalid arguments: cannot evaluate \"Cairo - 1\": 'Cairo' is not a number"
+        ),
+        "{error}"
+    );
+}
+
+#[tokio::test]
 async fn an_error_result_is_a_failure_not_data_for_dependents() {
     // agentle4j counted a tool's error value as success and passed its text on; here it fails.
     let run = run(json!({"steps": [

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::schema::{IndexSchema, boolean, float, integer, scalar_text};
+use super::schema::{IndexSchema, boolean, float, integer, ip_address, ip_text, scalar_text};
 use crate::backend::glob;
 use crate::datemath::{self, DateFormat};
 use crate::error::SearchError;
@@ -286,6 +286,8 @@ fn values(spec: &FieldSpec, source: &Value, format: Option<&str>) -> Vec<Value> 
                     None => date.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
                 }))
             }
+            // As the index keeps it: `0:0:0:0:0:0:0:1` comes back as `::1`.
+            FieldKind::Ip => v.as_str().and_then(ip_address).map(|ip| json!(ip_text(ip))),
             FieldKind::Unsupported(_) => Some(v.clone()),
         })
         .collect()

@@ -130,6 +130,7 @@ impl IndexSchema {
                         .set_precision(DateTimePrecision::Milliseconds),
                 ),
                 FieldKind::Boolean => b.add_bool_field(&name, INDEXED | FAST),
+                FieldKind::Ip => b.add_ip_addr_field(&name, INDEXED | FAST),
                 FieldKind::Unsupported(_) => continue,
             };
             fields.insert(
@@ -303,28 +304,12 @@ impl IndexSchema {
             }
         }
         // A field of a type the engine does not index is not searchable, but `exists` still finds
-        // the documents that have it; the values of an `ip` field are checked.
+        // the documents that have it.
         for spec in self.mapping.fields() {
-            let FieldKind::Unsupported(kind) = &spec.kind else {
-                continue;
-            };
-            let values = values_at(&source, &spec.source_path);
-            if kind == "ip"
-                && let Some(bad) = values.iter().find(|v| !is_ip(v))
-            {
-                if spec.ignore_malformed {
-                    ignored.push(&spec.path);
-                    continue;
-                }
-                if !skip_malformed {
-                    return Err(format!(
-                        "failed to parse field [{}] of type [ip]: '{}' is not an IP string literal",
-                        spec.path,
-                        scalar_text(bad).unwrap_or_else(|| bad.to_string())
-                    ));
-                }
+            if !matches!(spec.kind, FieldKind::Unsupported(_)) {
                 continue;
             }
+            let values = values_at(&source, &spec.source_path);
             if !values.is_empty() {
                 out.add_text(self.field_names, &spec.path);
             }
@@ -340,10 +325,38 @@ impl IndexSchema {
     }
 }
 
-/// Whether a value is an IPv4 or IPv6 address (as text).
-fn is_ip(v: &Value) -> bool {
-    v.as_str()
-        .is_some_and(|s| s.parse::<std::net::IpAddr>().is_ok())
+/// An IPv4 or IPv6 address written as text, as the index keeps it: IPv6, IPv4 mapped into it
+/// (`::ffff:192.168.0.1`).
+pub fn ip_address(text: &str) -> Option<std::net::Ipv6Addr> {
+    text.trim()
+        .parse::<std::net::IpAddr>()
+        .ok()
+        .map(|ip| match ip {
+            std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+            std::net::IpAddr::V6(v6) => v6,
+        })
+}
+
+/// The first and last address of a CIDR block (`192.168.0.0/16`, `::/24`), `None` when `text` is
+/// not one (or its prefix is longer than the address).
+pub fn ip_block(text: &str) -> Option<(std::net::Ipv6Addr, std::net::Ipv6Addr)> {
+    let (address, prefix) = text.trim().split_once('/')?;
+    let prefix: u32 = prefix.parse().ok()?;
+    let v4 = address.parse::<std::net::Ipv4Addr>().is_ok();
+    let prefix = match (v4, prefix) {
+        (true, 0..=32) => prefix + 96,
+        (false, 0..=128) => prefix,
+        _ => return None,
+    };
+    let base = u128::from(ip_address(address)?);
+    let host_bits = u128::MAX.checked_shr(prefix).unwrap_or(0);
+    Some(((base & !host_bits).into(), (base | host_bits).into()))
+}
+
+/// An address as OpenSearch writes it: IPv4 for an IPv4-mapped address, else IPv6.
+pub fn ip_text(ip: std::net::Ipv6Addr) -> String {
+    ip.to_ipv4_mapped()
+        .map_or_else(|| ip.to_string(), |v4| v4.to_string())
 }
 
 /// Adds one value; false when it is skipped (a keyword over `ignore_above`).
@@ -385,6 +398,16 @@ fn add_value(doc: &mut TantivyDocument, f: &Indexed, v: &Value) -> Result<bool, 
         }
         FieldKind::Boolean => {
             doc.add_bool(f.field, boolean(v).ok_or_else(|| bad("not a boolean:"))?)
+        }
+        FieldKind::Ip => {
+            let ip = v.as_str().and_then(ip_address).ok_or_else(|| {
+                format!(
+                    "failed to parse field [{}] of type [ip]: '{}' is not an IP string literal",
+                    f.spec.path,
+                    scalar_text(v).unwrap_or_else(|| v.to_string())
+                )
+            })?;
+            doc.add_ip_addr(f.field, ip);
         }
         FieldKind::Unsupported(_) => return Ok(false),
     }

@@ -203,6 +203,12 @@ pub fn specs(sort: Option<&Value>, schema: &IndexSchema) -> Result<Vec<SortSpec>
                         ),
                     ));
                 }
+                Some(indexed) if indexed.spec.kind == FieldKind::Ip => {
+                    return Err(SearchError::Unsupported {
+                        path,
+                        clause: format!("sorting on the ip field '{field}'"),
+                    });
+                }
                 Some(indexed) => {
                     Key::Field(Some((indexed.name.clone(), indexed.spec.kind.clone())))
                 }

@@ -35,6 +35,9 @@ pub enum FieldKind {
     Date,
     /// `boolean`.
     Boolean,
+    /// `ip`: IPv4 and IPv6 addresses, IPv4 kept as IPv4-mapped IPv6 (so `::1` sorts before
+    /// `127.0.0.1`, as in OpenSearch).
+    Ip,
     /// A type the embedded backend does not index; the mapping's type name.
     Unsupported(String),
 }
@@ -48,6 +51,7 @@ impl FieldKind {
             "double" | "float" | "half_float" | "scaled_float" => FieldKind::Float,
             "date" | "date_nanos" => FieldKind::Date,
             "boolean" => FieldKind::Boolean,
+            "ip" => FieldKind::Ip,
             other => FieldKind::Unsupported(other.to_owned()),
         }
     }
@@ -66,6 +70,7 @@ impl FieldKind {
             FieldKind::Float => "double",
             FieldKind::Date => "date",
             FieldKind::Boolean => "boolean",
+            FieldKind::Ip => "ip",
             FieldKind::Unsupported(t) => t,
         }
     }

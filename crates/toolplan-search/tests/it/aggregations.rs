@@ -436,29 +436,255 @@ async fn a_field_of_a_type_the_engine_does_not_index_is_refused_not_answered_emp
     let b = EmbeddedBackend::open(dir.path()).unwrap();
     b.create_index(
         "hosts",
-        &json!({"mappings": {"properties": {"addr": {"type": "ip"}, "name": {"type": "keyword"}}}}),
+        &json!({"mappings": {"properties": {"ports": {"type": "integer_range"}, "name": {"type": "keyword"}}}}),
     )
     .await
     .unwrap();
     b.bulk(
         Some("hosts"),
-        "{\"index\": {}}\n{\"addr\": \"10.0.0.1\", \"name\": \"a\"}\n",
+        "{\"index\": {}}\n{\"ports\": {\"gte\": 80, \"lte\": 90}, \"name\": \"a\"}\n",
     )
     .await
     .unwrap();
     for body in [
-        json!({"size": 0, "aggs": {"a": {"terms": {"field": "addr"}}}}),
-        json!({"size": 0, "aggs": {"a": {"multi_terms": {"terms": [{"field": "name"}, {"field": "addr"}]}}}}),
-        json!({"sort": [{"addr": {"order": "asc", "unmapped_type": "keyword"}}]}),
-        json!({"collapse": {"field": "addr"}}),
+        json!({"size": 0, "aggs": {"a": {"terms": {"field": "ports"}}}}),
+        json!({"size": 0, "aggs": {"a": {"multi_terms": {"terms": [{"field": "name"}, {"field": "ports"}]}}}}),
+        json!({"sort": [{"ports": {"order": "asc", "unmapped_type": "keyword"}}]}),
+        json!({"collapse": {"field": "ports"}}),
     ] {
         let err = b.search("hosts", &body).await.unwrap_err();
         assert!(
-            err.to_string()
-                .contains("field 'addr' is of type ip, which the embedded backend does not index"),
+            err.to_string().contains(
+                "field 'ports' is of type integer_range, which the embedded backend does not index"
+            ),
             "{body}: {err}"
         );
     }
+}
+
+/// Index `hosts`: addresses in an `ip` field, IPv4 and IPv6, one document without one.
+async fn hosts() -> (tempfile::TempDir, EmbeddedBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    b.create_index(
+        "hosts",
+        &json!({"mappings": {"properties": {"addr": {"type": "ip"}, "name": {"type": "keyword"}}}}),
+    )
+    .await
+    .unwrap();
+    let docs = [
+        ("a", json!("10.0.0.1")),
+        ("b", json!("10.0.0.7")),
+        ("c", json!("10.0.0.7")),
+        ("d", json!("192.168.1.1")),
+        ("e", json!("0:0:0:0:0:0:0:1")),
+        ("f", Value::Null),
+    ];
+    let mut nd = String::new();
+    for (name, addr) in docs {
+        nd.push_str(&format!(
+            "{{\"index\": {{\"_id\": \"{name}\"}}}}\n{}\n",
+            json!({"name": name, "addr": addr})
+        ));
+    }
+    assert_eq!(b.bulk(Some("hosts"), &nd).await.unwrap().indexed, 6);
+    (dir, b)
+}
+
+async fn host_ids(b: &EmbeddedBackend, query: Value) -> Vec<String> {
+    let r = b
+        .search(
+            "hosts",
+            &json!({"query": query, "sort": [{"name": "asc"}], "size": 10}),
+        )
+        .await
+        .unwrap();
+    ids(&r).into_iter().map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn ip_addresses_are_searched_by_address_block_and_range() {
+    let (_dir, b) = hosts().await;
+    let q = |query: Value| host_ids(&b, query);
+    assert_eq!(q(json!({"term": {"addr": "10.0.0.7"}})).await, ["b", "c"]);
+    // Any spelling of the address; IPv4 inside IPv6 space.
+    assert_eq!(q(json!({"term": {"addr": "::1"}})).await, ["e"]);
+    assert_eq!(q(json!({"term": {"addr": "::ffff:10.0.0.1"}})).await, ["a"]);
+    assert_eq!(
+        q(json!({"term": {"addr": "10.0.0.0/8"}})).await,
+        ["a", "b", "c"]
+    );
+    assert_eq!(
+        q(json!({"terms": {"addr": ["192.168.0.0/16", "::1"]}})).await,
+        ["d", "e"]
+    );
+    assert_eq!(
+        q(json!({"range": {"addr": {"gt": "10.0.0.1", "lte": "192.168.1.1"}}})).await,
+        ["b", "c", "d"]
+    );
+    assert_eq!(
+        q(json!({"query_string": {"query": "addr:10.0.0.7 OR name:a"}})).await,
+        ["a", "b", "c"]
+    );
+    assert_eq!(q(json!({"exists": {"field": "addr"}})).await.len(), 5);
+    // What is not an address is refused, in a query and in a document.
+    let err = b
+        .search("hosts", &json!({"query": {"term": {"addr": "10.0.0"}}}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("'10.0.0' is not an IP string literal"),
+        "{err}"
+    );
+    let summary = b
+        .bulk(
+            Some("hosts"),
+            "{\"index\": {}}\n{\"addr\": \"not-an-ip\"}\n",
+        )
+        .await
+        .unwrap();
+    assert_eq!(summary.indexed, 0);
+    // Fetched as the index keeps it.
+    let r = b
+        .search(
+            "hosts",
+            &json!({"query": {"ids": {"values": ["e"]}}, "docvalue_fields": ["addr"]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["hits"]["hits"][0]["fields"]["addr"], json!(["::1"]));
+}
+
+#[tokio::test]
+async fn ip_addresses_are_counted_by_value_and_by_range() {
+    let (_dir, b) = hosts().await;
+    let aggs = |aggs: Value| {
+        let b = &b;
+        async move {
+            b.search("hosts", &json!({"size": 0, "aggs": aggs}))
+                .await
+                .map(|r| r["aggregations"].clone())
+        }
+    };
+    let a = aggs(json!({
+        "t": {"terms": {"field": "addr"}},
+        "only": {"terms": {"field": "addr", "include": ["10.0.0.1", "::1"]}},
+        "but": {"terms": {"field": "addr", "exclude": ["10.0.0.7"], "size": 1}},
+        "distinct": {"cardinality": {"field": "addr"}},
+        "r": {"ip_range": {"field": "addr", "ranges": [
+            {"to": "10.0.0.5"}, {"from": "10.0.0.5", "key": "upper"}, {"mask": "10.0.0.0/8"}]}}
+    }))
+    .await
+    .unwrap();
+    let keys = |buckets: &Value| -> Vec<(String, u64)> {
+        buckets
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    b["key"].as_str().unwrap().to_owned(),
+                    b["doc_count"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        keys(&a["t"]["buckets"]),
+        [
+            ("10.0.0.7".into(), 2),
+            ("::1".into(), 1),
+            ("10.0.0.1".into(), 1),
+            ("192.168.1.1".into(), 1)
+        ]
+    );
+    assert_eq!(
+        keys(&a["only"]["buckets"]),
+        [("::1".into(), 1), ("10.0.0.1".into(), 1)]
+    );
+    // Filtered first, then the size asked for; the rest counted as others.
+    assert_eq!(keys(&a["but"]["buckets"]), [("::1".into(), 1)]);
+    assert_eq!(a["but"]["sum_other_doc_count"], 2);
+    assert_eq!(a["distinct"]["value"], 4);
+    let ranges = &a["r"]["buckets"];
+    assert_eq!(
+        keys(ranges),
+        [
+            ("*-10.0.0.5".into(), 2),
+            ("upper".into(), 3),
+            ("10.0.0.0/8".into(), 3)
+        ]
+    );
+    assert_eq!(ranges[0]["to"], "10.0.0.5");
+    assert!(ranges[0].get("from").is_none());
+    assert_eq!(ranges[2]["from"], "10.0.0.0");
+    assert_eq!(ranges[2]["to"], "11.0.0.0");
+    // What cannot be asked of addresses is refused in OpenSearch's words.
+    for (agg, message) in [
+        (
+            json!({"avg": {"field": "addr"}}),
+            "Field [addr] of type [ip] is not supported for aggregation [avg]",
+        ),
+        (
+            json!({"terms": {"field": "addr", "include": "10.*"}}),
+            "cannot support regular expression style include/exclude settings",
+        ),
+        (
+            json!({"ip_range": {"field": "name", "ranges": [{"to": "10.0.0.1"}]}}),
+            "Field [name] of type [keyword] is not supported for aggregation [ip_range]",
+        ),
+        (
+            json!({"ip_range": {"field": "addr", "ranges": [{"mask": "10.0.0.0/40"}]}}),
+            "'10.0.0.0/40' is not a CIDR mask",
+        ),
+    ] {
+        let err = aggs(json!({"a": agg})).await.unwrap_err();
+        assert!(err.to_string().contains(message), "{agg}: {err}");
+    }
+    let err = b
+        .search("hosts", &json!({"sort": [{"addr": "asc"}]}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("sorting on the ip field 'addr'"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn include_and_exclude_lists_filter_the_terms_of_numbers() {
+    let (_dir, b) = tickets().await;
+    let all = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {"t": {"terms": {"field": "response_minutes", "size": 1000}}}}),
+        )
+        .await
+        .unwrap();
+    let all = all["aggregations"]["t"]["buckets"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let (first, second) = (all[0]["key"].clone(), all[1]["key"].clone());
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {
+                "in": {"terms": {"field": "response_minutes", "include": [first, second.to_string()]}},
+                "out": {"terms": {"field": "response_minutes", "exclude": [first], "size": 1}}}}),
+        )
+        .await
+        .unwrap();
+    let a = &r["aggregations"];
+    // Before, tantivy dropped the column of a number field filtered so: no buckets at all.
+    assert_eq!(a["in"]["buckets"], json!([all[0], all[1]]));
+    assert_eq!(a["out"]["buckets"], json!([all[1]]));
+    let rest: u64 = all[2..]
+        .iter()
+        .map(|b| b["doc_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(a["out"]["sum_other_doc_count"], rest);
 }
 
 #[tokio::test]

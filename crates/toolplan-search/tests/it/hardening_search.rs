@@ -324,6 +324,30 @@ async fn aggregations_are_bounded_naming_the_limit() {
         err.contains("a filters aggregation of more than 50 filters (search limit max_buckets)"),
         "{err}"
     );
+    // An ip_range's ranges are searches too.
+    let ranges: Vec<Value> = (0..60)
+        .map(|i| json!({"to": format!("10.0.0.{i}")}))
+        .collect();
+    let err = refused(
+        &few,
+        agg(json!({"ip_range": {"field": "ip", "ranges": ranges}})),
+    )
+    .await;
+    assert!(
+        err.contains("an ip_range aggregation of more than 50 ranges (search limit max_buckets)"),
+        "{err}"
+    );
+    // Include lists on a number field are applied to every term, which must fit max_buckets:
+    // past it, the answer could not be told, and the request fails instead of guessing.
+    let err = refused(
+        &few,
+        agg(json!({"terms": {"field": "n", "include": [1, 2]}})),
+    )
+    .await;
+    assert!(
+        err.contains("more distinct values than include / exclude can filter exactly (search limit max_buckets)"),
+        "{err}"
+    );
     // Filters nested in filters count toward the nesting depth.
     let mut deep = json!({"filter": {"match_all": {}}});
     for _ in 0..25 {

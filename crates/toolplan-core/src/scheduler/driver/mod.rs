@@ -24,7 +24,7 @@ use super::call::{Call, CallResult};
 use super::config::{RunConfig, Schedule};
 use super::observer::{Observer, RunControl, StepFinished, StepStarted};
 use super::slot::{Slot, State, Trouble};
-use crate::error::format_duration;
+use crate::error::{ToolError, format_duration};
 use crate::limits::truncate_string;
 use crate::plan::{Plan, Step};
 use crate::run::{PlanRun, RunOutcome, StepRecord, StepStatus};
@@ -371,6 +371,7 @@ impl<'p> Driver<'p> {
                 error: None,
                 note,
                 unresolved: true,
+                refused: false,
             }));
         }
         // The inputs are released when the step is decided: if it fails, the results it read are
@@ -523,11 +524,15 @@ impl<'p> Driver<'p> {
         match result {
             Ok((output, size)) => self.succeed(i, Some(output), size),
             Err(e) => {
+                let refused = matches!(e, ToolError::InvalidArguments(_));
                 let error = match note {
                     Some(note) => format!("{} ({note})", e.to_string().trim_end()),
                     None => e.to_string(),
                 };
-                self.decide(i, StepStatus::Failed, None, Some(error))
+                self.decide(i, StepStatus::Failed, None, Some(error));
+                if refused && let Some(trouble) = self.slots[i].trouble.as_mut() {
+                    trouble.refused = true;
+                }
             }
         }
     }
@@ -689,6 +694,8 @@ impl<'p> Driver<'p> {
                 },
                 unresolved_reference: slot.status == StepStatus::Failed
                     && slot.trouble.as_ref().is_some_and(|t| t.unresolved),
+                invalid_arguments: slot.status == StepStatus::Failed
+                    && slot.trouble.as_ref().is_some_and(|t| t.refused),
                 error: slot.trouble.and_then(|t| t.error),
                 started: slot.started,
                 finished: slot.finished,

@@ -1,11 +1,14 @@
-//! `filter`, `filters` and `missing`: bucket aggregations whose buckets are queries. Each bucket is
-//! one search (size 0) for the request's query, the filters of the buckets it sits in and its own
-//! query, with the aggregation's sub-aggregations; its `doc_count` is that search's total. The
-//! searches of one request are bounded by `max_buckets`.
+//! `filter`, `filters`, `missing` and `ip_range`: bucket aggregations whose buckets are queries.
+//! Each bucket is one search (size 0) for the request's query, the filters of the buckets it sits
+//! in and its own query, with the aggregation's sub-aggregations; its `doc_count` is that search's
+//! total. The searches of one request are bounded by `max_buckets`.
 
 use serde_json::{Map, Value, json};
 
+use std::net::Ipv6Addr;
+
 use super::{AggregationPlan, Rewrite};
+use crate::embedded::schema::{ip_address, ip_block, ip_text};
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, within};
 
@@ -22,6 +25,24 @@ pub(crate) enum Searched {
         keyed: bool,
         other: Option<String>,
     },
+    /// `ip_range`: one bucket per range of addresses, `from` included and `to` excluded, each
+    /// with its key (given, the CIDR mask, or `from-to` with `*` for an open end), keyed by it
+    /// when `keyed`.
+    Ranges {
+        ranges: Vec<RangeBucket>,
+        keyed: bool,
+    },
+}
+
+/// One bucket of a range aggregation run as searches.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RangeBucket {
+    key: String,
+    /// The bounds as the response shows them.
+    from: Option<Value>,
+    to: Option<Value>,
+    /// The documents in the range.
+    query: Value,
 }
 
 impl Searched {
@@ -58,8 +79,60 @@ impl Searched {
                     json!({"bool": {"must_not": {"exists": {"field": field}}}}),
                 ))
             }
+            "ip_range" => Self::parse_ip_ranges(body, path, limits),
             _ => Self::parse_filters(body, path, limits),
         }
+    }
+
+    /// `ip_range`: `field`, `ranges` of `from` / `to` addresses or a CIDR `mask`, each with an
+    /// optional `key`, and `keyed`.
+    fn parse_ip_ranges(
+        body: &Value,
+        path: &str,
+        limits: &SearchLimits,
+    ) -> Result<Searched, SearchError> {
+        let Value::Object(o) = body else {
+            return Err(SearchError::dsl(path, "ip_range must be an object"));
+        };
+        if let Some(other) = o
+            .keys()
+            .find(|k| !matches!(k.as_str(), "field" | "ranges" | "keyed"))
+        {
+            return Err(SearchError::dsl(
+                format!("{path}.{other}"),
+                format!("unknown option [{other}] of an ip_range aggregation"),
+            ));
+        }
+        let field = o
+            .get("field")
+            .and_then(Value::as_str)
+            .ok_or_else(|| SearchError::dsl(path, "an ip_range aggregation needs a field"))?;
+        let keyed = match o.get("keyed") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => {
+                return Err(SearchError::dsl(
+                    path,
+                    format!("keyed must be true or false, found {v}"),
+                ));
+            }
+        };
+        let Some(Value::Array(listed)) = o.get("ranges") else {
+            return Err(SearchError::dsl(
+                path,
+                "an ip_range aggregation needs [ranges]: a list of {from, to} or {mask}",
+            ));
+        };
+        let max = limits.max_buckets as usize;
+        within(listed.len(), max, "max_buckets", path, || {
+            format!("an ip_range aggregation of more than {max} ranges")
+        })?;
+        let mut ranges = Vec::with_capacity(listed.len());
+        for (i, range) in listed.iter().enumerate() {
+            let here = format!("{path}.ranges[{i}]");
+            ranges.push(ip_range_bucket(field, range, &here)?);
+        }
+        Ok(Searched::Ranges { ranges, keyed })
     }
 
     fn parse_filters(
@@ -124,6 +197,7 @@ impl Searched {
         match self {
             Searched::One(_) => 1,
             Searched::Many { filters, other, .. } => filters.len() + usize::from(other.is_some()),
+            Searched::Ranges { ranges, .. } => ranges.len(),
         }
     }
 }
@@ -180,6 +254,9 @@ impl Rewrite<'_> {
     ) -> Result<Value, SearchError> {
         match searched {
             Searched::One(query) => self.bucket_search(query, sub_aggs, filters),
+            Searched::Ranges { ranges, keyed } => {
+                self.range_buckets(ranges, *keyed, sub_aggs, filters)
+            }
             Searched::Many {
                 filters: named,
                 keyed,
@@ -217,6 +294,43 @@ impl Rewrite<'_> {
         }
     }
 
+    /// The buckets of a range aggregation run as searches, in the order asked.
+    fn range_buckets(
+        &self,
+        ranges: &[RangeBucket],
+        keyed: bool,
+        sub_aggs: Option<&Value>,
+        filters: &[Value],
+    ) -> Result<Value, SearchError> {
+        let mut by_key = Map::new();
+        let mut list = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let counted = self.bucket_search(&range.query, sub_aggs, filters)?;
+            let mut bucket = Map::new();
+            bucket.insert("key".into(), json!(range.key));
+            if let Some(from) = &range.from {
+                bucket.insert("from".into(), from.clone());
+            }
+            if let Some(to) = &range.to {
+                bucket.insert("to".into(), to.clone());
+            }
+            if let Value::Object(counted) = counted {
+                bucket.extend(counted);
+            }
+            if keyed {
+                bucket.remove("key");
+                by_key.insert(range.key.clone(), Value::Object(bucket));
+            } else {
+                list.push(Value::Object(bucket));
+            }
+        }
+        Ok(if keyed {
+            json!({ "buckets": by_key })
+        } else {
+            json!({ "buckets": list })
+        })
+    }
+
     /// One bucket: `{"doc_count": …, sub-aggregations …}` for the documents the request's query,
     /// the enclosing buckets' filters and `query` select.
     fn bucket_search(
@@ -243,4 +357,88 @@ impl Rewrite<'_> {
         }
         Ok(Value::Object(bucket))
     }
+}
+
+/// One range of an `ip_range` aggregation: `from` (included) and `to` (excluded) addresses, or a
+/// CIDR `mask` (its first address to the one after its last), with an optional `key`.
+fn ip_range_bucket(field: &str, range: &Value, path: &str) -> Result<RangeBucket, SearchError> {
+    let Value::Object(r) = range else {
+        return Err(SearchError::dsl(path, "a range must be an object"));
+    };
+    if let Some(other) = r
+        .keys()
+        .find(|k| !matches!(k.as_str(), "from" | "to" | "key" | "mask"))
+    {
+        return Err(SearchError::dsl(
+            format!("{path}.{other}"),
+            format!("unknown option [{other}] of an ip range"),
+        ));
+    }
+    let address = |key: &str| -> Result<Option<Ipv6Addr>, SearchError> {
+        match r.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_str().and_then(ip_address).map(Some).ok_or_else(|| {
+                SearchError::dsl(
+                    format!("{path}.{key}"),
+                    format!(
+                        "'{}' is not an IP string literal",
+                        v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                    ),
+                )
+            }),
+        }
+    };
+    let (from, to, default_key) = match r.get("mask") {
+        Some(mask) => {
+            if r.contains_key("from") || r.contains_key("to") {
+                return Err(SearchError::dsl(
+                    path,
+                    "a range with a mask cannot also have from or to",
+                ));
+            }
+            let text = mask.as_str().unwrap_or_default();
+            let (first, last) = ip_block(text).ok_or_else(|| {
+                SearchError::dsl(
+                    format!("{path}.mask"),
+                    format!("'{text}' is not a CIDR mask such as 192.168.0.0/16"),
+                )
+            })?;
+            // The address after the block; none when the block ends the address space.
+            let after = u128::from(last).checked_add(1).map(Ipv6Addr::from);
+            (Some(first), after, text.to_owned())
+        }
+        None => {
+            let (from, to) = (address("from")?, address("to")?);
+            let end = |ip: Option<Ipv6Addr>| ip.map_or_else(|| "*".to_owned(), ip_text);
+            (from, to, format!("{}-{}", end(from), end(to)))
+        }
+    };
+    let key = match r.get("key") {
+        None | Some(Value::Null) => default_key,
+        Some(Value::String(k)) => k.clone(),
+        Some(v) => {
+            return Err(SearchError::dsl(
+                format!("{path}.key"),
+                format!("a key must be text, found {v}"),
+            ));
+        }
+    };
+    let mut bounds = Map::new();
+    if let Some(from) = from {
+        bounds.insert("gte".into(), json!(ip_text(from)));
+    }
+    if let Some(to) = to {
+        bounds.insert("lt".into(), json!(ip_text(to)));
+    }
+    let query = if bounds.is_empty() {
+        json!({"exists": {"field": field}})
+    } else {
+        json!({"range": {field: bounds}})
+    };
+    Ok(RangeBucket {
+        key,
+        from: from.map(|ip| json!(ip_text(ip))),
+        to: to.map(|ip| json!(ip_text(ip))),
+        query,
+    })
 }

@@ -7,8 +7,9 @@
 //! to year, in UTC — week, month, quarter and year run as calendar-aligned date ranges over the
 //! matching documents' span), `range` (only the requested buckets are returned), `top_hits`
 //! (run as one search per bucket: the query and the bucket's own filter, with the `size`, `from`,
-//! `sort` and `_source` asked for), and `filter`, `filters` and `missing` (run the same way, their
-//! sub-aggregations in that search). Anything else is an error naming the aggregation.
+//! `sort` and `_source` asked for), and `filter`, `filters`, `missing` and `ip_range` (run the
+//! same way, their sub-aggregations in that search). On an `ip` field: `terms`, `rare_terms`,
+//! `multi_terms`, `cardinality`, `value_count` and `ip_range`. Anything else is an error naming the aggregation.
 //!
 //! Bounded by the [`SearchLimits`]: aggregation nesting (`max_nested_depth`), `terms` sizes and
 //! buckets made (`max_buckets`), memory (`max_aggregation_memory`), `top_hits` `from + size`
@@ -21,7 +22,7 @@
 //!   date ranges over the matching documents' span.
 //! * [`top_hits`] — `top_hits`, run as one search per bucket with the bucket's own filter; the
 //!   searches of every aggregation run that way.
-//! * [`filtered`] — `filter`, `filters` and `missing`: the searches their buckets are.
+//! * [`filtered`] — `filter`, `filters`, `missing` and `ip_range`: the searches their buckets are.
 //! * [`response`] — tantivy's result put back into OpenSearch's shape.
 
 mod calendar;
@@ -91,8 +92,196 @@ const MULTI_TERMS_OPTIONS: &[&str] = &[
     "min_doc_count",
     "show_term_doc_count_error",
 ];
+/// The aggregations of tantivy's engine that read an `ip` field: addresses are values to count,
+/// not numbers.
+const IP_AGGREGATIONS: &[&str] = &[
+    "terms",
+    "rare_terms",
+    "multi_terms",
+    "cardinality",
+    "value_count",
+];
+
+/// OpenSearch's refusal of an aggregation on a field of a type it does not read.
+fn not_for_aggregation(
+    field: &str,
+    kind: &FieldKind,
+    aggregation: &str,
+    path: &str,
+) -> SearchError {
+    SearchError::dsl(
+        path,
+        format!(
+            "Field [{field}] of type [{}] is not supported for aggregation [{aggregation}]",
+            kind.name()
+        ),
+    )
+}
+
 /// Bucket aggregations run as searches of their own ([`filtered`]).
-const SEARCHED: &[&str] = &["filter", "filters", "missing"];
+const SEARCHED: &[&str] = &["filter", "filters", "missing", "ip_range"];
+
+/// `include` / `exclude` lists of a `terms` (or `rare_terms`) aggregation on a number, boolean,
+/// date or ip field, and the order of the buckets of an ip field, applied to the buckets tantivy
+/// made of every term. OpenSearch takes lists of values there, not patterns.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct KeyFilter {
+    include: Option<Vec<Value>>,
+    exclude: Option<Vec<Value>>,
+    /// The buckets the request asked for.
+    size: usize,
+    /// On an `ip` field, the order of the buckets by count and address (tantivy compares the
+    /// addresses as text, so `::1` would come after `10.0.0.1`): `None` when ordered by a
+    /// sub-aggregation, which tantivy's order is right for.
+    by_address: Option<AddressOrder>,
+}
+
+/// The order of `terms` buckets on an `ip` field, addresses compared as addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AddressOrder {
+    /// By count (descending unless `ascending`), ties by address.
+    Count { ascending: bool },
+    /// By address.
+    Key { ascending: bool },
+}
+
+impl AddressOrder {
+    /// The order a terms request asks for, when it is by count or by key.
+    fn of(order: Option<&Value>) -> Option<AddressOrder> {
+        let Some(order) = order else {
+            return Some(AddressOrder::Count { ascending: false });
+        };
+        let (target, direction) = order.as_object()?.iter().next()?;
+        let ascending = direction.as_str()?.eq_ignore_ascii_case("asc");
+        match target.as_str() {
+            "_count" => Some(AddressOrder::Count { ascending }),
+            "_key" | "_term" => Some(AddressOrder::Key { ascending }),
+            _ => None,
+        }
+    }
+
+    /// Compares two buckets.
+    pub(crate) fn compare(self, a: &Value, b: &Value) -> std::cmp::Ordering {
+        let count = |b: &Value| b.get("doc_count").and_then(Value::as_u64).unwrap_or(0);
+        let address = |b: &Value| {
+            b.get("key")
+                .and_then(Value::as_str)
+                .and_then(super::schema::ip_address)
+        };
+        match self {
+            AddressOrder::Count { ascending } => {
+                let by_count = count(a).cmp(&count(b));
+                (if ascending {
+                    by_count
+                } else {
+                    by_count.reverse()
+                })
+                .then_with(|| address(a).cmp(&address(b)))
+            }
+            AddressOrder::Key { ascending } => {
+                let by_key = address(a).cmp(&address(b));
+                if ascending { by_key } else { by_key.reverse() }
+            }
+        }
+    }
+}
+
+impl KeyFilter {
+    /// Takes `include` and `exclude` out of the terms request `body` on a field of kind `kind`,
+    /// which then asks for every term (up to `max_buckets`).
+    fn take(
+        body: &mut Value,
+        kind: &FieldKind,
+        format: Option<&crate::datemath::DateFormat>,
+        name: &str,
+        path: &str,
+        limits: &SearchLimits,
+    ) -> Result<Option<KeyFilter>, SearchError> {
+        let Some(o) = body.as_object_mut() else {
+            return Ok(None);
+        };
+        let (include, exclude) = (o.remove("include"), o.remove("exclude"));
+        let by_address = if *kind == FieldKind::Ip {
+            AddressOrder::of(o.get("order"))
+        } else {
+            None
+        };
+        if include.is_none() && exclude.is_none() && by_address.is_none() {
+            return Ok(None);
+        }
+        let list = |v: Option<Value>, key: &str| -> Result<Option<Vec<Value>>, SearchError> {
+            match v {
+                None => Ok(None),
+                // Dates are named as the field writes them; the buckets are keyed in milliseconds.
+                Some(Value::Array(values)) if *kind == FieldKind::Date => values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        format
+                            .and_then(|f| f.read_json(v))
+                            .or_else(|| crate::datemath::date_from_json(v))
+                            .map(|d| json!(d.timestamp_millis()))
+                            .ok_or_else(|| {
+                                SearchError::dsl(
+                                    format!("{path}.{key}[{i}]"),
+                                    format!("{v} is not a date of the field"),
+                                )
+                            })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some),
+                Some(Value::Array(values)) => Ok(Some(values)),
+                Some(Value::String(_)) => Err(SearchError::dsl(
+                    format!("{path}.{key}"),
+                    format!(
+                        "Aggregation [{name}] cannot support regular expression style include/exclude settings as they can only be applied to string fields. Use an array of values for include/exclude clauses"
+                    ),
+                )),
+                Some(_) => Err(SearchError::Unsupported {
+                    path: format!("{path}.{key}"),
+                    clause: format!("{key} partitions on a {} field", kind.name()),
+                }),
+            }
+        };
+        let filter = KeyFilter {
+            include: list(include, "include")?,
+            exclude: list(exclude, "exclude")?,
+            size: o
+                .get("size")
+                .and_then(Value::as_u64)
+                .map_or(10, |n| n as usize),
+            by_address,
+        };
+        o.insert("size".into(), json!(limits.max_buckets));
+        Ok(Some(filter))
+    }
+
+    /// Whether a bucket's key is kept.
+    fn keeps(&self, key: &Value) -> bool {
+        let listed = |values: &[Value]| values.iter().any(|v| same_key(key, v));
+        self.include.as_deref().is_none_or(listed) && !self.exclude.as_deref().is_some_and(listed)
+    }
+}
+
+/// Whether a bucket key (a number, or an address as text) is the value a request names (a number
+/// or its text, an address in any of its spellings, a boolean for 1 or 0).
+fn same_key(key: &Value, named: &Value) -> bool {
+    let number = |v: &Value| match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        _ => None,
+    };
+    if let (Value::String(a), Value::String(b)) = (key, named)
+        && let (Some(a), Some(b)) = (super::schema::ip_address(a), super::schema::ip_address(b))
+    {
+        return a == b;
+    }
+    match (number(key), number(named)) {
+        (Some(a), Some(b)) => a == b,
+        _ => key == named,
+    }
+}
 
 /// What the post-processing needs to remember of a request.
 struct AggregationPlan {
@@ -109,6 +298,9 @@ struct AggregationPlan {
     ties_by_key: bool,
     /// `rare_terms`: the most documents a rare term has.
     max_doc_count: Option<u64>,
+    /// `terms` / `rare_terms` on a field that is not a keyword, with `include` or `exclude`: the
+    /// values kept, applied to tantivy's buckets.
+    key_filter: Option<KeyFilter>,
     /// The request's `meta`, returned with the result.
     meta: Option<Value>,
     date_field: bool,
@@ -279,6 +471,18 @@ impl Rewrite<'_> {
                 });
                 continue;
             }
+            if kind == "ip_range"
+                && let Some(field) = body.get("field").and_then(Value::as_str)
+                && let Some(indexed) = schema.fields.get(field)
+                && indexed.spec.kind != FieldKind::Ip
+            {
+                return Err(not_for_aggregation(
+                    field,
+                    &indexed.spec.kind,
+                    &kind,
+                    &kind_path,
+                ));
+            }
             if SEARCHED.contains(&kind.as_str()) {
                 let searched = Searched::parse(&kind, &body, &kind_path, self.limits)?;
                 // Their sub-aggregations run in their searches; checked here, before any runs,
@@ -321,6 +525,8 @@ impl Rewrite<'_> {
                 self.check_terms_size(&body, &kind_path)?;
             }
             let mut date_field = false;
+            let mut field_kind = None;
+            let mut date_format = None;
             let requested_field = body.get("field").and_then(Value::as_str).map(str::to_owned);
             if let Some(field) = requested_field.clone() {
                 if let Some(why) = schema.not_indexed(&field) {
@@ -370,7 +576,17 @@ impl Rewrite<'_> {
                         ),
                     ));
                 }
+                if indexed.spec.kind == FieldKind::Ip && !IP_AGGREGATIONS.contains(&kind.as_str()) {
+                    return Err(not_for_aggregation(
+                        &field,
+                        &indexed.spec.kind,
+                        &kind,
+                        &kind_path,
+                    ));
+                }
                 date_field = indexed.spec.kind == FieldKind::Date;
+                field_kind = Some(indexed.spec.kind.clone());
+                date_format = indexed.format.clone();
                 body["field"] = json!(indexed.name);
             } else if kind == "multi_terms" {
                 // Its fields are in `terms`, rewritten above.
@@ -401,6 +617,19 @@ impl Rewrite<'_> {
                 max_doc_count = Some(max);
                 tantivy_kind = "terms".into();
             }
+            // tantivy filters the terms of keyword columns only (of others it would make no
+            // buckets at all): the values of other fields are filtered here, after.
+            let key_filter = match &field_kind {
+                Some(k) if tantivy_kind == "terms" && *k != FieldKind::Keyword => KeyFilter::take(
+                    &mut body,
+                    k,
+                    date_format.as_ref(),
+                    name,
+                    &kind_path,
+                    self.limits,
+                )?,
+                _ => None,
+            };
             if kind == "histogram" {
                 interval = body.get("interval").and_then(Value::as_f64);
             }
@@ -465,6 +694,7 @@ impl Rewrite<'_> {
                 multi_booleans,
                 ties_by_key,
                 max_doc_count,
+                key_filter,
                 date_field,
                 ranges,
                 interval,
@@ -531,7 +761,8 @@ impl Rewrite<'_> {
                     FieldKind::Keyword
                     | FieldKind::Integer
                     | FieldKind::Float
-                    | FieldKind::Boolean => indexed.name.clone(),
+                    | FieldKind::Boolean
+                    | FieldKind::Ip => indexed.name.clone(),
                     FieldKind::Text => {
                         let hint = self.schema.keyword_hint(&field);
                         return Err(SearchError::dsl(
@@ -628,6 +859,7 @@ impl AggregationPlan {
             multi_booleans: Vec::new(),
             ties_by_key: false,
             max_doc_count: None,
+            key_filter: None,
             meta: None,
             date_field: false,
             ranges: Vec::new(),

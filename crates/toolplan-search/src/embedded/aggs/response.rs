@@ -142,11 +142,17 @@ pub(super) fn to_opensearch_shape(
                 });
             }
         }
-        "terms" if plan.date_field => date_term_keys(v),
+        "terms" => {
+            if plan.date_field {
+                date_term_keys(v);
+            }
+            filter_keys(v, plan)?;
+        }
         "rare_terms" => {
             if plan.date_field {
                 date_term_keys(v);
             }
+            filter_keys(v, plan)?;
             // Every term was counted, or some were left out and the rarest cannot be told.
             if v.get("sum_other_doc_count")
                 .and_then(Value::as_u64)
@@ -164,7 +170,11 @@ pub(super) fn to_opensearch_shape(
             }
             if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
                 buckets.retain(|b| b.get("doc_count").and_then(Value::as_u64).unwrap_or(0) <= max);
-                buckets.sort_by(|a, b| compare_values(&a["key"], &b["key"]));
+                match plan.key_filter.as_ref().and_then(|f| f.by_address) {
+                    Some(_) => buckets
+                        .sort_by(|a, b| super::AddressOrder::Key { ascending: true }.compare(a, b)),
+                    None => buckets.sort_by(|a, b| compare_values(&a["key"], &b["key"])),
+                }
             }
         }
         // Counts are whole numbers in OpenSearch; tantivy gives them as doubles.
@@ -181,6 +191,42 @@ pub(super) fn to_opensearch_shape(
         _ => {}
     }
     shape_children(v, plan)
+}
+
+/// Keeps the buckets whose keys the request's `include` / `exclude` lists allow
+/// ([`KeyFilter`](super::KeyFilter)), at most the number asked for, the rest counted in
+/// `sum_other_doc_count`. tantivy was asked for every term; when it could not give them all, the
+/// buckets kept cannot be told and the request fails.
+fn filter_keys(v: &mut Value, plan: &AggregationPlan) -> Result<(), SearchError> {
+    let Some(filter) = &plan.key_filter else {
+        return Ok(());
+    };
+    if v.get("sum_other_doc_count")
+        .and_then(Value::as_u64)
+        .is_some_and(|n| n > 0)
+    {
+        return Err(SearchError::dsl(
+            format!("aggs.{}.{}", plan.name, plan.kind),
+            "the field has more distinct values than include / exclude can filter exactly (search limit max_buckets)",
+        ));
+    }
+    let Some(Value::Array(buckets)) = v.get_mut("buckets") else {
+        return Ok(());
+    };
+    buckets.retain(|b| filter.keeps(&b["key"]));
+    if let Some(order) = filter.by_address {
+        buckets.sort_by(|a, b| order.compare(a, b));
+    }
+    let count = |b: &Value| b.get("doc_count").and_then(Value::as_u64).unwrap_or(0);
+    let mut other = 0;
+    if plan.kind == "terms" && buckets.len() > filter.size {
+        other = buckets[filter.size..].iter().map(count).sum::<u64>();
+        buckets.truncate(filter.size);
+    }
+    if plan.kind == "terms" {
+        v["sum_other_doc_count"] = json!(other);
+    }
+    Ok(())
 }
 
 /// Puts the sub-aggregations of each bucket into shape.

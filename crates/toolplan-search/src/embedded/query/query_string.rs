@@ -964,6 +964,10 @@ impl QueryTranslator<'_> {
             FieldKind::Float => crate::embedded::schema::float(&json!(v)).is_some(),
             FieldKind::Boolean => v == "true" || v == "false",
             FieldKind::Date => crate::datemath::parse_date(v).is_some(),
+            FieldKind::Ip => {
+                crate::embedded::schema::ip_address(v).is_some()
+                    || crate::embedded::schema::ip_block(v).is_some()
+            }
             _ => true,
         };
         let skip_or = |q: Value| -> Result<Option<Value>, SearchError> { Ok(Some(q)) };

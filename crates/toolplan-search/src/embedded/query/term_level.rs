@@ -13,7 +13,9 @@ use tantivy::{DateTime, Term};
 
 use super::{BoxedQuery, QueryTranslator, check_options, match_nothing, with_boost};
 use crate::datemath;
-use crate::embedded::schema::{Indexed, MAX_DATE_MILLIS, boolean, float, integer, scalar_text};
+use crate::embedded::schema::{
+    Indexed, MAX_DATE_MILLIS, boolean, float, integer, ip_address, ip_block, scalar_text,
+};
 use crate::error::SearchError;
 use crate::limits::within;
 use crate::mapping::FieldKind;
@@ -37,6 +39,15 @@ impl QueryTranslator<'_> {
             return Ok(Box::new(RangeQuery::new(
                 Bound::Included(t.clone()),
                 Bound::Included(t),
+            )));
+        }
+        if indexed.spec.kind == FieldKind::Ip
+            && let Some((first, last)) = v.as_str().and_then(ip_block)
+        {
+            // A CIDR block: every address in it.
+            return Ok(Box::new(RangeQuery::new(
+                Bound::Included(Term::from_field_ip_addr(indexed.field, first)),
+                Bound::Included(Term::from_field_ip_addr(indexed.field, last)),
             )));
         }
         if options.get("case_insensitive").and_then(Value::as_bool) == Some(true)
@@ -84,6 +95,7 @@ impl QueryTranslator<'_> {
                 field,
                 self.date_value(v, false, indexed.format.as_ref(), path)?,
             )),
+            FieldKind::Ip => Some(Term::from_field_ip_addr(field, ip_value(indexed, v, path)?)),
             FieldKind::Unsupported(_) => None,
         })
     }
@@ -276,6 +288,7 @@ impl QueryTranslator<'_> {
                         field,
                         &self.normalized(indexed, &scalar_text(v).unwrap_or_default()),
                     ),
+                    FieldKind::Ip => Term::from_field_ip_addr(field, ip_value(indexed, v, path)?),
                     FieldKind::Unsupported(_) => return Ok(Bound::Unbounded),
                 };
                 Ok(if inclusive {
@@ -404,6 +417,20 @@ impl QueryTranslator<'_> {
 }
 
 /// The error for a value that cannot be of the field's type.
+/// An address for a query on an `ip` field; anything else is refused in OpenSearch's words.
+fn ip_value(indexed: &Indexed, v: &Value, path: &str) -> Result<std::net::Ipv6Addr, SearchError> {
+    v.as_str().and_then(ip_address).ok_or_else(|| {
+        SearchError::dsl(
+            path,
+            format!(
+                "'{}' is not an IP string literal (field '{}' is ip)",
+                scalar_text(v).unwrap_or_else(|| v.to_string()),
+                indexed.spec.path
+            ),
+        )
+    })
+}
+
 fn wrong_type(indexed: &Indexed, what: &str, v: &Value, path: &str) -> SearchError {
     SearchError::dsl(
         path,
