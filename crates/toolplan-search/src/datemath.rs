@@ -305,6 +305,25 @@ fn escape(c: char) -> Vec<char> {
     if c == '%' { vec!['%', '%'] } else { vec![c] }
 }
 
+/// Refuses a `time_zone` (of clause `clause`, at `path`) other than UTC by its names: the engine
+/// reads and buckets dates in UTC, and another zone would move the answer.
+pub(crate) fn utc_only(
+    zone: &serde_json::Value,
+    clause: &str,
+    path: &str,
+) -> Result<(), crate::error::SearchError> {
+    if matches!(
+        zone.as_str().unwrap_or_default(),
+        "UTC" | "Z" | "+00:00" | "-00:00" | "+0000" | "Etc/UTC" | "GMT"
+    ) {
+        return Ok(());
+    }
+    Err(crate::error::SearchError::Unsupported {
+        path: format!("{path}.time_zone"),
+        clause: format!("{clause} time_zone {zone} (only UTC)"),
+    })
+}
+
 /// Evaluates date math (or a plain date) relative to `now`; `round_up` rounds to the last
 /// millisecond of the unit instead of its first.
 pub fn eval(expr: &str, now: DateTime<Utc>, round_up: bool) -> Result<DateTime<Utc>, String> {

@@ -610,16 +610,17 @@ async fn ip_addresses_are_counted_by_value_and_by_range() {
     let ranges = &a["r"]["buckets"];
     assert_eq!(
         keys(ranges),
+        // In the order of their first addresses, as OpenSearch returns them.
         [
             ("*-10.0.0.5".into(), 2),
-            ("upper".into(), 3),
-            ("10.0.0.0/8".into(), 3)
+            ("10.0.0.0/8".into(), 3),
+            ("upper".into(), 3)
         ]
     );
     assert_eq!(ranges[0]["to"], "10.0.0.5");
     assert!(ranges[0].get("from").is_none());
-    assert_eq!(ranges[2]["from"], "10.0.0.0");
-    assert_eq!(ranges[2]["to"], "11.0.0.0");
+    assert_eq!(ranges[1]["from"], "10.0.0.0");
+    assert_eq!(ranges[1]["to"], "11.0.0.0");
     // What cannot be asked of addresses is refused in OpenSearch's words.
     for (agg, message) in [
         (
@@ -688,7 +689,7 @@ async fn include_and_exclude_lists_filter_the_terms_of_numbers() {
 }
 
 #[tokio::test]
-async fn rare_terms_are_the_terms_with_at_most_max_doc_count_documents_by_key() {
+async fn rare_terms_are_the_terms_with_at_most_max_doc_count_documents_rarest_first() {
     let (_dir, b) = tickets().await;
     let all = b
         .search(
@@ -705,7 +706,8 @@ async fn rare_terms_are_the_terms_with_at_most_max_doc_count_documents_by_key() 
             .map(|b| (b["key"].as_i64().unwrap(), b["doc_count"].as_u64().unwrap()))
             .filter(|(_, n)| *n <= max)
             .collect();
-        expected.sort();
+        // Rarest first, then by key.
+        expected.sort_by_key(|&(key, n)| (n, key));
         let r = b
             .search(
                 "tickets",
@@ -751,4 +753,257 @@ async fn meta_comes_back_with_each_aggregation() {
     assert_eq!(aggs["s"]["meta"], json!({"a": 1}));
     assert_eq!(aggs["s"]["buckets"][0]["m"]["meta"], json!({"b": [2]}));
     assert_eq!(aggs["h"]["meta"], json!({"c": "x"}));
+}
+
+#[tokio::test]
+async fn date_range_counts_each_range_in_from_order_with_its_bounds_shown() {
+    let (_dir, b) = tickets().await;
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {
+                "d": {"date_range": {"field": "created_at", "ranges": [
+                    {"from": "2025-04-01"},
+                    {"from": "2025-02-01", "to": "2025-04-01", "key": "feb-mar"},
+                    {"to": "2025-02-01"}]},
+                    "aggs": {"high": {"filter": {"term": {"priority": "high"}}}}},
+                "m": {"date_range": {"field": "created_at", "format": "dd/MM/yyyy", "keyed": true,
+                    "ranges": [{"from": "01/03/2025", "to": "01/05/2025"}]}}}}),
+        )
+        .await
+        .unwrap();
+    let a = &r["aggregations"];
+    let range = |from: Option<&str>, to: Option<&str>| {
+        let mut bounds = serde_json::Map::new();
+        if let Some(f) = from {
+            bounds.insert("gte".into(), json!(f));
+        }
+        if let Some(t) = to {
+            bounds.insert("lt".into(), json!(t));
+        }
+        json!({"range": {"created_at": bounds}})
+    };
+    let buckets = a["d"]["buckets"].as_array().unwrap();
+    let keys: Vec<&str> = buckets.iter().map(|b| b["key"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        [
+            "*-2025-02-01T00:00:00.000Z",
+            "feb-mar",
+            "2025-04-01T00:00:00.000Z-*"
+        ]
+    );
+    let expected = [
+        range(None, Some("2025-02-01")),
+        range(Some("2025-02-01"), Some("2025-04-01")),
+        range(Some("2025-04-01"), None),
+    ];
+    let mut total = 0;
+    for (bucket, query) in buckets.iter().zip(expected) {
+        let n = count(&b, query.clone()).await;
+        total += n;
+        assert_eq!(bucket["doc_count"], n, "{bucket}");
+        let high = count(
+            &b,
+            json!({"bool": {"filter": [query, {"term": {"priority": "high"}}]}}),
+        )
+        .await;
+        assert_eq!(bucket["high"]["doc_count"], high, "{bucket}");
+    }
+    assert_eq!(total, 60);
+    assert!(buckets[0].get("from").is_none());
+    assert_eq!(buckets[1]["from"], 1_738_368_000_000.0);
+    assert_eq!(buckets[1]["from_as_string"], "2025-02-01T00:00:00.000Z");
+    assert_eq!(buckets[1]["to_as_string"], "2025-04-01T00:00:00.000Z");
+    // The request's format reads the bounds and writes them.
+    let march_april = &a["m"]["buckets"]["01/03/2025-01/05/2025"];
+    assert_eq!(march_april["from_as_string"], "01/03/2025");
+    assert_eq!(
+        march_april["doc_count"],
+        count(&b, range(Some("2025-03-01"), Some("2025-05-01"))).await
+    );
+    // Not on other fields; unknown options and bounds that are not dates are refused.
+    for (agg, message) in [
+        (
+            json!({"date_range": {"field": "priority", "ranges": [{"to": "2025-01-01"}]}}),
+            "Field [priority] of type [keyword] is not supported for aggregation [date_range]",
+        ),
+        (
+            json!({"date_range": {"field": "created_at", "ranges": [{"to": "soon"}]}}),
+            "ranges[0].to",
+        ),
+        (
+            json!({"date_range": {"field": "created_at", "interval": "1d", "ranges": []}}),
+            "unknown option [interval] of a date_range aggregation",
+        ),
+    ] {
+        assert_refused(&b, agg, message).await;
+    }
+}
+
+#[tokio::test]
+async fn date_range_counts_documents_without_a_date_as_the_missing_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    b.create_index(
+        "people",
+        &json!({"mappings": {"properties": {"born": {"type": "date", "format": "epoch_second"}}}}),
+    )
+    .await
+    .unwrap();
+    let nd = "{\"index\": {}}\n{\"born\": 10000}\n{\"index\": {}}\n{\"born\": 400000}\n{\"index\": {}}\n{\"name\": \"x\"}\n";
+    assert_eq!(b.bulk(Some("people"), nd).await.unwrap().indexed, 3);
+    let r = b
+        .search(
+            "people",
+            &json!({"size": 0, "aggs": {"d": {"date_range": {"field": "born", "missing": "0",
+                "ranges": [{"key": "late", "from": "200000"}, {"key": "early", "to": "200000"}]}}}}),
+        )
+        .await
+        .unwrap();
+    let buckets = &r["aggregations"]["d"]["buckets"];
+    assert_eq!(buckets[0]["key"], "early");
+    assert_eq!(buckets[0]["doc_count"], 2);
+    assert_eq!(buckets[0]["to"], 200_000_000.0);
+    assert_eq!(buckets[0]["to_as_string"], "200000");
+    assert_eq!(buckets[1]["key"], "late");
+    assert_eq!(buckets[1]["doc_count"], 1);
+}
+
+#[tokio::test]
+async fn pipelines_compute_from_the_buckets_of_other_aggregations() {
+    let (_dir, b) = tickets().await;
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {
+                "by_category": {"terms": {"field": "category"},
+                    "aggs": {"sat": {"avg": {"field": "satisfaction"}},
+                             "top2": {"bucket_sort": {"sort": [{"sat": {"order": "desc"}}], "size": 2}}}},
+                "all_categories": {"terms": {"field": "category"},
+                    "aggs": {"sat": {"avg": {"field": "satisfaction"}}}},
+                "avg_sat": {"avg_bucket": {"buckets_path": "all_categories>sat"}},
+                "best": {"max_bucket": {"buckets_path": "all_categories.sat"}},
+                "worst": {"min_bucket": {"buckets_path": "all_categories>sat"}},
+                "tickets": {"sum_bucket": {"buckets_path": "all_categories>_count"}},
+                "stats": {"stats_bucket": {"buckets_path": "all_categories>sat"}},
+                "monthly": {"date_histogram": {"field": "created_at", "calendar_interval": "month"},
+                    "aggs": {"refunds": {"sum": {"field": "refund_amount"}},
+                             "so_far": {"cumulative_sum": {"buckets_path": "refunds"}},
+                             "change": {"derivative": {"buckets_path": "_count"}}}}}}),
+        )
+        .await
+        .unwrap();
+    let a = &r["aggregations"];
+    let categories = a["all_categories"]["buckets"].as_array().unwrap();
+    let sats: Vec<f64> = categories
+        .iter()
+        .map(|c| c["sat"]["value"].as_f64().unwrap())
+        .collect();
+    let mean = sats.iter().sum::<f64>() / sats.len() as f64;
+    assert!(
+        (a["avg_sat"]["value"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{}",
+        a["avg_sat"]
+    );
+    let max = sats.iter().copied().fold(f64::MIN, f64::max);
+    let min = sats.iter().copied().fold(f64::MAX, f64::min);
+    assert_eq!(a["best"]["value"], max);
+    assert_eq!(a["worst"]["value"], min);
+    let best_key = categories
+        .iter()
+        .find(|c| c["sat"]["value"] == max)
+        .unwrap()["key"]
+        .clone();
+    assert_eq!(a["best"]["keys"][0], best_key);
+    assert_eq!(a["tickets"]["value"], 60.0);
+    assert_eq!(a["stats"]["count"], sats.len());
+    assert_eq!(a["stats"]["max"], max);
+    // bucket_sort: the two categories with the best satisfaction, best first.
+    let mut sorted = sats.clone();
+    sorted.sort_by(|x, y| y.partial_cmp(x).unwrap());
+    let top: Vec<f64> = a["by_category"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["sat"]["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(top, sorted[..2]);
+    // Parent pipelines: a running sum and the change from the month before.
+    let months = a["monthly"]["buckets"].as_array().unwrap();
+    assert_eq!(months.len(), 6);
+    let mut running = 0.0;
+    for (i, month) in months.iter().enumerate() {
+        running += month["refunds"]["value"].as_f64().unwrap();
+        assert!(
+            (month["so_far"]["value"].as_f64().unwrap() - running).abs() < 1e-9,
+            "{month}"
+        );
+        if i == 0 {
+            assert!(month.get("change").is_none(), "{month}");
+        } else {
+            let before = months[i - 1]["doc_count"].as_f64().unwrap();
+            assert_eq!(
+                month["change"]["value"],
+                month["doc_count"].as_f64().unwrap() - before
+            );
+        }
+    }
+    // Misplaced and misdirected pipelines are refused in OpenSearch's words.
+    for (aggs, message) in [
+        (
+            json!({"c": {"cumulative_sum": {"buckets_path": "_count"}}}),
+            "cumulative_sum aggregation [c] must have a histogram or date_histogram as parent",
+        ),
+        (
+            json!({"s": {"bucket_sort": {"sort": ["_count"]}}}),
+            "bucket_sort aggregation [s] must be declared inside of another aggregation",
+        ),
+        (
+            json!({"m": {"max_bucket": {"buckets_path": "nope>sat"}}}),
+            "No aggregation found for path [nope>sat]",
+        ),
+        (
+            json!({"t": {"terms": {"field": "category"}, "aggs": {"p": {"percentiles": {"field": "satisfaction"}}}},
+                   "m": {"max_bucket": {"buckets_path": "t>p"}}}),
+            "[p] contains multiple values. Please specify which to use.",
+        ),
+        (
+            json!({"m": {"avg_bucket": {"buckets_path": "x", "format": "0.0"}}}),
+            "avg_bucket option format",
+        ),
+    ] {
+        let err = b
+            .search("tickets", &json!({"size": 0, "aggs": aggs}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(message), "{aggs}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn date_histogram_keys_take_the_format_asked_for_and_other_zones_are_refused() {
+    let (_dir, b) = tickets().await;
+    let r = b
+        .search(
+            "tickets",
+            &json!({"size": 0, "aggs": {
+                "m": {"date_histogram": {"field": "created_at", "calendar_interval": "month", "format": "dd/MM/yyyy"}},
+                "d": {"date_histogram": {"field": "created_at", "fixed_interval": "1d", "time_zone": "UTC"}}}}),
+        )
+        .await
+        .unwrap();
+    let a = &r["aggregations"];
+    assert_eq!(a["m"]["buckets"][0]["key_as_string"], "01/01/2025");
+    assert_eq!(
+        a["d"]["buckets"][0]["key_as_string"],
+        "2025-01-01T00:00:00.000Z"
+    );
+    // Days in another zone would be other buckets: refused, not answered in UTC.
+    assert_refused(
+        &b,
+        json!({"date_histogram": {"field": "created_at", "fixed_interval": "1d", "time_zone": "America/Phoenix"}}),
+        "date_histogram time_zone \"America/Phoenix\" (only UTC)",
+    )
+    .await;
 }

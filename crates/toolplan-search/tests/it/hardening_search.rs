@@ -337,6 +337,18 @@ async fn aggregations_are_bounded_naming_the_limit() {
         err.contains("an ip_range aggregation of more than 50 ranges (search limit max_buckets)"),
         "{err}"
     );
+    let ranges: Vec<Value> = (0..60)
+        .map(|i| json!({"to": format!("now-{i}d")}))
+        .collect();
+    let err = refused(
+        &few,
+        agg(json!({"date_range": {"field": "when", "ranges": ranges}})),
+    )
+    .await;
+    assert!(
+        err.contains("a date_range aggregation of more than 50 ranges (search limit max_buckets)"),
+        "{err}"
+    );
     // Include lists on a number field are applied to every term, which must fit max_buckets:
     // past it, the answer could not be told, and the request fails instead of guessing.
     let err = refused(

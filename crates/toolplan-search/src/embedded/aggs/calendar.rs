@@ -79,8 +79,12 @@ pub(super) fn date_histogram_interval(
     let Some(obj) = body.as_object_mut() else {
         return Err(SearchError::dsl(path, "date_histogram must be an object"));
     };
+    // Read by the caller (`format`); only UTC is implemented, any other zone is refused rather
+    // than answered with UTC days.
     obj.remove("format");
-    obj.remove("time_zone");
+    if let Some(zone) = obj.remove("time_zone") {
+        crate::datemath::utc_only(&zone, "date_histogram", path)?;
+    }
     let calendar = obj
         .remove("calendar_interval")
         .or_else(|| obj.remove("interval"));

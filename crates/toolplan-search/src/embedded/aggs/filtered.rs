@@ -1,4 +1,5 @@
-//! `filter`, `filters`, `missing` and `ip_range`: bucket aggregations whose buckets are queries.
+//! `filter`, `filters`, `missing`, `ip_range` and `date_range`: bucket aggregations whose buckets
+//! are queries.
 //! Each bucket is one search (size 0) for the request's query, the filters of the buckets it sits
 //! in and its own query, with the aggregation's sub-aggregations; its `doc_count` is that search's
 //! total. The searches of one request are bounded by `max_buckets`.
@@ -8,6 +9,7 @@ use serde_json::{Map, Value, json};
 use std::net::Ipv6Addr;
 
 use super::{AggregationPlan, Rewrite};
+use crate::datemath::DateFormat;
 use crate::embedded::schema::{ip_address, ip_block, ip_text};
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, within};
@@ -25,9 +27,9 @@ pub(crate) enum Searched {
         keyed: bool,
         other: Option<String>,
     },
-    /// `ip_range`: one bucket per range of addresses, `from` included and `to` excluded, each
-    /// with its key (given, the CIDR mask, or `from-to` with `*` for an open end), keyed by it
-    /// when `keyed`.
+    /// `ip_range` and `date_range`: one bucket per range of addresses or dates, `from` included
+    /// and `to` excluded, each with its key (given, the CIDR mask, or `from-to` with `*` for an
+    /// open end), ordered by `from` and then `to`, keyed by key when `keyed`.
     Ranges {
         ranges: Vec<RangeBucket>,
         keyed: bool,
@@ -38,11 +40,29 @@ pub(crate) enum Searched {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RangeBucket {
     key: String,
-    /// The bounds as the response shows them.
-    from: Option<Value>,
-    to: Option<Value>,
+    /// The bounds as the response shows them (`from`, `from_as_string`, `to`, `to_as_string`).
+    shown: Vec<(&'static str, Value)>,
+    /// The bounds as comparable numbers: OpenSearch returns the buckets ordered by `from`, then
+    /// `to` (an open `from` first, an open `to` last).
+    order: (Option<u128>, Option<u128>),
     /// The documents in the range.
     query: Value,
+}
+
+impl RangeBucket {
+    fn sort(ranges: &mut [RangeBucket]) {
+        ranges.sort_by(|a, b| {
+            a.order
+                .0
+                .cmp(&b.order.0)
+                .then_with(|| match (a.order.1, b.order.1) {
+                    (None, None) => std::cmp::Ordering::Equal,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (Some(x), Some(y)) => x.cmp(&y),
+                })
+        });
+    }
 }
 
 impl Searched {
@@ -103,20 +123,7 @@ impl Searched {
                 format!("unknown option [{other}] of an ip_range aggregation"),
             ));
         }
-        let field = o
-            .get("field")
-            .and_then(Value::as_str)
-            .ok_or_else(|| SearchError::dsl(path, "an ip_range aggregation needs a field"))?;
-        let keyed = match o.get("keyed") {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(v) => {
-                return Err(SearchError::dsl(
-                    path,
-                    format!("keyed must be true or false, found {v}"),
-                ));
-            }
-        };
+        let (field, keyed) = field_and_keyed(o, "an ip_range", path)?;
         let Some(Value::Array(listed)) = o.get("ranges") else {
             return Err(SearchError::dsl(
                 path,
@@ -132,6 +139,150 @@ impl Searched {
             let here = format!("{path}.ranges[{i}]");
             ranges.push(ip_range_bucket(field, range, &here)?);
         }
+        RangeBucket::sort(&mut ranges);
+        Ok(Searched::Ranges { ranges, keyed })
+    }
+
+    /// `date_range` on a field whose format is `field_format` (`None`: unmapped, or ISO dates):
+    /// `field`, `ranges` of `from` / `to` dates or date math (`now-1M/M`) with an optional `key`,
+    /// `format` (of the bounds given and shown), `missing` (the date of documents without one),
+    /// `keyed` and `time_zone` (UTC only).
+    pub(super) fn parse_date_ranges(
+        body: &Value,
+        path: &str,
+        limits: &SearchLimits,
+        field_format: Option<&DateFormat>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Searched, SearchError> {
+        let Value::Object(o) = body else {
+            return Err(SearchError::dsl(path, "date_range must be an object"));
+        };
+        if let Some(other) = o.keys().find(|k| {
+            !matches!(
+                k.as_str(),
+                "field" | "ranges" | "keyed" | "format" | "missing" | "time_zone"
+            )
+        }) {
+            return Err(SearchError::dsl(
+                format!("{path}.{other}"),
+                format!("unknown option [{other}] of a date_range aggregation"),
+            ));
+        }
+        if let Some(zone) = o.get("time_zone") {
+            crate::datemath::utc_only(zone, "date_range", path)?;
+        }
+        let (field, keyed) = field_and_keyed(o, "a date_range", path)?;
+        let own_format = match o.get("format") {
+            None => None,
+            Some(Value::String(f)) => Some(
+                DateFormat::parse(f).map_err(|e| SearchError::dsl(format!("{path}.format"), e))?,
+            ),
+            Some(v) => {
+                return Err(SearchError::dsl(
+                    format!("{path}.format"),
+                    format!("a format must be text, found {v}"),
+                ));
+            }
+        };
+        let format = own_format.as_ref().or(field_format);
+        let date = |v: &Value, at: &str| -> Result<i64, SearchError> {
+            let read = match v {
+                Value::String(text) => crate::datemath::eval_with(text, now, false, format)
+                    .map_err(|e| SearchError::dsl(at, e))?,
+                other => format
+                    .and_then(|f| f.read_json(other))
+                    .or_else(|| crate::datemath::date_from_json(other))
+                    .ok_or_else(|| SearchError::dsl(at, format!("{other} is not a date")))?,
+            };
+            Ok(read.timestamp_millis())
+        };
+        let missing = o
+            .get("missing")
+            .map(|v| date(v, &format!("{path}.missing")))
+            .transpose()?;
+        let Some(Value::Array(listed)) = o.get("ranges") else {
+            return Err(SearchError::dsl(
+                path,
+                "a date_range aggregation needs [ranges]: a list of {from, to}",
+            ));
+        };
+        let max = limits.max_buckets as usize;
+        within(listed.len(), max, "max_buckets", path, || {
+            format!("a date_range aggregation of more than {max} ranges")
+        })?;
+        let shown = |millis: i64| {
+            let d = chrono::DateTime::from_timestamp_millis(millis).unwrap_or_default();
+            format.map_or_else(
+                || d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+                |f| f.write(d),
+            )
+        };
+        let mut ranges = Vec::with_capacity(listed.len());
+        for (i, range) in listed.iter().enumerate() {
+            let here = format!("{path}.ranges[{i}]");
+            let Value::Object(r) = range else {
+                return Err(SearchError::dsl(&here, "a range must be an object"));
+            };
+            if let Some(other) = r
+                .keys()
+                .find(|k| !matches!(k.as_str(), "from" | "to" | "key"))
+            {
+                return Err(SearchError::dsl(
+                    format!("{here}.{other}"),
+                    format!("unknown option [{other}] of a date range"),
+                ));
+            }
+            let bound = |key: &str| -> Result<Option<i64>, SearchError> {
+                match r.get(key) {
+                    None | Some(Value::Null) => Ok(None),
+                    Some(v) => date(v, &format!("{here}.{key}")).map(Some),
+                }
+            };
+            let (from, to) = (bound("from")?, bound("to")?);
+            let end = |b: Option<i64>| b.map_or_else(|| "*".to_owned(), shown);
+            let key = match r.get("key") {
+                None | Some(Value::Null) => format!("{}-{}", end(from), end(to)),
+                Some(Value::String(k)) => k.clone(),
+                Some(v) => {
+                    return Err(SearchError::dsl(
+                        format!("{here}.key"),
+                        format!("a key must be text, found {v}"),
+                    ));
+                }
+            };
+            let mut bounds = Map::new();
+            let mut shown_bounds = Vec::new();
+            if let Some(from) = from {
+                bounds.insert("gte".into(), json!(from));
+                shown_bounds.push(("from", json!(from as f64)));
+                shown_bounds.push(("from_as_string", json!(shown(from))));
+            }
+            if let Some(to) = to {
+                bounds.insert("lt".into(), json!(to));
+                shown_bounds.push(("to", json!(to as f64)));
+                shown_bounds.push(("to_as_string", json!(shown(to))));
+            }
+            bounds.insert("format".into(), json!("epoch_millis"));
+            let in_range = json!({"range": {field: bounds}});
+            // Documents without a date count as having the missing one.
+            let query = match missing {
+                Some(m) if from.is_none_or(|f| f <= m) && to.is_none_or(|t| m < t) => {
+                    json!({"bool": {
+                    "should": [in_range, {"bool": {"must_not": {"exists": {"field": field}}}}],
+                    "minimum_should_match": 1}})
+                }
+                _ => in_range,
+            };
+            // Millisecond dates as unsigned numbers in the same order.
+            let order = |b: Option<i64>| b.map(|x| (i128::from(x) - i128::from(i64::MIN)) as u128);
+            ranges.push(RangeBucket {
+                key,
+                shown: shown_bounds,
+                order: (order(from), order(to)),
+                query,
+            });
+        }
+        RangeBucket::sort(&mut ranges);
         Ok(Searched::Ranges { ranges, keyed })
     }
 
@@ -308,11 +459,8 @@ impl Rewrite<'_> {
             let counted = self.bucket_search(&range.query, sub_aggs, filters)?;
             let mut bucket = Map::new();
             bucket.insert("key".into(), json!(range.key));
-            if let Some(from) = &range.from {
-                bucket.insert("from".into(), from.clone());
-            }
-            if let Some(to) = &range.to {
-                bucket.insert("to".into(), to.clone());
+            for (name, value) in &range.shown {
+                bucket.insert((*name).into(), value.clone());
             }
             if let Value::Object(counted) = counted {
                 bucket.extend(counted);
@@ -435,10 +583,41 @@ fn ip_range_bucket(field: &str, range: &Value, path: &str) -> Result<RangeBucket
     } else {
         json!({"range": {field: bounds}})
     };
+    let mut shown = Vec::new();
+    if let Some(from) = from {
+        shown.push(("from", json!(ip_text(from))));
+    }
+    if let Some(to) = to {
+        shown.push(("to", json!(ip_text(to))));
+    }
     Ok(RangeBucket {
         key,
-        from: from.map(|ip| json!(ip_text(ip))),
-        to: to.map(|ip| json!(ip_text(ip))),
+        shown,
+        order: (from.map(u128::from), to.map(u128::from)),
         query,
     })
+}
+
+/// The `field` of a range aggregation run as searches (`what`: "an ip_range", for messages) and
+/// its `keyed` (false when not given).
+fn field_and_keyed<'a>(
+    o: &'a Map<String, Value>,
+    what: &str,
+    path: &str,
+) -> Result<(&'a str, bool), SearchError> {
+    let field = o
+        .get("field")
+        .and_then(Value::as_str)
+        .ok_or_else(|| SearchError::dsl(path, format!("{what} aggregation needs a field")))?;
+    let keyed = match o.get("keyed") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => {
+            return Err(SearchError::dsl(
+                path,
+                format!("keyed must be true or false, found {v}"),
+            ));
+        }
+    };
+    Ok((field, keyed))
 }

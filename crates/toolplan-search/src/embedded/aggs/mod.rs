@@ -7,8 +7,8 @@
 //! to year, in UTC — week, month, quarter and year run as calendar-aligned date ranges over the
 //! matching documents' span), `range` (only the requested buckets are returned), `top_hits`
 //! (run as one search per bucket: the query and the bucket's own filter, with the `size`, `from`,
-//! `sort` and `_source` asked for), and `filter`, `filters`, `missing` and `ip_range` (run the
-//! same way, their sub-aggregations in that search). On an `ip` field: `terms`, `rare_terms`,
+//! `sort` and `_source` asked for), and `filter`, `filters`, `missing`, `ip_range` and
+//! `date_range` (run the same way, their sub-aggregations in that search). On an `ip` field: `terms`, `rare_terms`,
 //! `multi_terms`, `cardinality`, `value_count` and `ip_range`. Anything else is an error naming the aggregation.
 //!
 //! Bounded by the [`SearchLimits`]: aggregation nesting (`max_nested_depth`), `terms` sizes and
@@ -22,11 +22,13 @@
 //!   date ranges over the matching documents' span.
 //! * [`top_hits`] — `top_hits`, run as one search per bucket with the bucket's own filter; the
 //!   searches of every aggregation run that way.
-//! * [`filtered`] — `filter`, `filters`, `missing` and `ip_range`: the searches their buckets are.
+//! * [`filtered`] — `filter`, `filters`, `missing`, `ip_range` and `date_range`: the searches
+//!   their buckets are.
 //! * [`response`] — tantivy's result put back into OpenSearch's shape.
 
 mod calendar;
 mod filtered;
+mod pipeline;
 mod response;
 mod top_hits;
 
@@ -41,6 +43,7 @@ use tantivy::tokenizer::TokenizerManager;
 
 use self::calendar::{Calendar, Interval, date_histogram_interval};
 use self::filtered::Searched;
+use self::pipeline::Pipeline;
 use self::response::to_opensearch_shape;
 use self::top_hits::top_hits_body;
 use super::schema::IndexSchema;
@@ -119,7 +122,7 @@ fn not_for_aggregation(
 }
 
 /// Bucket aggregations run as searches of their own ([`filtered`]).
-const SEARCHED: &[&str] = &["filter", "filters", "missing", "ip_range"];
+const SEARCHED: &[&str] = &["filter", "filters", "missing", "ip_range", "date_range"];
 
 /// `include` / `exclude` lists of a `terms` (or `rare_terms`) aggregation on a number, boolean,
 /// date or ip field, and the order of the buckets of an ip field, applied to the buckets tantivy
@@ -308,12 +311,16 @@ struct AggregationPlan {
     /// Width of a `histogram` / fixed `date_histogram` bucket (ms for dates).
     interval: Option<f64>,
     calendar: Option<Calendar>,
+    /// A `date_histogram`'s `format`, for its keys' text.
+    key_format: Option<crate::datemath::DateFormat>,
     min_doc_count: u64,
     /// A `top_hits` request, run after the aggregations.
     top_hits: Option<Value>,
     /// A `filter` / `filters` / `missing` aggregation, run after the aggregations, and its
     /// sub-aggregations (run in its searches).
     searched: Option<(Searched, Option<Value>)>,
+    /// A pipeline aggregation, computed from the others' results ([`pipeline`]).
+    pipeline: Option<Pipeline>,
     children: Vec<AggregationPlan>,
 }
 
@@ -344,6 +351,7 @@ pub(crate) fn run(
         searches,
     };
     let (request, plans) = rewrite.rewrite(aggs, key, 1)?;
+    pipeline::check(&plans, None, key)?;
     let parsed: Aggregations = serde_json::from_value(request)
         .map_err(|e| SearchError::dsl(key, format!("invalid aggregation: {e}")))?;
     let guard = AggregationLimitsGuard::new(
@@ -374,6 +382,9 @@ pub(crate) fn run(
             rewrite.fill_searched(v, plan, &mut filters)?;
             attach_meta(v, plan);
         }
+    }
+    if let Some(level) = out.as_object_mut() {
+        pipeline::apply(level, &plans)?;
     }
     Ok(out)
 }
@@ -484,7 +495,11 @@ impl Rewrite<'_> {
                 ));
             }
             if SEARCHED.contains(&kind.as_str()) {
-                let searched = Searched::parse(&kind, &body, &kind_path, self.limits)?;
+                let searched = if kind == "date_range" {
+                    self.date_ranges(&body, &kind_path)?
+                } else {
+                    Searched::parse(&kind, &body, &kind_path, self.limits)?
+                };
                 // Their sub-aggregations run in their searches; checked here, before any runs,
                 // and counted in the nesting depth.
                 if let Some(children) = children {
@@ -492,6 +507,21 @@ impl Rewrite<'_> {
                 }
                 plans.push(AggregationPlan {
                     searched: Some((searched, children.cloned())),
+                    ..AggregationPlan::new(name, &kind)
+                });
+                continue;
+            }
+            if pipeline::SIBLING.contains(&kind.as_str())
+                || pipeline::PARENT.contains(&kind.as_str())
+            {
+                if children.is_some() {
+                    return Err(SearchError::dsl(
+                        &here,
+                        format!("a {kind} aggregation cannot have sub-aggregations"),
+                    ));
+                }
+                plans.push(AggregationPlan {
+                    pipeline: Some(Pipeline::parse(&kind, &body, &kind_path)?),
                     ..AggregationPlan::new(name, &kind)
                 });
                 continue;
@@ -633,7 +663,21 @@ impl Rewrite<'_> {
             if kind == "histogram" {
                 interval = body.get("interval").and_then(Value::as_f64);
             }
+            let mut key_format = None;
             if kind == "date_histogram" {
+                key_format = match body.get("format") {
+                    None => None,
+                    Some(Value::String(f)) => Some(
+                        crate::datemath::DateFormat::parse(f)
+                            .map_err(|e| SearchError::dsl(format!("{kind_path}.format"), e))?,
+                    ),
+                    Some(v) => {
+                        return Err(SearchError::dsl(
+                            format!("{kind_path}.format"),
+                            format!("a format must be text, found {v}"),
+                        ));
+                    }
+                };
                 match date_histogram_interval(&mut body, &kind_path)? {
                     Interval::Fixed(ms) => interval = Some(ms),
                     Interval::Calendar(c) => {
@@ -699,6 +743,7 @@ impl Rewrite<'_> {
                 ranges,
                 interval,
                 calendar,
+                key_format,
                 min_doc_count,
                 children: child_plans,
                 ..AggregationPlan::new(name, &kind)
@@ -829,6 +874,36 @@ impl Rewrite<'_> {
         Ok((Value::Object(terms), max))
     }
 
+    /// A `date_range` request read against its field: a date field (its format reads and shows
+    /// the bounds) or one the mapping lacks (no documents fall in any range).
+    fn date_ranges(&self, body: &Value, path: &str) -> Result<Searched, SearchError> {
+        let field = body
+            .get("field")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let Some(why) = self.schema.not_indexed(field) {
+            return Err(SearchError::dsl(path, why));
+        }
+        let indexed = self.schema.fields.get(field);
+        if let Some(indexed) = indexed
+            && indexed.spec.kind != FieldKind::Date
+        {
+            return Err(not_for_aggregation(
+                field,
+                &indexed.spec.kind,
+                "date_range",
+                path,
+            ));
+        }
+        Searched::parse_date_ranges(
+            body,
+            path,
+            self.limits,
+            indexed.and_then(|i| i.format.as_ref()),
+            chrono::Utc::now(),
+        )
+    }
+
     /// Refuses a `terms` `size` (or `shard_size`) over `max_buckets`: tantivy would reserve room
     /// for that many terms.
     fn check_terms_size(&self, body: &Value, path: &str) -> Result<(), SearchError> {
@@ -865,9 +940,11 @@ impl AggregationPlan {
             ranges: Vec::new(),
             interval: None,
             calendar: None,
+            key_format: None,
             min_doc_count: 0,
             top_hits: None,
             searched: None,
+            pipeline: None,
             children: Vec::new(),
         }
     }

@@ -114,6 +114,16 @@ pub(super) fn to_opensearch_shape(
                     if let Some(k) = b.get("key").and_then(Value::as_f64) {
                         b["key"] = json!(k as i64);
                     }
+                    // With milliseconds, as OpenSearch writes dates (tantivy leaves them out).
+                    if let Some(Value::String(text)) = b.get("key_as_string")
+                        && let Ok(date) = DateTime::parse_from_rfc3339(text)
+                    {
+                        b["key_as_string"] = json!(
+                            date.with_timezone(&Utc)
+                                .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+                                .to_string()
+                        );
+                    }
                 }
             }
         }
@@ -170,10 +180,17 @@ pub(super) fn to_opensearch_shape(
             }
             if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
                 buckets.retain(|b| b.get("doc_count").and_then(Value::as_u64).unwrap_or(0) <= max);
+                // Rarest first, then by key, as OpenSearch orders them.
+                let count = |b: &Value| b.get("doc_count").and_then(Value::as_u64).unwrap_or(0);
                 match plan.key_filter.as_ref().and_then(|f| f.by_address) {
-                    Some(_) => buckets
-                        .sort_by(|a, b| super::AddressOrder::Key { ascending: true }.compare(a, b)),
-                    None => buckets.sort_by(|a, b| compare_values(&a["key"], &b["key"])),
+                    Some(_) => buckets.sort_by(|a, b| {
+                        super::AddressOrder::Count { ascending: true }.compare(a, b)
+                    }),
+                    None => buckets.sort_by(|a, b| {
+                        count(a)
+                            .cmp(&count(b))
+                            .then_with(|| compare_values(&a["key"], &b["key"]))
+                    }),
                 }
             }
         }
@@ -189,6 +206,18 @@ pub(super) fn to_opensearch_shape(
             }
         }
         _ => {}
+    }
+    // A date_histogram's keys in the format asked for.
+    if let (Some(format), Some(Value::Array(buckets))) = (&plan.key_format, v.get_mut("buckets")) {
+        for b in buckets.iter_mut() {
+            if let Some(key) = b
+                .get("key")
+                .and_then(Value::as_i64)
+                .and_then(DateTime::<Utc>::from_timestamp_millis)
+            {
+                b["key_as_string"] = json!(format.write(key));
+            }
+        }
     }
     shape_children(v, plan)
 }

@@ -203,18 +203,7 @@ impl QueryTranslator<'_> {
                 "from" | "to" | "boost" | "format" | "include_lower" | "include_upper" => {}
                 // Only range fields (which this engine does not index) read `relation`.
                 "relation" => {}
-                "time_zone" => {
-                    let zone = v.as_str().unwrap_or_default();
-                    if !matches!(
-                        zone,
-                        "UTC" | "Z" | "+00:00" | "-00:00" | "+0000" | "Etc/UTC" | "GMT"
-                    ) {
-                        return Err(SearchError::Unsupported {
-                            path: format!("{path}.time_zone"),
-                            clause: format!("range time_zone {v} (only UTC)"),
-                        });
-                    }
-                }
+                "time_zone" => datemath::utc_only(v, "range", path)?,
                 other => {
                     return Err(SearchError::dsl(
                         path,
