@@ -836,6 +836,10 @@ async fn date_range_counts_each_range_in_from_order_with_its_bounds_shown() {
             json!({"date_range": {"field": "created_at", "interval": "1d", "ranges": []}}),
             "unknown option [interval] of a date_range aggregation",
         ),
+        (
+            json!({"date_range": {"field": "created_at", "ranges": []}}),
+            "No [ranges] specified",
+        ),
     ] {
         assert_refused(&b, agg, message).await;
     }
@@ -890,7 +894,8 @@ async fn pipelines_compute_from_the_buckets_of_other_aggregations() {
                 "monthly": {"date_histogram": {"field": "created_at", "calendar_interval": "month"},
                     "aggs": {"refunds": {"sum": {"field": "refund_amount"}},
                              "so_far": {"cumulative_sum": {"buckets_path": "refunds"}},
-                             "change": {"derivative": {"buckets_path": "_count"}}}}}}),
+                             "change": {"derivative": {"buckets_path": "_count"}},
+                             "change2": {"derivative": {"buckets_path": "change"}}}}}}),
         )
         .await
         .unwrap();
@@ -947,6 +952,17 @@ async fn pipelines_compute_from_the_buckets_of_other_aggregations() {
                 month["change"]["value"],
                 month["doc_count"].as_f64().unwrap() - before
             );
+        }
+        // A derivative of the derivative: none in the first month, null in the second (the first
+        // has no value to start from), then the change of the change.
+        match i {
+            0 => assert!(month.get("change2").is_none(), "{month}"),
+            1 => assert_eq!(month["change2"]["value"], Value::Null, "{month}"),
+            _ => assert_eq!(
+                month["change2"]["value"].as_f64().unwrap(),
+                month["change"]["value"].as_f64().unwrap()
+                    - months[i - 1]["change"]["value"].as_f64().unwrap()
+            ),
         }
     }
     // Misplaced and misdirected pipelines are refused in OpenSearch's words.

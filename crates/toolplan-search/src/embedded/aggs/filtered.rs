@@ -130,6 +130,9 @@ impl Searched {
                 "an ip_range aggregation needs [ranges]: a list of {from, to} or {mask}",
             ));
         };
+        if listed.is_empty() {
+            return Err(SearchError::dsl(path, "No [ranges] specified"));
+        }
         let max = limits.max_buckets as usize;
         within(listed.len(), max, "max_buckets", path, || {
             format!("an ip_range aggregation of more than {max} ranges")
@@ -206,6 +209,9 @@ impl Searched {
                 "a date_range aggregation needs [ranges]: a list of {from, to}",
             ));
         };
+        if listed.is_empty() {
+            return Err(SearchError::dsl(path, "No [ranges] specified"));
+        }
         let max = limits.max_buckets as usize;
         within(listed.len(), max, "max_buckets", path, || {
             format!("a date_range aggregation of more than {max} ranges")

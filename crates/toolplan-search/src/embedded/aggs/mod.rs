@@ -137,6 +137,9 @@ pub(crate) struct KeyFilter {
     /// addresses as text, so `::1` would come after `10.0.0.1`): `None` when ordered by a
     /// sub-aggregation, which tantivy's order is right for.
     by_address: Option<AddressOrder>,
+    /// Whether tantivy was asked for every term (to filter them, or to order addresses by key):
+    /// otherwise it chose the top terms by count, and their order is only put right here.
+    every_term: bool,
 }
 
 /// The order of `terms` buckets on an `ip` field, addresses compared as addresses.
@@ -212,6 +215,11 @@ impl KeyFilter {
         if include.is_none() && exclude.is_none() && by_address.is_none() {
             return Ok(None);
         }
+        // Ordered by count, tantivy's top terms are the right ones (ties aside): only their order
+        // by address is put right, and a field of many addresses needs no room for all of them.
+        let every_term = include.is_some()
+            || exclude.is_some()
+            || matches!(by_address, Some(AddressOrder::Key { .. }));
         let list = |v: Option<Value>, key: &str| -> Result<Option<Vec<Value>>, SearchError> {
             match v {
                 None => Ok(None),
@@ -254,8 +262,11 @@ impl KeyFilter {
                 .and_then(Value::as_u64)
                 .map_or(10, |n| n as usize),
             by_address,
+            every_term,
         };
-        o.insert("size".into(), json!(limits.max_buckets));
+        if every_term {
+            o.insert("size".into(), json!(limits.max_buckets));
+        }
         Ok(Some(filter))
     }
 
@@ -271,6 +282,9 @@ impl KeyFilter {
 fn same_key(key: &Value, named: &Value) -> bool {
     let number = |v: &Value| match v {
         Value::Number(n) => n.as_f64(),
+        // A boolean's terms are keyed 1 and 0.
+        Value::String(s) if s.trim() == "true" => Some(1.0),
+        Value::String(s) if s.trim() == "false" => Some(0.0),
         Value::String(s) => s.trim().parse::<f64>().ok(),
         Value::Bool(b) => Some(f64::from(u8::from(*b))),
         _ => None,
@@ -954,5 +968,25 @@ impl AggregationPlan {
         self.top_hits.is_some()
             || self.searched.is_some()
             || self.children.iter().any(AggregationPlan::runs_searches)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_keys_match_the_values_a_request_names() {
+        assert!(same_key(&json!(3), &json!("3")));
+        assert!(same_key(&json!(2.5), &json!(2.5)));
+        // Booleans are keyed 1 and 0, and named true and false.
+        assert!(same_key(&json!(1), &json!("true")));
+        assert!(same_key(&json!(0), &json!(false)));
+        assert!(!same_key(&json!(1), &json!("false")));
+        // Addresses in any spelling.
+        assert!(same_key(&json!("::1"), &json!("0:0:0:0:0:0:0:1")));
+        assert!(same_key(&json!("10.0.0.1"), &json!("::ffff:10.0.0.1")));
+        assert!(!same_key(&json!("10.0.0.1"), &json!("10.0.0.2")));
+        assert!(same_key(&json!("a"), &json!("a")));
     }
 }

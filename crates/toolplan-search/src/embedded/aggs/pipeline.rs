@@ -287,6 +287,18 @@ fn buckets_of(result: &mut Value) -> Vec<&mut Value> {
 /// The number `path` reads in `bucket`; `Ok(None)` for a metric without a value (an empty bucket's
 /// `avg`).
 fn value_at(bucket: &Value, path: &[String], name: &str) -> Result<Option<f64>, SearchError> {
+    value_in(bucket, path, name, false)
+}
+
+/// [`value_at`]; with `absent_is_gap`, a path that names nothing in this bucket is a missing value
+/// (a parent pipeline over another one, which the first bucket lacks: a derivative of a
+/// derivative).
+fn value_in(
+    bucket: &Value,
+    path: &[String],
+    name: &str,
+    absent_is_gap: bool,
+) -> Result<Option<f64>, SearchError> {
     let not_found = || {
         SearchError::dsl(
             format!("aggs.{name}.buckets_path"),
@@ -326,7 +338,13 @@ fn value_at(bucket: &Value, path: &[String], name: &str) -> Result<Option<f64>, 
             .and_then(|v| v.get(key))
             .and_then(Value::as_f64));
     }
-    let found = at.get(last).ok_or_else(not_found)?;
+    let Some(found) = at.get(last) else {
+        return if absent_is_gap {
+            Ok(None)
+        } else {
+            Err(not_found())
+        };
+    };
     match found {
         Value::Number(n) => Ok(n.as_f64()),
         Value::Null => Ok(None),
@@ -427,8 +445,8 @@ fn across(result: &mut Value, name: &str, pipeline: &Pipeline) -> Result<(), Sea
     }
     let mut running = 0.0;
     let mut previous: Option<f64> = None;
-    for bucket in buckets_of(result) {
-        let value = match value_at(bucket, &pipeline.path, name)? {
+    for (i, bucket) in buckets_of(result).into_iter().enumerate() {
+        let value = match value_in(bucket, &pipeline.path, name, true)? {
             Some(x) if x.is_finite() => Some(x),
             _ if pipeline.zeros => Some(0.0),
             _ => None,
@@ -442,13 +460,12 @@ fn across(result: &mut Value, name: &str, pipeline: &Pipeline) -> Result<(), Sea
                 o.insert(name.to_owned(), json!({"value": running}));
             }
             _ => {
-                // The first bucket has no derivative; a gap has none and restarts it.
-                if let (Some(before), Some(now)) = (previous, value) {
-                    o.insert(name.to_owned(), json!({"value": now - before}));
+                // The first bucket has no derivative; a gap, and the bucket after one, a null one.
+                if i > 0 {
+                    let change = previous.zip(value).map(|(before, now)| now - before);
+                    o.insert(name.to_owned(), json!({ "value": change }));
                 }
-                if value.is_some() || !pipeline.zeros {
-                    previous = value;
-                }
+                previous = value;
             }
         }
     }
@@ -458,14 +475,28 @@ fn across(result: &mut Value, name: &str, pipeline: &Pipeline) -> Result<(), Sea
 /// `bucket_sort`: the buckets ordered by the sort's paths (kept in their order when none), then
 /// `from` and `size`.
 fn sort_buckets(result: &mut Value, name: &str, pipeline: &Pipeline) -> Result<(), SearchError> {
-    let Some(Value::Array(list)) = result.get_mut("buckets") else {
-        return Ok(());
+    let list = match result.get_mut("buckets") {
+        Some(Value::Array(list)) => list,
+        Some(Value::Object(_)) => {
+            return Err(SearchError::Unsupported {
+                path: format!("aggs.{name}.bucket_sort"),
+                clause: "bucket_sort of keyed buckets".into(),
+            });
+        }
+        _ => return Ok(()),
     };
     let mut keyed: Vec<(Vec<Option<f64>>, Value)> = Vec::with_capacity(list.len());
     for bucket in list.drain(..) {
         let mut keys = Vec::with_capacity(pipeline.sort.len());
         for (path, _) in &pipeline.sort {
-            keys.push(value_at(&bucket, path, name)?);
+            keys.push(value_in(&bucket, path, name, true)?);
+        }
+        // A bucket whose every sort value is a gap is left out (unless the gaps count as 0).
+        if !keys.is_empty() && keys.iter().all(Option::is_none) {
+            if !pipeline.zeros {
+                continue;
+            }
+            keys.iter_mut().for_each(|k| *k = Some(0.0));
         }
         keyed.push((keys, bucket));
     }

@@ -230,6 +230,14 @@ fn filter_keys(v: &mut Value, plan: &AggregationPlan) -> Result<(), SearchError>
     let Some(filter) = &plan.key_filter else {
         return Ok(());
     };
+    if !filter.every_term {
+        if let (Some(order), Some(Value::Array(buckets))) =
+            (filter.by_address, v.get_mut("buckets"))
+        {
+            buckets.sort_by(|a, b| order.compare(a, b));
+        }
+        return Ok(());
+    }
     if v.get("sum_other_doc_count")
         .and_then(Value::as_u64)
         .is_some_and(|n| n > 0)
