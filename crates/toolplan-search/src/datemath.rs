@@ -135,7 +135,7 @@ impl DateFormat {
     /// and `Z`, as OpenSearch writes dates it returns).
     pub fn write(&self, date: DateTime<Utc>) -> String {
         match self.alternatives.first() {
-            None | Some(Alternative::Iso) => date.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+            None | Some(Alternative::Iso) => iso_millis(date),
             Some(Alternative::EpochMillis) => date.timestamp_millis().to_string(),
             Some(Alternative::EpochSecond) => date.timestamp().to_string(),
             Some(Alternative::Pattern { chrono, .. }) => date.format(chrono).to_string(),
@@ -303,6 +303,29 @@ fn java_pattern(pattern: &str) -> Result<Alternative, String> {
 /// A literal character in chrono's syntax.
 fn escape(c: char) -> Vec<char> {
     if c == '%' { vec!['%', '%'] } else { vec![c] }
+}
+
+/// `date` as OpenSearch writes the dates it returns: ISO 8601 with milliseconds and `Z`.
+pub fn iso_millis(date: DateTime<Utc>) -> String {
+    date.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// The `format` option of a request (at `path`): `None` when not given; one that is not text or
+/// cannot be read is refused.
+pub(crate) fn format_option(
+    value: Option<&serde_json::Value>,
+    path: &str,
+) -> Result<Option<DateFormat>, crate::error::SearchError> {
+    match value {
+        None => Ok(None),
+        Some(serde_json::Value::String(f)) => DateFormat::parse(f)
+            .map(Some)
+            .map_err(|e| crate::error::SearchError::dsl(path, e)),
+        Some(v) => Err(crate::error::SearchError::dsl(
+            path,
+            format!("a format must be text, found {v}"),
+        )),
+    }
 }
 
 /// Refuses a `time_zone` (of clause `clause`, at `path`) other than UTC by its names: the engine

@@ -283,7 +283,7 @@ fn values(spec: &FieldSpec, source: &Value, format: Option<&str>) -> Vec<Value> 
                 }?;
                 Some(Value::String(match &date_format {
                     Some(f) => f.write(date),
-                    None => date.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+                    None => datemath::iso_millis(date),
                 }))
             }
             // As the index keeps it: `0:0:0:0:0:0:0:1` comes back as `::1`.

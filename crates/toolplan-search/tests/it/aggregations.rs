@@ -274,11 +274,16 @@ async fn a_field_the_mapping_lacks_aggregates_as_no_values() {
 
 /// Checks that the tickets index refuses aggregation `agg` with an error saying `message`.
 async fn assert_refused(b: &EmbeddedBackend, agg: Value, message: &str) {
+    assert_aggs_refused(b, "tickets", json!({"a": agg}), message).await;
+}
+
+/// Checks that `index` refuses the aggregations `aggs` with an error saying `message`.
+async fn assert_aggs_refused(b: &EmbeddedBackend, index: &str, aggs: Value, message: &str) {
     let err = b
-        .search("tickets", &json!({"size": 0, "aggs": {"a": agg}}))
+        .search(index, &json!({"size": 0, "aggs": aggs}))
         .await
         .unwrap_err();
-    assert!(err.to_string().contains(message), "{agg}: {err}");
+    assert!(err.to_string().contains(message), "{aggs}: {err}");
 }
 
 /// The number of tickets a query selects.
@@ -430,16 +435,21 @@ async fn multi_terms_counts_each_combination_and_its_top_hits() {
     }
 }
 
-#[tokio::test]
-async fn a_field_of_a_type_the_engine_does_not_index_is_refused_not_answered_empty() {
+/// A fresh backend with index `name` created with `mapping`.
+async fn new_index(name: &str, mapping: Value) -> (tempfile::TempDir, EmbeddedBackend) {
     let dir = tempfile::tempdir().unwrap();
     let b = EmbeddedBackend::open(dir.path()).unwrap();
-    b.create_index(
+    b.create_index(name, &mapping).await.unwrap();
+    (dir, b)
+}
+
+#[tokio::test]
+async fn a_field_of_a_type_the_engine_does_not_index_is_refused_not_answered_empty() {
+    let (_dir, b) = new_index(
         "hosts",
-        &json!({"mappings": {"properties": {"ports": {"type": "integer_range"}, "name": {"type": "keyword"}}}}),
+        json!({"mappings": {"properties": {"ports": {"type": "integer_range"}, "name": {"type": "keyword"}}}}),
     )
-    .await
-    .unwrap();
+    .await;
     b.bulk(
         Some("hosts"),
         "{\"index\": {}}\n{\"ports\": {\"gte\": 80, \"lte\": 90}, \"name\": \"a\"}\n",
@@ -464,14 +474,11 @@ async fn a_field_of_a_type_the_engine_does_not_index_is_refused_not_answered_emp
 
 /// Index `hosts`: addresses in an `ip` field, IPv4 and IPv6, one document without one.
 async fn hosts() -> (tempfile::TempDir, EmbeddedBackend) {
-    let dir = tempfile::tempdir().unwrap();
-    let b = EmbeddedBackend::open(dir.path()).unwrap();
-    b.create_index(
+    let (dir, b) = new_index(
         "hosts",
-        &json!({"mappings": {"properties": {"addr": {"type": "ip"}, "name": {"type": "keyword"}}}}),
+        json!({"mappings": {"properties": {"addr": {"type": "ip"}, "name": {"type": "keyword"}}}}),
     )
-    .await
-    .unwrap();
+    .await;
     let docs = [
         ("a", json!("10.0.0.1")),
         ("b", json!("10.0.0.7")),
@@ -640,8 +647,7 @@ async fn ip_addresses_are_counted_by_value_and_by_range() {
             "'10.0.0.0/40' is not a CIDR mask",
         ),
     ] {
-        let err = aggs(json!({"a": agg})).await.unwrap_err();
-        assert!(err.to_string().contains(message), "{agg}: {err}");
+        assert_aggs_refused(&b, "hosts", json!({"a": agg}), message).await;
     }
     let err = b
         .search("hosts", &json!({"sort": [{"addr": "asc"}]}))
@@ -847,14 +853,11 @@ async fn date_range_counts_each_range_in_from_order_with_its_bounds_shown() {
 
 #[tokio::test]
 async fn date_range_counts_documents_without_a_date_as_the_missing_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let b = EmbeddedBackend::open(dir.path()).unwrap();
-    b.create_index(
+    let (_dir, b) = new_index(
         "people",
-        &json!({"mappings": {"properties": {"born": {"type": "date", "format": "epoch_second"}}}}),
+        json!({"mappings": {"properties": {"born": {"type": "date", "format": "epoch_second"}}}}),
     )
-    .await
-    .unwrap();
+    .await;
     let nd = "{\"index\": {}}\n{\"born\": 10000}\n{\"index\": {}}\n{\"born\": 400000}\n{\"index\": {}}\n{\"name\": \"x\"}\n";
     assert_eq!(b.bulk(Some("people"), nd).await.unwrap().indexed, 3);
     let r = b
@@ -989,11 +992,7 @@ async fn pipelines_compute_from_the_buckets_of_other_aggregations() {
             "avg_bucket option format",
         ),
     ] {
-        let err = b
-            .search("tickets", &json!({"size": 0, "aggs": aggs}))
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains(message), "{aggs}: {err}");
+        assert_aggs_refused(&b, "tickets", aggs, message).await;
     }
 }
 

@@ -111,32 +111,14 @@ impl Searched {
         path: &str,
         limits: &SearchLimits,
     ) -> Result<Searched, SearchError> {
-        let Value::Object(o) = body else {
-            return Err(SearchError::dsl(path, "ip_range must be an object"));
-        };
-        if let Some(other) = o
-            .keys()
-            .find(|k| !matches!(k.as_str(), "field" | "ranges" | "keyed"))
-        {
-            return Err(SearchError::dsl(
-                format!("{path}.{other}"),
-                format!("unknown option [{other}] of an ip_range aggregation"),
-            ));
-        }
+        let o = options_of(
+            body,
+            &["field", "ranges", "keyed"],
+            ("ip_range", "an ip_range aggregation"),
+            path,
+        )?;
         let (field, keyed) = field_and_keyed(o, "an ip_range", path)?;
-        let Some(Value::Array(listed)) = o.get("ranges") else {
-            return Err(SearchError::dsl(
-                path,
-                "an ip_range aggregation needs [ranges]: a list of {from, to} or {mask}",
-            ));
-        };
-        if listed.is_empty() {
-            return Err(SearchError::dsl(path, "No [ranges] specified"));
-        }
-        let max = limits.max_buckets as usize;
-        within(listed.len(), max, "max_buckets", path, || {
-            format!("an ip_range aggregation of more than {max} ranges")
-        })?;
+        let listed = ranges_of(o, ("an ip_range", "{from, to} or {mask}"), path, limits)?;
         let mut ranges = Vec::with_capacity(listed.len());
         for (i, range) in listed.iter().enumerate() {
             let here = format!("{path}.ranges[{i}]");
@@ -157,36 +139,18 @@ impl Searched {
         field_format: Option<&DateFormat>,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<Searched, SearchError> {
-        let Value::Object(o) = body else {
-            return Err(SearchError::dsl(path, "date_range must be an object"));
-        };
-        if let Some(other) = o.keys().find(|k| {
-            !matches!(
-                k.as_str(),
-                "field" | "ranges" | "keyed" | "format" | "missing" | "time_zone"
-            )
-        }) {
-            return Err(SearchError::dsl(
-                format!("{path}.{other}"),
-                format!("unknown option [{other}] of a date_range aggregation"),
-            ));
-        }
+        let o = options_of(
+            body,
+            &["field", "ranges", "keyed", "format", "missing", "time_zone"],
+            ("date_range", "a date_range aggregation"),
+            path,
+        )?;
         if let Some(zone) = o.get("time_zone") {
             crate::datemath::utc_only(zone, "date_range", path)?;
         }
         let (field, keyed) = field_and_keyed(o, "a date_range", path)?;
-        let own_format = match o.get("format") {
-            None => None,
-            Some(Value::String(f)) => Some(
-                DateFormat::parse(f).map_err(|e| SearchError::dsl(format!("{path}.format"), e))?,
-            ),
-            Some(v) => {
-                return Err(SearchError::dsl(
-                    format!("{path}.format"),
-                    format!("a format must be text, found {v}"),
-                ));
-            }
-        };
+        let own_format =
+            crate::datemath::format_option(o.get("format"), &format!("{path}.format"))?;
         let format = own_format.as_ref().or(field_format);
         let date = |v: &Value, at: &str| -> Result<i64, SearchError> {
             let read = match v {
@@ -203,41 +167,20 @@ impl Searched {
             .get("missing")
             .map(|v| date(v, &format!("{path}.missing")))
             .transpose()?;
-        let Some(Value::Array(listed)) = o.get("ranges") else {
-            return Err(SearchError::dsl(
-                path,
-                "a date_range aggregation needs [ranges]: a list of {from, to}",
-            ));
-        };
-        if listed.is_empty() {
-            return Err(SearchError::dsl(path, "No [ranges] specified"));
-        }
-        let max = limits.max_buckets as usize;
-        within(listed.len(), max, "max_buckets", path, || {
-            format!("a date_range aggregation of more than {max} ranges")
-        })?;
+        let listed = ranges_of(o, ("a date_range", "{from, to}"), path, limits)?;
         let shown = |millis: i64| {
             let d = chrono::DateTime::from_timestamp_millis(millis).unwrap_or_default();
-            format.map_or_else(
-                || d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-                |f| f.write(d),
-            )
+            format.map_or_else(|| crate::datemath::iso_millis(d), |f| f.write(d))
         };
         let mut ranges = Vec::with_capacity(listed.len());
         for (i, range) in listed.iter().enumerate() {
             let here = format!("{path}.ranges[{i}]");
-            let Value::Object(r) = range else {
-                return Err(SearchError::dsl(&here, "a range must be an object"));
-            };
-            if let Some(other) = r
-                .keys()
-                .find(|k| !matches!(k.as_str(), "from" | "to" | "key"))
-            {
-                return Err(SearchError::dsl(
-                    format!("{here}.{other}"),
-                    format!("unknown option [{other}] of a date range"),
-                ));
-            }
+            let r = options_of(
+                range,
+                &["from", "to", "key"],
+                ("a range", "a date range"),
+                &here,
+            )?;
             let bound = |key: &str| -> Result<Option<i64>, SearchError> {
                 match r.get(key) {
                     None | Some(Value::Null) => Ok(None),
@@ -246,16 +189,7 @@ impl Searched {
             };
             let (from, to) = (bound("from")?, bound("to")?);
             let end = |b: Option<i64>| b.map_or_else(|| "*".to_owned(), shown);
-            let key = match r.get("key") {
-                None | Some(Value::Null) => format!("{}-{}", end(from), end(to)),
-                Some(Value::String(k)) => k.clone(),
-                Some(v) => {
-                    return Err(SearchError::dsl(
-                        format!("{here}.key"),
-                        format!("a key must be text, found {v}"),
-                    ));
-                }
-            };
+            let key = key_of(r, || format!("{}-{}", end(from), end(to)), &here)?;
             let mut bounds = Map::new();
             let mut shown_bounds = Vec::new();
             if let Some(from) = from {
@@ -516,18 +450,12 @@ impl Rewrite<'_> {
 /// One range of an `ip_range` aggregation: `from` (included) and `to` (excluded) addresses, or a
 /// CIDR `mask` (its first address to the one after its last), with an optional `key`.
 fn ip_range_bucket(field: &str, range: &Value, path: &str) -> Result<RangeBucket, SearchError> {
-    let Value::Object(r) = range else {
-        return Err(SearchError::dsl(path, "a range must be an object"));
-    };
-    if let Some(other) = r
-        .keys()
-        .find(|k| !matches!(k.as_str(), "from" | "to" | "key" | "mask"))
-    {
-        return Err(SearchError::dsl(
-            format!("{path}.{other}"),
-            format!("unknown option [{other}] of an ip range"),
-        ));
-    }
+    let r = options_of(
+        range,
+        &["from", "to", "key", "mask"],
+        ("a range", "an ip range"),
+        path,
+    )?;
     let address = |key: &str| -> Result<Option<Ipv6Addr>, SearchError> {
         match r.get(key) {
             None | Some(Value::Null) => Ok(None),
@@ -567,16 +495,7 @@ fn ip_range_bucket(field: &str, range: &Value, path: &str) -> Result<RangeBucket
             (from, to, format!("{}-{}", end(from), end(to)))
         }
     };
-    let key = match r.get("key") {
-        None | Some(Value::Null) => default_key,
-        Some(Value::String(k)) => k.clone(),
-        Some(v) => {
-            return Err(SearchError::dsl(
-                format!("{path}.key"),
-                format!("a key must be text, found {v}"),
-            ));
-        }
-    };
+    let key = key_of(r, || default_key, path)?;
     let mut bounds = Map::new();
     if let Some(from) = from {
         bounds.insert("gte".into(), json!(ip_text(from)));
@@ -626,4 +545,64 @@ fn field_and_keyed<'a>(
         }
     };
     Ok((field, keyed))
+}
+
+/// The options object of a range aggregation or of one of its ranges, refusing any not `allowed`
+/// (`names`: what "must be an object", and what an unknown option is "of", for messages).
+fn options_of<'a>(
+    body: &'a Value,
+    allowed: &[&str],
+    (noun, of): (&str, &str),
+    path: &str,
+) -> Result<&'a Map<String, Value>, SearchError> {
+    let Value::Object(o) = body else {
+        return Err(SearchError::dsl(path, format!("{noun} must be an object")));
+    };
+    if let Some(other) = o.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(SearchError::dsl(
+            format!("{path}.{other}"),
+            format!("unknown option [{other}] of {of}"),
+        ));
+    }
+    Ok(o)
+}
+
+/// The `ranges` of a range aggregation (`what`: "an ip_range", and the form of a range, for
+/// messages): a list of at least one and at most `max_buckets`.
+fn ranges_of<'a>(
+    o: &'a Map<String, Value>,
+    (what, form): (&str, &str),
+    path: &str,
+    limits: &SearchLimits,
+) -> Result<&'a [Value], SearchError> {
+    let Some(Value::Array(listed)) = o.get("ranges") else {
+        return Err(SearchError::dsl(
+            path,
+            format!("{what} aggregation needs [ranges]: a list of {form}"),
+        ));
+    };
+    if listed.is_empty() {
+        return Err(SearchError::dsl(path, "No [ranges] specified"));
+    }
+    let max = limits.max_buckets as usize;
+    within(listed.len(), max, "max_buckets", path, || {
+        format!("{what} aggregation of more than {max} ranges")
+    })?;
+    Ok(listed)
+}
+
+/// A range's `key`, or `default` when it has none.
+fn key_of(
+    r: &Map<String, Value>,
+    default: impl FnOnce() -> String,
+    path: &str,
+) -> Result<String, SearchError> {
+    match r.get("key") {
+        None | Some(Value::Null) => Ok(default()),
+        Some(Value::String(k)) => Ok(k.clone()),
+        Some(v) => Err(SearchError::dsl(
+            format!("{path}.key"),
+            format!("a key must be text, found {v}"),
+        )),
+    }
 }

@@ -679,19 +679,10 @@ impl Rewrite<'_> {
             }
             let mut key_format = None;
             if kind == "date_histogram" {
-                key_format = match body.get("format") {
-                    None => None,
-                    Some(Value::String(f)) => Some(
-                        crate::datemath::DateFormat::parse(f)
-                            .map_err(|e| SearchError::dsl(format!("{kind_path}.format"), e))?,
-                    ),
-                    Some(v) => {
-                        return Err(SearchError::dsl(
-                            format!("{kind_path}.format"),
-                            format!("a format must be text, found {v}"),
-                        ));
-                    }
-                };
+                key_format = crate::datemath::format_option(
+                    body.get("format"),
+                    &format!("{kind_path}.format"),
+                )?;
                 match date_histogram_interval(&mut body, &kind_path)? {
                     Interval::Fixed(ms) => interval = Some(ms),
                     Interval::Calendar(c) => {

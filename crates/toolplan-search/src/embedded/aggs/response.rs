@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::AggregationPlan;
+use crate::datemath::iso_millis;
 use crate::embedded::multi::compare_values;
 use crate::error::SearchError;
 
@@ -29,7 +30,7 @@ pub(super) fn to_opensearch_shape(
                             o.remove(k);
                         }
                         let text = DateTime::<Utc>::from_timestamp_millis(key)
-                            .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+                            .map(iso_millis)
                             .unwrap_or_default();
                         o.insert("key_as_string".into(), json!(text));
                         o.insert("key".into(), json!(key));
@@ -118,11 +119,7 @@ pub(super) fn to_opensearch_shape(
                     if let Some(Value::String(text)) = b.get("key_as_string")
                         && let Ok(date) = DateTime::parse_from_rfc3339(text)
                     {
-                        b["key_as_string"] = json!(
-                            date.with_timezone(&Utc)
-                                .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-                                .to_string()
-                        );
+                        b["key_as_string"] = json!(iso_millis(date.with_timezone(&Utc)));
                     }
                 }
             }
@@ -295,10 +292,7 @@ fn date_term_keys(v: &mut Value) {
                 continue;
             };
             let millis = date.timestamp_millis();
-            let shown = date
-                .with_timezone(&Utc)
-                .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-                .to_string();
+            let shown = iso_millis(date.with_timezone(&Utc));
             b["key"] = json!(millis);
             b["key_as_string"] = json!(shown);
         }
