@@ -409,6 +409,33 @@ pub enum IndexAction {
         /// The index name.
         name: String,
     },
+    /// Point an alias at indices (OpenSearch's put-alias), or take it off them with --remove.
+    /// Searches through the alias search its indices (filtered by --filter); writes through it
+    /// go to its write index, or to its one index.
+    Alias {
+        /// The alias name (an index name's rules; no index may have it).
+        alias: String,
+        /// The indices: a name, a comma list or a pattern.
+        #[arg(long, value_name = "INDICES")]
+        index: String,
+        /// A query every search through the alias is filtered by (JSON, e.g.
+        /// '{"term": {"level": "error"}}').
+        #[arg(long, value_name = "JSON", conflicts_with = "remove")]
+        filter: Option<String>,
+        /// Make these the alias's write index.
+        #[arg(long, conflicts_with = "remove")]
+        write_index: bool,
+        /// Take the alias off the indices instead.
+        #[arg(long)]
+        remove: bool,
+    },
+    /// Print the aliases of indices as JSON, as OpenSearch's get-alias API does (each index with its
+    /// aliases and their options).
+    Aliases {
+        /// The indices: a name, an alias, a comma list or a pattern.
+        #[arg(default_value = "_all")]
+        index: String,
+    },
 }
 
 /// `toolplan search`.

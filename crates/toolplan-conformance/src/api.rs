@@ -1,11 +1,12 @@
 //! The APIs a test's `do` steps call, answered by a [`SearchBackend`] in OpenSearch's shapes:
 //! `indices.create` / `indices.delete` / `indices.refresh` / `indices.get_mapping` /
-//! `indices.put_mapping` / `indices.exists`, `index`, `bulk`, `search`, `count`, `msearch`, `cluster.health`. Another API
+//! `indices.put_mapping` / `indices.exists`, `indices.put_alias` / `indices.get_alias` /
+//! `indices.delete_alias` / `indices.exists_alias`, `index`, `bulk`, `search`, `count`, `msearch`, `cluster.health`. Another API
 //! is [`Outcome::NotApplicable`]; a parameter an implemented API does not take is an error of the
 //! call (the engine lacks it), so that the test counts as failed, not skipped.
 
 use serde_json::{Map, Value, json};
-use toolplan_search::backend::{apply_q as resolve_q, resolve_indices};
+use toolplan_search::backend::apply_q as resolve_q;
 use toolplan_search::{SearchBackend, SearchError};
 
 /// What a call gave.
@@ -38,6 +39,7 @@ fn error(status: u16, kind: &str, reason: impl Into<String>) -> Outcome {
 fn from_search_error(e: &SearchError) -> Outcome {
     let (status, kind) = match e {
         SearchError::NoSuchIndex(_) => (404, "index_not_found_exception"),
+        SearchError::NoSuchAlias(_) => (404, "aliases_not_found_exception"),
         SearchError::IndexExists(_) => (400, "resource_already_exists_exception"),
         SearchError::InvalidIndexName { .. } => (400, "invalid_index_name_exception"),
         SearchError::InvalidMapping(_) => (400, "mapper_parsing_exception"),
@@ -130,6 +132,8 @@ pub async fn call(
             "if_primary_term",
         ],
         "bulk" => &["index"],
+        "indices.put_alias" | "indices.delete_alias" => &["index", "name"],
+        "indices.get_alias" | "indices.exists_alias" => &["index", "name"],
         "search" => &[
             "index",
             "rest_total_hits_as_int",
@@ -262,6 +266,62 @@ pub async fn call(
             }
             Outcome::Ok(json!({"acknowledged": true}))
         }
+        "indices.put_alias" => {
+            let Some(alias) = param(params, "name") else {
+                return error(400, "illegal_argument_exception", "put_alias needs a name");
+            };
+            let options = body.cloned().unwrap_or(Value::Null);
+            match backend.put_alias(&target(&names), alias, &options).await {
+                Ok(()) => Outcome::Ok(json!({"acknowledged": true})),
+                Err(e) => from_search_error(&e),
+            }
+        }
+        "indices.delete_alias" => {
+            let Some(alias) = param(params, "name") else {
+                return error(
+                    400,
+                    "illegal_argument_exception",
+                    "delete_alias needs a name",
+                );
+            };
+            match backend.delete_alias(&target(&names), alias).await {
+                Ok(()) => Outcome::Ok(json!({"acknowledged": true})),
+                Err(e) => from_search_error(&e),
+            }
+        }
+        "indices.get_alias" | "indices.exists_alias" => {
+            let mut found = match backend.get_aliases(&target(&names)).await {
+                Ok(v) => v,
+                Err(e) => return from_search_error(&e),
+            };
+            // Only the aliases asked for, and only the indices that have one of them.
+            if let Some(wanted) = param(params, "name") {
+                let wanted: Vec<&str> = wanted.split(',').map(str::trim).collect();
+                let keep = |alias: &str| {
+                    wanted
+                        .iter()
+                        .any(|w| *w == "_all" || toolplan_search::backend::glob(w, alias))
+                };
+                if let Some(indices) = found.as_object_mut() {
+                    for entry in indices.values_mut() {
+                        if let Some(Value::Object(aliases)) = entry.get_mut("aliases") {
+                            aliases.retain(|a, _| keep(a));
+                        }
+                    }
+                    indices.retain(|_, entry| {
+                        entry["aliases"].as_object().is_some_and(|a| !a.is_empty())
+                    });
+                }
+            }
+            let none = found.as_object().is_none_or(Map::is_empty);
+            if api == "indices.exists_alias" {
+                Outcome::Ok(Value::Bool(!none))
+            } else if none && param(params, "name").is_some() {
+                error(404, "aliases_not_found_exception", "alias missing")
+            } else {
+                Outcome::Ok(found)
+            }
+        }
         "cluster.health" => Outcome::Ok(json!({"status": "green", "timed_out": false})),
         "index" => index_document(backend, params, body).await,
         "bulk" => bulk(backend, names.first().map(String::as_str), body).await,
@@ -291,17 +351,10 @@ async fn resolve(
     names: &[String],
     ignore_unavailable: bool,
 ) -> Result<Vec<String>, Outcome> {
-    let existing: Vec<String> = backend
-        .list_indices()
-        .await
-        .map_err(|e| from_search_error(&e))?
-        .into_iter()
-        .map(|i| i.name)
-        .collect();
     let mut out: Vec<String> = Vec::new();
     let all = ["_all".to_owned()];
     for name in if names.is_empty() { &all[..] } else { names } {
-        match resolve_indices(name, &existing) {
+        match backend.resolve_indices(name).await {
             Ok(found) => out.extend(found),
             Err(SearchError::NoSuchIndex(_)) if ignore_unavailable => {}
             Err(e) => return Err(from_search_error(&e)),
@@ -368,24 +421,26 @@ async fn create_index(
             format!("setting [{bad}] is not supported"),
         );
     }
-    if body
-        .get("aliases")
-        .is_some_and(|a| a.as_object().is_some_and(|a| !a.is_empty()))
-    {
-        return error(
-            400,
-            "illegal_argument_exception",
-            "aliases are not supported",
-        );
-    }
+    let aliases = body.get("aliases").cloned();
     let mut mapping = body.get("mappings").cloned().unwrap_or_else(|| json!({}));
     if let Value::Object(m) = &mut mapping {
         m.entry("properties").or_insert_with(|| json!({}));
     }
-    match backend
+    let created = backend
         .create_index(name, &json!({"mappings": mapping}))
-        .await
+        .await;
+    // The index's aliases, as the create-index API takes them.
+    if created.is_ok()
+        && let Some(Value::Object(aliases)) = &aliases
     {
+        for (alias, options) in aliases {
+            if let Err(e) = backend.put_alias(name, alias, options).await {
+                let _ = backend.delete_index(name).await;
+                return from_search_error(&e);
+            }
+        }
+    }
+    match created {
         Ok(()) => {
             Outcome::Ok(json!({"acknowledged": true, "shards_acknowledged": true, "index": name}))
         }

@@ -152,6 +152,54 @@ pub trait SearchBackend: Send + Sync {
         )))
     }
 
+    /// Points the alias `alias` at each index `index` names (a name, a list or a pattern) with
+    /// `options` (`filter`, `routing`, `index_routing`, `search_routing`, `is_write_index`:
+    /// [`crate::aliases::AliasOptions`]). Searches through an alias search its indices, filtered
+    /// by its filter; writes through it go to its write index. The default refuses: a backend
+    /// without aliases says so.
+    async fn put_alias(
+        &self,
+        index: &str,
+        alias: &str,
+        options: &Value,
+    ) -> Result<(), SearchError> {
+        let _ = (index, options);
+        Err(SearchError::InvalidParameter(format!(
+            "the {} backend cannot make the alias '{alias}'",
+            self.kind()
+        )))
+    }
+
+    /// The aliases of each index `index` names, as OpenSearch's get-alias API answers:
+    /// `{"<index>": {"aliases": {"<alias>": {options}}}}`. The default has none.
+    async fn get_aliases(&self, index: &str) -> Result<Value, SearchError> {
+        let mut out = serde_json::Map::new();
+        for name in self.resolve_indices(index).await? {
+            out.insert(name, serde_json::json!({"aliases": {}}));
+        }
+        Ok(Value::Object(out))
+    }
+
+    /// Takes the alias `alias` off each index `index` names; [`SearchError::NoSuchAlias`] when
+    /// none of them had it.
+    async fn delete_alias(&self, index: &str, alias: &str) -> Result<(), SearchError> {
+        let _ = index;
+        Err(SearchError::NoSuchAlias(alias.to_owned()))
+    }
+
+    /// The indices an index expression stands for (a name, an alias, `a,b`, `logs-*`, `_all`,
+    /// `-old`), sorted. The default resolves among [`Self::list_indices`], without aliases.
+    async fn resolve_indices(&self, expr: &str) -> Result<Vec<String>, SearchError> {
+        check_index_expression(expr)?;
+        let existing: Vec<String> = self
+            .list_indices()
+            .await?
+            .into_iter()
+            .map(|i| i.name)
+            .collect();
+        resolve_indices(expr, &existing)
+    }
+
     /// One document of the index (its `_source`), if it has any.
     async fn sample_document(&self, name: &str) -> Result<Option<Value>, SearchError>;
 

@@ -10,6 +10,9 @@ pub enum SearchError {
     /// The index does not exist.
     #[error("no such index '{0}'")]
     NoSuchIndex(String),
+    /// The alias does not exist (on the indices named).
+    #[error("alias '{0}' missing")]
+    NoSuchAlias(String),
     /// An index of that name exists already.
     #[error("index '{0}' exists already")]
     IndexExists(String),

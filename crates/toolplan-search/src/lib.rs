@@ -9,6 +9,8 @@
 //! * [`mapping`] — OpenSearch mappings flattened into the fields a query can name; dynamic mapping
 //!   of the new fields documents bring ([`mapping::dynamic`]) and put-mapping's merge rules.
 //! * [`bulk`] — the `_bulk` NDJSON body.
+//! * [`aliases`] — index aliases: other names for indices, with filters and a write index, and
+//!   index expressions resolved through them.
 //! * [`autofix`] — corrections of generated DSL that need no model (`genre.keyword` → `genre`).
 //! * [`check`] — a search body checked against a mapping: unknown fields, `term` on analysed text.
 //! * [`datemath`] — dates and date math (`now-30d/d`) as OpenSearch reads them.
@@ -34,6 +36,7 @@
 //!   and OpenSearch's plain extraction for comparison (the query-DSL benchmark).
 //! * [`error`] — [`SearchError`]: every failure names what and where (`query.bool.must[0].nested`).
 
+pub mod aliases;
 pub mod autofix;
 pub mod backend;
 pub mod bulk;

@@ -346,6 +346,52 @@ impl SearchBackend for OpenSearchBackend {
         Ok(())
     }
 
+    async fn put_alias(
+        &self,
+        index: &str,
+        alias: &str,
+        options: &Value,
+    ) -> Result<(), SearchError> {
+        check_index_expression(index)?;
+        check_index_name(alias)?;
+        // Checked here, so both backends take the same options.
+        let options = crate::aliases::AliasOptions::parse(options)?;
+        self.send(
+            self.request(
+                reqwest::Method::PUT,
+                &format!("/{}/_alias/{}", segment(index), segment(alias)),
+            )
+            .json(&options.to_json()),
+        )
+        .await
+        .map_err(|e| not_found(e, index))?;
+        Ok(())
+    }
+
+    async fn get_aliases(&self, index: &str) -> Result<Value, SearchError> {
+        check_index_expression(index)?;
+        self.send(self.request(reqwest::Method::GET, &format!("/{}/_alias", segment(index))))
+            .await
+            .map_err(|e| not_found(e, index))
+    }
+
+    async fn delete_alias(&self, index: &str, alias: &str) -> Result<(), SearchError> {
+        check_index_expression(index)?;
+        check_index_name(alias)?;
+        self.send(self.request(
+            reqwest::Method::DELETE,
+            &format!("/{}/_alias/{}", segment(index), segment(alias)),
+        ))
+        .await
+        .map_err(|e| match e {
+            SearchError::Http { status: 404, body } if body.contains("aliases_not_found") => {
+                SearchError::NoSuchAlias(alias.to_owned())
+            }
+            other => not_found(other, index),
+        })?;
+        Ok(())
+    }
+
     async fn sample_document(&self, name: &str) -> Result<Option<Value>, SearchError> {
         let r = self
             .search(name, &json!({"size": 1, "query": {"match_all": {}}}))

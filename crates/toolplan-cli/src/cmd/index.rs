@@ -1,4 +1,5 @@
-//! `toolplan index`: create, load, list and delete indices of the chosen search backend.
+//! `toolplan index`: create, load, list and delete indices of the chosen search backend, and
+//! name them with aliases.
 
 use std::sync::Arc;
 
@@ -118,6 +119,33 @@ pub async fn execute(args: IndexArgs) -> anyhow::Result<Outcome> {
         IndexAction::Delete { name } => {
             backend.delete_index(&name).await?;
             eprintln!("deleted index {name}");
+        }
+        IndexAction::Alias {
+            alias,
+            index,
+            filter,
+            write_index,
+            remove,
+        } => {
+            if remove {
+                backend.delete_alias(&index, &alias).await?;
+                eprintln!("removed alias {alias} from {index}");
+            } else {
+                let mut options = serde_json::json!({});
+                if let Some(filter) = filter {
+                    options["filter"] = serde_json::from_str(&filter)
+                        .with_context(|| format!("--filter is not JSON: {filter}"))?;
+                }
+                if write_index {
+                    options["is_write_index"] = Value::Bool(true);
+                }
+                backend.put_alias(&index, &alias, &options).await?;
+                eprintln!("alias {alias} now names {index}");
+            }
+        }
+        IndexAction::Aliases { index } => {
+            let aliases = backend.get_aliases(&index).await?;
+            println!("{}", serde_json::to_string_pretty(&aliases)?);
         }
     }
     Ok(Outcome::Ok)

@@ -129,6 +129,49 @@ fn create_load_list_search_delete() {
             .contains("query.neural: the neural clause is not supported by the embedded backend")
     );
 
+    // An alias with a filter: searches through it see what the filter keeps.
+    let out = toolplan(
+        data.path(),
+        &[
+            "index",
+            "alias",
+            "setosa",
+            "--index",
+            "iris-index",
+            "--filter",
+            r#"{"term": {"species": "setosa"}}"#,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = success_json(&toolplan(
+        data.path(),
+        &["search", "setosa", "--dsl", r#"{"size": 0}"#],
+    ));
+    assert_eq!(v["hits"]["total"]["value"], 50);
+    let v = success_json(&toolplan(data.path(), &["index", "aliases"]));
+    assert_eq!(
+        v["iris-index"]["aliases"]["setosa"]["filter"]["term"]["species"],
+        "setosa"
+    );
+    let out = toolplan(
+        data.path(),
+        &[
+            "index",
+            "alias",
+            "setosa",
+            "--index",
+            "iris-index",
+            "--remove",
+        ],
+    );
+    assert!(out.status.success());
+    let out = toolplan(data.path(), &["search", "setosa"]);
+    assert_eq!(out.status.code(), Some(1));
+
     let out = toolplan(data.path(), &["index", "delete", "iris-index"]);
     assert!(out.status.success());
     let out = toolplan(data.path(), &["search", "iris-index"]);

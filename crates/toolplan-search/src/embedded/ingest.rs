@@ -53,6 +53,8 @@ impl Inner {
         };
         let mut targets: Vec<Target> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
+        // The index each name an action gives is written to.
+        let mut written_to: HashMap<String, String> = HashMap::new();
         // Each action's target, or `None` when it already failed.
         let mut plan: Vec<Option<usize>> = Vec::with_capacity(actions.len());
         for action in &actions {
@@ -60,10 +62,22 @@ impl Inner {
                 summary.errors.push(format!("line {}: {e}", action.line));
                 None
             };
-            let Some(name) = action.index.as_deref().or(default) else {
+            let Some(named) = action.index.as_deref().or(default) else {
                 plan.push(fail(&mut summary, &"no _index, and no index was named"));
                 continue;
             };
+            // Writes through an alias go to its write index (looked up once per name).
+            let name = match written_to.get(named) {
+                Some(name) => name,
+                None => match self.write_target(named) {
+                    Ok(name) => written_to.entry(named.to_owned()).or_insert(name),
+                    Err(e) => {
+                        plan.push(fail(&mut summary, &e));
+                        continue;
+                    }
+                },
+            };
+            let name = name.as_str();
             let t = match by_name.get(name) {
                 Some(&t) => t,
                 None => match self.get_or_create(name) {

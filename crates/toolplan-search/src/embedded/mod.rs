@@ -25,6 +25,7 @@
 //! search in progress.
 
 mod aggs;
+mod alias_table;
 mod analysis;
 mod budget;
 mod collapse;
@@ -58,7 +59,7 @@ pub use schema::IndexSchema;
 use self::budget::{Reason, Stop, StopOnDrop};
 use crate::backend::{
     BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex, check_index_expression,
-    check_index_name, check_script_id, is_multi_index, resolve_indices, script_object,
+    check_index_name, check_script_id, is_multi_index, script_object,
 };
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, body_timeout};
@@ -161,6 +162,21 @@ impl EmbeddedBackend {
             }
         }
         Ok(Some(resolved))
+    }
+
+    /// The readable indices' names, and the alias table.
+    async fn indices_and_aliases(
+        &self,
+    ) -> Result<(Vec<String>, crate::aliases::Aliases), SearchError> {
+        let existing = self
+            .list_indices()
+            .await?
+            .into_iter()
+            .map(|i| i.name)
+            .collect();
+        let me = Arc::clone(&self.inner);
+        let aliases = blocking(move || me.aliases()).await?;
+        Ok((existing, aliases))
     }
 
     /// Runs a search body on one index, on a blocking thread, bounded by the limits: the body's
@@ -441,6 +457,12 @@ impl Inner {
         check_index_name(name)?;
         let parsed = Mapping::parse_strict(mapping)?;
         self.check_size(&parsed)?;
+        if self.aliases()?.contains(name) {
+            return Err(SearchError::InvalidIndexName {
+                name: name.to_owned(),
+                reason: "an alias of that name exists",
+            });
+        }
         let mut open = self.open.write().unwrap_or_else(PoisonError::into_inner);
         if self.exists(name) || open.contains_key(name) {
             return Err(SearchError::IndexExists(name.to_owned()));
@@ -548,14 +570,7 @@ impl SearchBackend for EmbeddedBackend {
     async fn list_indices_checked(&self) -> Result<IndexListing, SearchError> {
         let me = Arc::clone(&self.inner);
         blocking(move || {
-            let mut names: Vec<String> = std::fs::read_dir(&me.dir)
-                .map_err(io(&me.dir))?
-                .filter_map(Result::ok)
-                .filter(|e| e.path().join(MAPPING_FILE).is_file())
-                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-                .filter(|name| check_index_name(name).is_ok())
-                .collect();
-            names.sort();
+            let names = me.index_names()?;
             let mut listing = IndexListing::default();
             for name in names {
                 match me.get(&name) {
@@ -589,6 +604,8 @@ impl SearchBackend for EmbeddedBackend {
             if !me.exists(&name) {
                 return Err(SearchError::NoSuchIndex(name));
             }
+            let _one_writer = me.writes.lock().unwrap_or_else(PoisonError::into_inner);
+            me.forget_aliases_of(&name)?;
             // Close it first: the writer holds a lock file inside the directory.
             me.open
                 .write()
@@ -611,7 +628,26 @@ impl SearchBackend for EmbeddedBackend {
 
     async fn get_mapping(&self, name: &str) -> Result<Value, SearchError> {
         let (me, name) = (Arc::clone(&self.inner), name.to_owned());
-        blocking(move || Ok(me.get(&name)?.schema.mapping.to_json())).await
+        blocking(move || {
+            if me.exists(&name) {
+                return Ok(me.get(&name)?.schema.mapping.to_json());
+            }
+            // An alias of one index gives that index's mapping.
+            let aliases = me.aliases()?;
+            match aliases
+                .indices_of(&name)
+                .map(|of| of.keys().collect::<Vec<_>>())
+            {
+                Some(indices) if indices.len() == 1 => {
+                    Ok(me.get(indices[0])?.schema.mapping.to_json())
+                }
+                Some(_) => Err(SearchError::InvalidParameter(format!(
+                    "the alias '{name}' names several indices, each with its own mapping"
+                ))),
+                None => Err(SearchError::NoSuchIndex(name)),
+            }
+        })
+        .await
     }
 
     /// Merges the update into the mapping ([`Mapping::updated`]) and, when that adds fields,
@@ -620,6 +656,46 @@ impl SearchBackend for EmbeddedBackend {
     async fn put_mapping(&self, name: &str, mapping: &Value) -> Result<(), SearchError> {
         let (me, name, update) = (Arc::clone(&self.inner), name.to_owned(), mapping.clone());
         blocking(move || me.put_mapping_blocking(&name, &update)).await
+    }
+
+    /// Checks the alias's filter against each index (a search of it), then records the alias
+    /// in the data directory's alias table.
+    async fn put_alias(
+        &self,
+        index: &str,
+        alias: &str,
+        options: &Value,
+    ) -> Result<(), SearchError> {
+        let options = crate::aliases::AliasOptions::parse(options)?;
+        if let Some(filter) = &options.filter {
+            for name in self.resolve_indices(index).await? {
+                self.search_one(&name, &serde_json::json!({"size": 0, "query": filter}))
+                    .await?;
+            }
+        }
+        let (me, index, alias) = (Arc::clone(&self.inner), index.to_owned(), alias.to_owned());
+        blocking(move || me.put_alias_blocking(&index, &alias, options)).await
+    }
+
+    async fn get_aliases(&self, index: &str) -> Result<Value, SearchError> {
+        let (me, index) = (Arc::clone(&self.inner), index.to_owned());
+        blocking(move || me.get_aliases_blocking(&index)).await
+    }
+
+    async fn delete_alias(&self, index: &str, alias: &str) -> Result<(), SearchError> {
+        let (me, index, alias) = (Arc::clone(&self.inner), index.to_owned(), alias.to_owned());
+        blocking(move || me.delete_alias_blocking(&index, &alias)).await
+    }
+
+    /// Resolves through the aliases too: an alias stands for its indices.
+    async fn resolve_indices(&self, expr: &str) -> Result<Vec<String>, SearchError> {
+        check_index_expression(expr)?;
+        let (existing, aliases) = self.indices_and_aliases().await?;
+        Ok(aliases
+            .resolve(expr, &existing)?
+            .into_iter()
+            .map(|t| t.index)
+            .collect())
     }
 
     async fn sample_document(&self, name: &str) -> Result<Option<Value>, SearchError> {
@@ -646,20 +722,36 @@ impl SearchBackend for EmbeddedBackend {
     /// (`a,b`, `logs-*`, `_all`, `-old`), merged: totals added, hits ordered across them; each index bounded as a single search is.
     async fn search(&self, name: &str, body: &Value) -> Result<Value, SearchError> {
         let resolved = self.resolve_lookups(body).await?;
-        let body = resolved.as_ref().unwrap_or(body);
-        if !is_multi_index(name) {
+        let mut body = resolved.as_ref().unwrap_or(body);
+        let boost_spec = body.get("indices_boost").cloned();
+        let without_boost;
+        if boost_spec.is_some() {
+            let mut b = body.clone();
+            if let Some(o) = b.as_object_mut() {
+                o.remove("indices_boost");
+            }
+            without_boost = b;
+            body = &without_boost;
+        }
+        if boost_spec.is_none() && !is_multi_index(name) && self.inner.exists(name) {
             return self.search_one(name, body).await;
         }
         check_index_expression(name)?;
-        let existing: Vec<String> = self
-            .list_indices()
-            .await?
-            .into_iter()
-            .map(|i| i.name)
-            .collect();
-        let names = resolve_indices(name, &existing)?;
-        if let [one] = names.as_slice() {
-            return self.search_one(one, body).await;
+        let (existing, aliases) = self.indices_and_aliases().await?;
+        let targets = aliases.resolve(name, &existing)?;
+        let boosts = match &boost_spec {
+            Some(spec) => multi::IndicesBoost::parse(spec, &existing, &aliases)?,
+            None => multi::IndicesBoost::default(),
+        };
+        // Each index's body: the request's, filtered by the aliases it was reached through.
+        let body_of = |target: &crate::aliases::Target, body: &Value| match &target.filters {
+            Some(filters) => crate::aliases::filtered_body(body, filters),
+            None => body.clone(),
+        };
+        if let [one] = targets.as_slice() {
+            let mut r = self.search_one(&one.index, &body_of(one, body)).await?;
+            multi::IndicesBoost::apply(&mut r, boosts.of(&one.index));
+            return Ok(r);
         }
         let (mut per_index, from, size) = multi::per_index_body(body);
         let collapse = match body.as_object() {
@@ -669,9 +761,13 @@ impl SearchBackend for EmbeddedBackend {
         if let (Some(_), Some(o)) = (&collapse, per_index.as_object_mut()) {
             collapse::CollapseRequest::without_inner_hits(o);
         }
-        let mut responses = Vec::with_capacity(names.len());
-        for index in &names {
-            responses.push(self.search_one(index, &per_index).await?);
+        let mut responses = Vec::with_capacity(targets.len());
+        for target in &targets {
+            let mut r = self
+                .search_one(&target.index, &body_of(target, &per_index))
+                .await?;
+            multi::IndicesBoost::apply(&mut r, boosts.of(&target.index));
+            responses.push(r);
         }
         let mut merged = multi::merge(body, responses, from, size)?;
         // Each group's inner hits, searched across the indices.

@@ -30,6 +30,110 @@ pub fn per_index_body(body: &Value) -> (Value, usize, usize) {
     (Value::Object(per), from, size)
 }
 
+/// `indices_boost`: a factor for the scores of each index's hits, so that across indices the hits
+/// of some come first. Each entry names an index, an alias or a pattern (of index and alias
+/// names); an index takes the factor of the first entry that names it, and 1 otherwise.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(super) struct IndicesBoost {
+    entries: Vec<(Vec<String>, f64)>,
+}
+
+impl IndicesBoost {
+    /// Reads `indices_boost` (a list of `{name: factor}`, or one object of them, OpenSearch's
+    /// older form) against the indices and aliases there are. A name that is neither an index nor
+    /// an alias is refused, as OpenSearch refuses it.
+    pub(super) fn parse(
+        spec: &Value,
+        existing: &[String],
+        aliases: &crate::aliases::Aliases,
+    ) -> Result<IndicesBoost, SearchError> {
+        let pairs: Vec<(&String, &Value)> = match spec {
+            Value::Array(list) => list
+                .iter()
+                .map(|entry| {
+                    entry
+                        .as_object()
+                        .filter(|o| o.len() == 1)
+                        .and_then(|o| o.iter().next())
+                        .ok_or_else(|| {
+                            SearchError::dsl(
+                                "indices_boost",
+                                format!("each entry of indices_boost is one {{\"index\": factor}}, found {entry}"),
+                            )
+                        })
+                })
+                .collect::<Result<_, _>>()?,
+            Value::Object(o) => o.iter().collect(),
+            other => {
+                return Err(SearchError::dsl(
+                    "indices_boost",
+                    format!("indices_boost must be a list of {{\"index\": factor}}, found {other}"),
+                ));
+            }
+        };
+        let mut entries = Vec::with_capacity(pairs.len());
+        for (name, factor) in pairs {
+            let Some(factor) = factor.as_f64() else {
+                return Err(SearchError::dsl(
+                    format!("indices_boost.{name}"),
+                    format!("the factor of [{name}] must be a number, found {factor}"),
+                ));
+            };
+            let indices: Vec<String> = if name.contains('*') {
+                let mut found: Vec<String> = existing
+                    .iter()
+                    .filter(|n| crate::backend::glob(name, n))
+                    .cloned()
+                    .collect();
+                for alias in aliases.names_matching(name) {
+                    found.extend(
+                        aliases
+                            .indices_of(alias)
+                            .into_iter()
+                            .flatten()
+                            .map(|(i, _)| i.clone()),
+                    );
+                }
+                found
+            } else if existing.contains(name) {
+                vec![name.clone()]
+            } else if let Some(of) = aliases.indices_of(name) {
+                of.keys().cloned().collect()
+            } else {
+                return Err(SearchError::NoSuchIndex(name.clone()));
+            };
+            entries.push((indices, factor));
+        }
+        Ok(IndicesBoost { entries })
+    }
+
+    /// The factor of `index`'s scores.
+    pub(super) fn of(&self, index: &str) -> f64 {
+        self.entries
+            .iter()
+            .find(|(indices, _)| indices.iter().any(|i| i == index))
+            .map_or(1.0, |(_, factor)| *factor)
+    }
+
+    /// Multiplies the scores of a response's hits (and its `max_score`) by `factor`.
+    pub(super) fn apply(response: &mut Value, factor: f64) {
+        if factor == 1.0 {
+            return;
+        }
+        let hits = &mut response["hits"];
+        if let Some(max) = hits.get("max_score").and_then(Value::as_f64) {
+            hits["max_score"] = json!(max * factor);
+        }
+        if let Some(Value::Array(list)) = hits.get_mut("hits") {
+            for hit in list {
+                if let Some(score) = hit.get("_score").and_then(Value::as_f64) {
+                    hit["_score"] = json!(score * factor);
+                }
+            }
+        }
+    }
+}
+
 /// The directions of the body's sort fields (`true` for descending), in the order of the hits'
 /// `sort` values; `None` when the hits are ordered by score (no sort, or `_score` alone, as each
 /// index ordered them). Each index has already refused a sort it cannot run.

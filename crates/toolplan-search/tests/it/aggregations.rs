@@ -1022,3 +1022,121 @@ async fn date_histogram_keys_take_the_format_asked_for_and_other_zones_are_refus
     )
     .await;
 }
+
+#[tokio::test]
+async fn hdr_percentiles_are_the_bucket_values_opensearch_gives_also_per_bucket() {
+    let (_dir, b) = new_index(
+        "lat",
+        json!({"mappings": {"properties": {"ms": {"type": "integer"}, "zone": {"type": "keyword"}}}}),
+    )
+    .await;
+    let mut nd = String::new();
+    // Several values in one document each count.
+    for (i, (ms, zone)) in [
+        (json!(1), "a"),
+        (json!(51), "a"),
+        (json!(101), "b"),
+        (json!(151), "b"),
+        (json!([126, 127]), "b"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        nd.push_str(&format!(
+            "{{\"index\":{{\"_id\":\"{i}\"}}}}\n{}\n",
+            json!({"ms": ms, "zone": zone})
+        ));
+    }
+    b.bulk(Some("lat"), &nd).await.unwrap();
+    let r = b
+        .search(
+            "lat",
+            &json!({"size": 0, "aggs": {
+                "p": {"percentiles": {"field": "ms", "percents": [0, 25, 50, 60, 99], "hdr": {}}},
+                "list": {"percentiles": {"field": "ms", "percents": [50], "keyed": false,
+                                         "hdr": {"number_of_significant_value_digits": 1}}},
+                "z": {"terms": {"field": "zone", "order": {"_key": "asc"}},
+                      "aggs": {"p": {"percentiles": {"field": "ms", "percents": [50], "hdr": {}}}}},
+                "none": {"percentiles": {"field": "ms", "percents": [50], "hdr": {}, "missing": 7}}}}),
+        )
+        .await
+        .unwrap();
+    let a = &r["aggregations"];
+    // Six values from 1 (without 127, 60% would be 101): the unit is 1/1024, a value near 100
+    // lies in a bucket 1/16 wide.
+    assert_eq!(
+        a["p"]["values"],
+        json!({"0.0": 1.0, "25.0": 51.0302734375, "50.0": 101.0615234375,
+               "60.0": 126.0615234375, "99.0": 151.1240234375})
+    );
+    // One significant digit: buckets of 1/16 of their power of two (101 in [100, 104)).
+    assert_eq!(
+        a["list"]["values"],
+        json!([{"key": 50.0, "value": 103.9375}])
+    );
+    // Per bucket, each from its own smallest value: zone b starts at 101 (unit 1/16).
+    let zones = a["z"]["buckets"].as_array().unwrap();
+    assert_eq!(zones[0]["p"]["values"]["50.0"], 1.0);
+    assert_eq!(zones[1]["p"]["values"]["50.0"], 126.0);
+    assert_eq!(a["none"]["values"]["50.0"], 101.0615234375);
+}
+
+#[tokio::test]
+async fn hdr_percentiles_refuse_what_opensearch_refuses() {
+    let (_dir, b) = tickets().await;
+    for (agg, message) in [
+        (
+            json!({"percentiles": {"field": "response_minutes", "hdr": {"number_of_significant_value_digits": 6}}}),
+            "[numberOfSignificantValueDigits] must be between 0 and 5",
+        ),
+        (
+            json!({"percentiles": {"field": "response_minutes", "hdr": {"number_of_significant_value_digits": null}}}),
+            "must be a whole number",
+        ),
+        (
+            json!({"percentiles": {"field": "response_minutes", "percents": []}}),
+            "[percents] must not be empty",
+        ),
+        (
+            json!({"percentiles": {"field": "response_minutes", "percents": ["x"]}}),
+            "[percents] must be numbers",
+        ),
+        (
+            json!({"percentiles": {"field": "response_minutes", "tdigest": {"compression": -1}}}),
+            "[compression] must be greater than or equal to 0. Found [-1.0]",
+        ),
+        (
+            json!({"percentiles": {"field": "response_minutes", "hdr": {}, "tdigest": {}}}),
+            "one method: hdr or tdigest",
+        ),
+        (
+            json!({"percentiles": {"field": "status", "hdr": {}}}),
+            "Field [status] of type [keyword] is not supported for aggregation [percentiles]",
+        ),
+        (
+            json!({"percentiles": {"field": "response_minutes", "format": "0.0"}}),
+            "percentiles option format",
+        ),
+    ] {
+        assert_refused(&b, agg, message).await;
+    }
+    // HdrHistogram records no negative value: an error, not a made-up answer.
+    let (_dir, b) = new_index(
+        "neg",
+        json!({"mappings": {"properties": {"n": {"type": "integer"}}}}),
+    )
+    .await;
+    b.bulk(
+        Some("neg"),
+        "{\"index\":{}}\n{\"n\":-10}\n{\"index\":{}}\n{\"n\":5}\n",
+    )
+    .await
+    .unwrap();
+    assert_aggs_refused(
+        &b,
+        "neg",
+        json!({"p": {"percentiles": {"field": "n", "hdr": {}}}}),
+        "cannot record negative values (found [-10.0])",
+    )
+    .await;
+}

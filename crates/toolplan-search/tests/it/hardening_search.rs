@@ -360,6 +360,15 @@ async fn aggregations_are_bounded_naming_the_limit() {
         err.contains("more distinct values than include / exclude can filter exactly (search limit max_buckets)"),
         "{err}"
     );
+    // Percentiles with hdr read every distinct value of the field: past max_buckets the request
+    // fails instead of guessing.
+    let err = refused(&few, agg(json!({"percentiles": {"field": "n", "hdr": {}}}))).await;
+    assert!(
+        err.contains(
+            "more distinct values than percentiles with hdr can read (search limit max_buckets)"
+        ),
+        "{err}"
+    );
     // Filters nested in filters count toward the nesting depth.
     let mut deep = json!({"filter": {"match_all": {}}});
     for _ in 0..25 {

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod aggregations;
+mod aliases;
 mod compat_answers;
 mod dsl_eval_set;
 mod dsl_examples;

@@ -24,10 +24,13 @@
 //!   searches of every aggregation run that way.
 //! * [`filtered`] — `filter`, `filters`, `missing`, `ip_range` and `date_range`: the searches
 //!   their buckets are.
+//! * [`percentiles`] — `percentiles`' options, and the `hdr` method computed from a listing of
+//!   the field's values.
 //! * [`response`] — tantivy's result put back into OpenSearch's shape.
 
 mod calendar;
 mod filtered;
+mod percentiles;
 mod pipeline;
 mod response;
 mod top_hits;
@@ -335,6 +338,8 @@ struct AggregationPlan {
     searched: Option<(Searched, Option<Value>)>,
     /// A pipeline aggregation, computed from the others' results ([`pipeline`]).
     pipeline: Option<Pipeline>,
+    /// `percentiles` with `hdr`: run as a listing of the field's values ([`percentiles`]).
+    hdr: Option<percentiles::Hdr>,
     children: Vec<AggregationPlan>,
 }
 
@@ -572,6 +577,15 @@ impl Rewrite<'_> {
             let mut field_kind = None;
             let mut date_format = None;
             let requested_field = body.get("field").and_then(Value::as_str).map(str::to_owned);
+            let hdr = if kind == "percentiles" {
+                let field_kind = requested_field
+                    .as_deref()
+                    .and_then(|f| schema.fields.get(f))
+                    .map(|i| &i.spec.kind);
+                percentiles::take(&mut body, name, &kind_path, field_kind)?
+            } else {
+                None
+            };
             if let Some(field) = requested_field.clone() {
                 if let Some(why) = schema.not_indexed(&field) {
                     return Err(SearchError::dsl(kind_path, why));
@@ -589,6 +603,8 @@ impl Rewrite<'_> {
                             self.rare_terms_body(&body, &kind_path)?;
                             json!({"terms": {"field": UNMAPPED}})
                         }
+                        "percentiles" if hdr.is_some() => json!({"terms":
+                            percentiles::Hdr::terms_body(UNMAPPED, body.get("missing"), self.limits)}),
                         _ => json!({ kind.as_str(): body }),
                     };
                     out.insert(name.clone(), entry);
@@ -607,6 +623,7 @@ impl Rewrite<'_> {
                     plans.push(AggregationPlan {
                         field: requested_field,
                         ranges,
+                        hdr,
                         ..AggregationPlan::new(name, &kind)
                     });
                     continue;
@@ -719,6 +736,14 @@ impl Rewrite<'_> {
             {
                 o.remove("min_doc_count");
             }
+            if hdr.is_some() {
+                let column = body
+                    .get("field")
+                    .and_then(Value::as_str)
+                    .unwrap_or(UNMAPPED);
+                body = percentiles::Hdr::terms_body(column, body.get("missing"), self.limits);
+                tantivy_kind = "terms".into();
+            }
             let mut entry = Map::new();
             entry.insert(tantivy_kind, body);
             let mut child_plans = Vec::new();
@@ -750,6 +775,7 @@ impl Rewrite<'_> {
                 calendar,
                 key_format,
                 min_doc_count,
+                hdr,
                 children: child_plans,
                 ..AggregationPlan::new(name, &kind)
             });
@@ -950,6 +976,7 @@ impl AggregationPlan {
             top_hits: None,
             searched: None,
             pipeline: None,
+            hdr: None,
             children: Vec::new(),
         }
     }

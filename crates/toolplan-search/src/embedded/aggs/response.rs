@@ -191,6 +191,11 @@ pub(super) fn to_opensearch_shape(
                 }
             }
         }
+        "percentiles" => {
+            if let Some(hdr) = &plan.hdr {
+                hdr.shape(v)?;
+            }
+        }
         // Counts are whole numbers in OpenSearch; tantivy gives them as doubles.
         "value_count" | "cardinality" => {
             if let Some(x) = v.get("value").and_then(Value::as_f64) {

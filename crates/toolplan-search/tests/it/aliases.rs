@@ -1,0 +1,283 @@
+//! Index aliases on the embedded backend: searches through an alias (and its filter), patterns
+//! over alias names, writes to its write index, `indices_boost` by alias, and the alias table
+//! kept across a restart.
+
+use serde_json::{Value, json};
+use toolplan_search::{EmbeddedBackend, SearchBackend, SearchError, SearchLimits};
+
+/// Indices `logs-1` (levels info, error) and `logs-2` (warn, error), one `level` keyword each.
+async fn logs(limits: SearchLimits) -> (tempfile::TempDir, EmbeddedBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open_with_limits(dir.path(), limits).unwrap();
+    let mapping = json!({"mappings": {"properties": {"level": {"type": "keyword"}, "msg": {"type": "text"}}}});
+    for (index, levels) in [("logs-1", ["info", "error"]), ("logs-2", ["warn", "error"])] {
+        b.create_index(index, &mapping).await.unwrap();
+        let mut nd = String::new();
+        for (i, level) in levels.iter().enumerate() {
+            nd.push_str(&format!(
+                "{{\"index\":{{\"_id\":\"{i}\"}}}}\n{}\n",
+                json!({"level": level, "msg": format!("{level} message")})
+            ));
+        }
+        b.bulk(Some(index), &nd).await.unwrap();
+    }
+    (dir, b)
+}
+
+/// `index:id` of each hit, in order.
+fn hits(r: &Value) -> Vec<String> {
+    r["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            format!(
+                "{}:{}",
+                h["_index"].as_str().unwrap(),
+                h["_id"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+async fn search(b: &EmbeddedBackend, target: &str, body: Value) -> Vec<String> {
+    let mut body = body;
+    body["sort"] = json!([{"level": "asc"}]);
+    hits(&b.search(target, &body).await.unwrap())
+}
+
+#[tokio::test]
+async fn an_alias_searches_its_indices_and_a_filtered_one_only_what_its_filter_keeps() {
+    let (_dir, b) = logs(SearchLimits::default()).await;
+    b.put_alias("logs-*", "all-logs", &json!({})).await.unwrap();
+    b.put_alias(
+        "logs-1,logs-2",
+        "errors",
+        &json!({"filter": {"term": {"level": "error"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        search(&b, "all-logs", json!({})).await,
+        ["logs-1:1", "logs-2:1", "logs-1:0", "logs-2:0"]
+    );
+    assert_eq!(
+        search(&b, "errors", json!({})).await,
+        ["logs-1:1", "logs-2:1"]
+    );
+    // The alias's filter and the request's query both hold.
+    assert_eq!(
+        search(
+            &b,
+            "errors",
+            json!({"query": {"match": {"msg": "message"}}})
+        )
+        .await,
+        ["logs-1:1", "logs-2:1"]
+    );
+    // Named by itself as well, an index is not filtered.
+    assert_eq!(
+        search(&b, "errors,logs-2", json!({})).await,
+        ["logs-1:1", "logs-2:1", "logs-2:0"]
+    );
+    // A pattern matches alias names; `-` leaves an alias's indices out.
+    assert_eq!(
+        search(&b, "err*", json!({})).await,
+        ["logs-1:1", "logs-2:1"]
+    );
+    assert_eq!(
+        search(&b, "all-logs,-logs-1", json!({})).await,
+        ["logs-2:1", "logs-2:0"]
+    );
+    // The mapping of an alias of one index is that index's.
+    b.put_alias("logs-1", "first", &Value::Null).await.unwrap();
+    assert_eq!(
+        b.get_mapping("first").await.unwrap(),
+        b.get_mapping("logs-1").await.unwrap()
+    );
+    assert_eq!(
+        b.resolve_indices("first,errors").await.unwrap(),
+        ["logs-1", "logs-2"]
+    );
+}
+
+#[tokio::test]
+async fn writes_through_an_alias_go_to_its_write_index() {
+    let (_dir, b) = logs(SearchLimits::default()).await;
+    b.put_alias("logs-1", "current", &json!({})).await.unwrap();
+    b.bulk(
+        Some("current"),
+        "{\"index\":{\"_id\":\"new\"}}\n{\"level\":\"debug\"}\n",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        search(&b, "logs-1", json!({"query": {"term": {"level": "debug"}}})).await,
+        ["logs-1:new"]
+    );
+    // An alias of two indices takes writes only with a write index.
+    b.put_alias("logs-2", "current", &json!({})).await.unwrap();
+    let summary = b
+        .bulk(Some("current"), "{\"index\":{}}\n{\"level\":\"x\"}\n")
+        .await
+        .unwrap();
+    assert!(summary.errors[0].contains("no write index is defined for alias [current]"));
+    b.put_alias("logs-2", "current", &json!({"is_write_index": true}))
+        .await
+        .unwrap();
+    b.bulk(
+        None,
+        "{\"index\":{\"_index\":\"current\",\"_id\":\"w\"}}\n{\"level\":\"x\"}\n",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        search(&b, "current", json!({"query": {"term": {"level": "x"}}})).await,
+        ["logs-2:w"]
+    );
+    let err = b
+        .put_alias("logs-1", "current", &json!({"is_write_index": true}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("more than one write index"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn aliases_are_shown_kept_across_a_restart_and_go_with_their_index() {
+    let (dir, b) = logs(SearchLimits::default()).await;
+    b.put_alias("logs-1", "routed", &json!({"routing": "b"}))
+        .await
+        .unwrap();
+    b.put_alias(
+        "logs-1",
+        "errors",
+        &json!({"filter": {"term": {"level": "error"}}}),
+    )
+    .await
+    .unwrap();
+    let shown = json!({"logs-1": {"aliases": {
+        "errors": {"filter": {"term": {"level": "error"}}},
+        "routed": {"index_routing": "b", "search_routing": "b"}}}});
+    assert_eq!(b.get_aliases("logs-1").await.unwrap(), shown);
+    assert_eq!(
+        b.get_aliases("logs-2").await.unwrap(),
+        json!({"logs-2": {"aliases": {}}})
+    );
+    drop(b);
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    assert_eq!(b.get_aliases("logs-1").await.unwrap(), shown);
+    b.delete_alias("logs-1", "routed").await.unwrap();
+    assert!(matches!(
+        b.delete_alias("logs-1", "routed").await,
+        Err(SearchError::NoSuchAlias(a)) if a == "routed"
+    ));
+    b.delete_index("logs-1").await.unwrap();
+    assert!(matches!(
+        b.search("errors", &json!({})).await,
+        Err(SearchError::NoSuchIndex(_))
+    ));
+}
+
+#[tokio::test]
+async fn alias_names_and_options_are_checked_before_anything_is_kept() {
+    let (_dir, b) = logs(SearchLimits::default()).await;
+    for (index, alias, options, message) in [
+        (
+            "logs-1",
+            "logs-2",
+            json!({}),
+            "an index exists with the same name as the alias",
+        ),
+        ("logs-1", "Upper", json!({}), "Invalid alias name [Upper]"),
+        (
+            "logs-1",
+            "a",
+            json!({"is_hidden": true}),
+            "alias option [is_hidden] is not supported",
+        ),
+        ("logs-1", "a", json!({"filter": {"nope": {}}}), "nope"),
+        ("missing", "a", json!({}), "no such index 'missing'"),
+    ] {
+        let err = b.put_alias(index, alias, &options).await.unwrap_err();
+        assert!(err.to_string().contains(message), "{alias}: {err}");
+    }
+    assert_eq!(
+        b.get_aliases("_all").await.unwrap(),
+        json!({"logs-1": {"aliases": {}}, "logs-2": {"aliases": {}}})
+    );
+    // An index cannot take an alias's name.
+    b.put_alias("logs-1", "taken", &json!({})).await.unwrap();
+    let err = b
+        .create_index("taken", &json!({"mappings": {"properties": {}}}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("an alias of that name exists"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn indices_boost_orders_indices_by_name_alias_or_pattern_first_match_wins() {
+    let (_dir, b) = logs(SearchLimits::default()).await;
+    b.put_alias("logs-2", "second", &json!({})).await.unwrap();
+    let top = |boost: Value| {
+        let b = b.clone();
+        async move {
+            let r = b
+                .search(
+                    "_all",
+                    &json!({"query": {"term": {"level": "error"}}, "indices_boost": boost}),
+                )
+                .await
+                .unwrap();
+            hits(&r)
+        }
+    };
+    assert_eq!(
+        top(json!([{"logs-1": 2.0}])).await,
+        ["logs-1:1", "logs-2:1"]
+    );
+    assert_eq!(
+        top(json!([{"second": 2.0}])).await,
+        ["logs-2:1", "logs-1:1"]
+    );
+    assert_eq!(
+        top(json!({"logs-1": 1.0, "logs-2": 3.0})).await,
+        ["logs-2:1", "logs-1:1"]
+    );
+    // The first entry naming an index gives its factor.
+    assert_eq!(
+        top(json!([{"*-2": 0.5}, {"second": 4.0}, {"logs-1": 1.0}])).await,
+        ["logs-1:1", "logs-2:1"]
+    );
+    let err = b
+        .search("_all", &json!({"indices_boost": [{"nonexistent": 2.0}]}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SearchError::NoSuchIndex(n) if n == "nonexistent"));
+}
+
+#[tokio::test]
+async fn the_alias_table_is_bounded_by_max_aliases() {
+    let mut limits = SearchLimits::default();
+    limits.apply_overrides("max_aliases=3").unwrap();
+    let (_dir, b) = logs(limits).await;
+    b.put_alias("logs-*", "a", &json!({})).await.unwrap();
+    b.put_alias("logs-1", "b", &json!({})).await.unwrap();
+    let err = b.put_alias("logs-2", "c", &json!({})).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("more than 3 aliases (search limit max_aliases)"),
+        "{err}"
+    );
+    // Nothing of the refused alias was kept.
+    assert_eq!(
+        b.resolve_indices("a,b").await.unwrap(),
+        ["logs-1", "logs-2"]
+    );
+    assert!(b.resolve_indices("c").await.is_err());
+}
