@@ -450,6 +450,11 @@ pub struct SearchArgs {
     /// replaces the body's query.
     #[arg(short = 'q', long = "q", value_name = "QUERY")]
     pub q: Option<String>,
+    /// Print only the parts of the response these paths name, as OpenSearch's `filter_path`:
+    /// comma-separated, `*` and `**` wildcards, `-path` to leave one out
+    /// (`hits.hits._source,hits.total.value`).
+    #[arg(long, value_name = "PATHS")]
+    pub filter_path: Option<String>,
     #[command(flatten)]
     pub backend: BackendArgs,
 }

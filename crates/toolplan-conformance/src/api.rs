@@ -7,7 +7,8 @@
 
 use serde_json::{Map, Value, json};
 use toolplan_search::backend::apply_q as resolve_q;
-use toolplan_search::{SearchBackend, SearchError};
+use toolplan_search::filter_path::FilterPath;
+use toolplan_search::{SearchBackend, SearchError, SearchLimits};
 
 /// What a call gave.
 #[derive(Debug)]
@@ -95,7 +96,6 @@ const NO_EFFECT: &[&str] = &[
     "level",
     "include_type_name",
     "error_trace",
-    "filter_path",
 ];
 
 /// The first parameter of `params` that is neither in `known` nor without effect.
@@ -106,8 +106,31 @@ fn unknown_param(params: &Map<String, Value>, known: &[&str]) -> Option<String> 
         .cloned()
 }
 
-/// Calls `api`.
+/// Calls `api`; its response cut to the parts a `filter_path` parameter names, as OpenSearch's
+/// REST layer cuts every response.
 pub async fn call(
+    backend: &dyn SearchBackend,
+    api: &str,
+    params: &Map<String, Value>,
+    body: Option<&Value>,
+) -> Outcome {
+    let Some(spec) = params.get("filter_path") else {
+        return call_unfiltered(backend, api, params, body).await;
+    };
+    let filter = match FilterPath::parse(spec, SearchLimits::default().max_filter_paths) {
+        Ok(f) => f,
+        Err(e) => return from_search_error(&e),
+    };
+    let mut rest = params.clone();
+    rest.remove("filter_path");
+    match call_unfiltered(backend, api, &rest, body).await {
+        Outcome::Ok(v) => Outcome::Ok(filter.apply(&v)),
+        other => other,
+    }
+}
+
+/// Calls `api`.
+async fn call_unfiltered(
     backend: &dyn SearchBackend,
     api: &str,
     params: &Map<String, Value>,
@@ -661,18 +684,28 @@ async fn search(
             json!({"includes": list(includes), "excludes": list(excludes)}),
         );
     }
-    if params
+    let typed = params
         .get("typed_keys")
-        .is_some_and(|v| crate::assert::text(v) == "true")
-    {
-        return error(
-            400,
-            "illegal_argument_exception",
-            "typed_keys is not supported",
-        );
-    }
-    match backend.search(&name, &Value::Object(request)).await {
+        .is_some_and(|v| crate::assert::text(v) == "true");
+    let request = Value::Object(request);
+    match backend.search(&name, &request).await {
         Ok(mut r) => {
+            if typed {
+                // The fields' kinds decide the names (`sterms` or `lterms`).
+                let mut mappings = Vec::new();
+                for index in backend.resolve_indices(&name).await.unwrap_or_default() {
+                    if let Ok(m) = backend.get_mapping(&index).await
+                        && let Ok(m) = toolplan_search::Mapping::parse(&m)
+                    {
+                        mappings.push(m);
+                    }
+                }
+                toolplan_search::typed_keys::apply(
+                    &request,
+                    &mut r,
+                    &toolplan_search::typed_keys::kinds_of(&mappings),
+                );
+            }
             if params
                 .get("rest_total_hits_as_int")
                 .is_some_and(|v| crate::assert::text(v) == "true")

@@ -32,6 +32,10 @@
 //!   reason.
 //! * [`tools`] — the agentic-search tools for plans and agents: `list_indices`, `index_mapping`,
 //!   `search_index`, `query_planning`.
+//! * [`filter_path`] — response filtering as OpenSearch's `filter_path` does it.
+//! * [`number_format`] — numbers written with a Java `DecimalFormat` pattern (a field's or an
+//!   aggregation's `format`).
+//! * [`typed_keys`] — aggregation results named `type#name`, as OpenSearch's `typed_keys` asks.
 //! * [`eval`] — execution accuracy: whether a search response holds a question's expected answer,
 //!   and OpenSearch's plain extraction for comparison (the query-DSL benchmark).
 //! * [`error`] — [`SearchError`]: every failure names what and where (`query.bool.must[0].nested`).
@@ -45,13 +49,16 @@ pub mod datemath;
 pub mod embedded;
 pub mod error;
 pub mod eval;
+pub mod filter_path;
 pub mod limits;
 pub mod mapping;
+pub mod number_format;
 pub mod opensearch;
 pub mod params;
 pub mod planner;
 pub mod prompts;
 pub mod tools;
+pub mod typed_keys;
 
 pub use backend::{
     BulkItem, BulkResult, BulkSummary, IndexInfo, IndexListing, SearchBackend, UnreadableIndex,

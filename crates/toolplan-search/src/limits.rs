@@ -18,6 +18,7 @@
 //! | `max_aggregation_memory` | 500000000 | aggregations needing more bytes fail |
 //! | `max_mapped_fields` | 1000 | a document whose new fields would make the mapping larger (fields, sub-fields and objects) is refused, and so is a mapping that large (`index.mapping.total_fields.limit`) |
 //! | `max_multi_searches` | 100 | a `multi_search` tool call with more searches is refused (each runs under the limits above) |
+//! | `max_filter_paths` | 100 | a `filter_path` with more paths is refused |
 //! | `max_aliases` | 10000 | putting an alias on an index when the aliases of all indices would hold more (alias, index) pairs is refused |
 //! | `max_mapping_depth` | 20 | a document whose new objects would sit deeper is refused (`index.mapping.depth.limit`) |
 
@@ -67,6 +68,8 @@ pub struct SearchLimits {
     pub max_docvalue_fields: usize,
     /// Most (alias, index) pairs the aliases of all indices hold.
     pub max_aliases: usize,
+    /// Most paths in one `filter_path`.
+    pub max_filter_paths: usize,
 }
 
 impl Default for SearchLimits {
@@ -87,6 +90,7 @@ impl Default for SearchLimits {
             max_multi_searches: 100,
             max_docvalue_fields: 100,
             max_aliases: 10_000,
+            max_filter_paths: 100,
         }
     }
 }
@@ -125,9 +129,10 @@ impl SearchLimits {
             "max_multi_searches" => self.max_multi_searches = size()?,
             "max_docvalue_fields" => self.max_docvalue_fields = size()?,
             "max_aliases" => self.max_aliases = size()?,
+            "max_filter_paths" => self.max_filter_paths = size()?,
             other => {
                 return Err(SearchError::InvalidParameter(format!(
-                    "unknown search limit '{other}' (timeout, max_result_window, max_inner_result_window, max_slop, max_nested_depth, max_clause_count, max_terms_count, max_pattern_length, max_buckets, max_aggregation_memory, max_mapped_fields, max_mapping_depth, max_multi_searches, max_docvalue_fields, max_aliases)"
+                    "unknown search limit '{other}' (timeout, max_result_window, max_inner_result_window, max_slop, max_nested_depth, max_clause_count, max_terms_count, max_pattern_length, max_buckets, max_aggregation_memory, max_mapped_fields, max_mapping_depth, max_multi_searches, max_docvalue_fields, max_aliases, max_filter_paths)"
                 )));
             }
         }

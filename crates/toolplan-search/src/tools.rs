@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use toolplan_core::{FnTool, Tool, ToolContext, ToolError, ToolResult};
 
 use crate::backend::SearchBackend;
+use crate::filter_path::FilterPath;
 use crate::params::PlanParameters;
 use crate::planner::DslPlanner;
 
@@ -58,26 +59,39 @@ pub fn index_mapping(backend: Arc<dyn SearchBackend>) -> Arc<dyn Tool> {
     ))
 }
 
-/// `search_index`: runs a query DSL body on an index. The search stops when the call's token is
-/// cancelled (or its future dropped).
-pub fn search_index(backend: Arc<dyn SearchBackend>) -> Arc<dyn Tool> {
+/// `search_index`: runs a query DSL body on an index, the response cut to the parts a
+/// `filter_path` names (at most `max_filter_paths` paths). The search stops when the call's token
+/// is cancelled (or its future dropped).
+pub fn search_index(backend: Arc<dyn SearchBackend>, max_filter_paths: usize) -> Arc<dyn Tool> {
     Arc::new(FnTool::new(
         "search_index",
-        "Runs an OpenSearch query DSL body on an index (or several: a,b or logs-*): the OpenSearch response (hits.total, hits.hits, aggregations). `q` is the query string shorthand (Lucene syntax: title:fox AND year:>2000).",
+        "Runs an OpenSearch query DSL body on an index (or several: a,b or logs-*; or an alias): the OpenSearch response (hits.total, hits.hits, aggregations). `q` is the query string shorthand (Lucene syntax: title:fox AND year:>2000). `filter_path` keeps only the parts of the response it names.",
         json!({"type": "object", "properties": {
                    "index": {"type": "string", "description": "The index name."},
                    "query": {"type": "object", "description": "The search body: query, size, sort, aggs …"},
-                   "q": {"type": "string", "description": "A query string in Lucene syntax; replaces the body's query."}},
+                   "q": {"type": "string", "description": "A query string in Lucene syntax; replaces the body's query."},
+                   "filter_path": {"type": "string", "description": "Comma-separated paths of the response to keep (hits.hits._source,hits.total.value), with * and ** wildcards; -path leaves one out."}},
                "required": ["index"], "additionalProperties": false}),
         move |args, ctx| {
             let backend = Arc::clone(&backend);
             async move {
                 let index = text_arg(&args, "index")?;
                 let body = body_of(&args)?;
-                tokio::select! {
-                    result = backend.search(index, &body) => result.map_err(failed),
-                    () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-                }
+                let filter = match args.get("filter_path") {
+                    None | Some(Value::Null) => None,
+                    Some(spec) => Some(
+                        FilterPath::parse(spec, max_filter_paths)
+                            .map_err(|e| ToolError::invalid(e.to_string()))?,
+                    ),
+                };
+                let response = tokio::select! {
+                    result = backend.search(index, &body) => result.map_err(failed)?,
+                    () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+                };
+                Ok(match filter {
+                    Some(f) => f.apply(&response),
+                    None => response,
+                })
             }
         },
     ))
@@ -245,7 +259,8 @@ pub fn backend_tools(backend: Arc<dyn SearchBackend>) -> Vec<Arc<dyn Tool>> {
     backend_tools_with(backend, &crate::SearchLimits::default())
 }
 
-/// The model-free tools over a backend, `multi_search` bounded by `limits`.
+/// The model-free tools over a backend, `multi_search` and `search_index`'s `filter_path` bounded
+/// by `limits`.
 pub fn backend_tools_with(
     backend: Arc<dyn SearchBackend>,
     limits: &crate::SearchLimits,
@@ -253,7 +268,7 @@ pub fn backend_tools_with(
     vec![
         list_indices(Arc::clone(&backend)),
         index_mapping(Arc::clone(&backend)),
-        search_index(Arc::clone(&backend)),
+        search_index(Arc::clone(&backend), limits.max_filter_paths),
         count_index(Arc::clone(&backend)),
         multi_search(backend, limits.max_multi_searches),
     ]

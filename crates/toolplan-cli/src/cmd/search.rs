@@ -35,7 +35,17 @@ pub async fn execute(args: SearchArgs) -> anyhow::Result<Outcome> {
             eprintln!("warning: {finding}");
         }
     }
-    let response = backend.search(&args.index, &body).await?;
+    let filter = match &args.filter_path {
+        Some(spec) => Some(toolplan_search::filter_path::FilterPath::parse(
+            &Value::String(spec.clone()),
+            crate::settings::search_limits()?.max_filter_paths,
+        )?),
+        None => None,
+    };
+    let mut response = backend.search(&args.index, &body).await?;
+    if let Some(filter) = filter {
+        response = filter.apply(&response);
+    }
     println!("{}", serde_json::to_string_pretty(&response)?);
     Ok(Outcome::Ok)
 }

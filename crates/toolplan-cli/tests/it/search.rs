@@ -152,6 +152,11 @@ fn create_load_list_search_delete() {
         &["search", "setosa", "--dsl", r#"{"size": 0}"#],
     ));
     assert_eq!(v["hits"]["total"]["value"], 50);
+    let v = success_json(&toolplan(
+        data.path(),
+        &["search", "setosa", "--filter-path", "hits.total.value"],
+    ));
+    assert_eq!(v, serde_json::json!({"hits": {"total": {"value": 50}}}));
     let v = success_json(&toolplan(data.path(), &["index", "aliases"]));
     assert_eq!(
         v["iris-index"]["aliases"]["setosa"]["filter"]["term"]["species"],

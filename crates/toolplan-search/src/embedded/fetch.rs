@@ -13,6 +13,7 @@ use crate::datemath::{self, DateFormat};
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, within};
 use crate::mapping::{FieldKind, FieldSpec, values_at};
+use crate::number_format::NumberFormat;
 
 /// One field pattern asked for, and the format its values are written in.
 #[derive(Debug, Clone)]
@@ -217,16 +218,16 @@ fn matching<'a>(schema: &'a IndexSchema, pattern: &str) -> Vec<&'a FieldSpec> {
 
 /// Refuses a `format` the field's values cannot be written in.
 fn check_format(spec: &FieldSpec, format: Option<&str>) -> Result<(), SearchError> {
-    let Some(format) = format else {
+    // OpenSearch's name for the field's own format.
+    let Some(format) = format.filter(|f| *f != "use_field_mapping") else {
         return Ok(());
     };
     let bad = |why: String| SearchError::dsl(format!("fields.{}.format", spec.path), why);
     match spec.kind {
         FieldKind::Date => DateFormat::parse(format).map(drop).map_err(bad),
-        FieldKind::Integer | FieldKind::Float => decimal_places(format)
+        FieldKind::Integer | FieldKind::Float => NumberFormat::parse(format)
             .map(drop)
-            .ok_or_else(|| bad(format!("the number format [{format}] is not supported (patterns of # and 0 with one optional decimal point are)"))),
-        _ if format == "use_field_mapping" => Ok(()),
+            .map_err(|e| bad(e.to_string())),
         _ => Err(bad(format!(
             "Field [{}] of type [{}] does not support custom formats",
             spec.path,
@@ -235,25 +236,14 @@ fn check_format(spec: &FieldSpec, format: Option<&str>) -> Result<(), SearchErro
     }
 }
 
-/// The decimal places a number pattern such as `#.0` or `0.00` writes (Java's DecimalFormat, its
-/// plain patterns only); `None` for another pattern.
-fn decimal_places(pattern: &str) -> Option<usize> {
-    if pattern == "use_field_mapping" {
-        return None;
-    }
-    let (whole, fraction) = pattern.split_once('.').unwrap_or((pattern, ""));
-    let plain = |s: &str, allowed: &[char]| s.chars().all(|c| allowed.contains(&c));
-    (plain(whole, &['#', '0']) && plain(fraction, &['0', '#']) && !whole.is_empty())
-        .then_some(fraction.len())
-}
-
 /// The values of a field in a document's source, as the mapping reads them and `format` writes
 /// them; values that do not fit the field are left out.
 fn values(spec: &FieldSpec, source: &Value, format: Option<&str>) -> Vec<Value> {
     let format = format.filter(|f| *f != "use_field_mapping");
+    let number_format = format.and_then(|f| NumberFormat::parse(f).ok());
     let number = |n: f64, whole: bool| -> Value {
-        match format.and_then(decimal_places) {
-            Some(places) => json!(format!("{n:.places$}")),
+        match &number_format {
+            Some(f) => json!(f.write(n)),
             None if whole => json!(n as i64),
             None => json!(n),
         }
@@ -298,16 +288,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn patterns_and_number_formats() {
+    fn field_patterns() {
         assert!(glob("include.*", "include.field1"));
         assert!(glob("*1.keyword", "include.field1.keyword"));
         assert!(glob("a*b*c", "aXbYc"));
         assert!(!glob("a*b*c", "aXcYb"));
         assert!(glob("count", "count"));
         assert!(!glob("count", "counts"));
-        assert_eq!(decimal_places("#.0"), Some(1));
-        assert_eq!(decimal_places("0.00"), Some(2));
-        assert_eq!(decimal_places("#"), Some(0));
-        assert_eq!(decimal_places("#,##0.0"), None);
     }
 }

@@ -1140,3 +1140,77 @@ async fn hdr_percentiles_refuse_what_opensearch_refuses() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn partitions_orders_formats_and_unmapped_value_types_answer_as_opensearch() {
+    let (_dir, b) = new_index(
+        "p",
+        json!({"mappings": {"properties": {"str": {"type": "keyword"}, "n": {"type": "long"}}}}),
+    )
+    .await;
+    b.bulk(
+        Some("p"),
+        "{\"index\":{}}\n{\"str\":\"abc\",\"n\":1234}\n{\"index\":{}}\n{\"str\":\"abc\",\"n\":1234}\n{\"index\":{}}\n{\"str\":\"bcd\",\"n\":5678}\n",
+    )
+    .await
+    .unwrap();
+    let keys = |r: &Value, name: &str| -> Vec<Value> {
+        r["aggregations"][name]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["key"].clone())
+            .collect()
+    };
+    // OpenSearch's own test puts "bcd" and 5678 in partition 0 of 2, "abc" and 1234 in 1.
+    let part = |p: u64| {
+        json!({"size": 0, "aggs": {
+            "s": {"terms": {"field": "str", "include": {"partition": p, "num_partitions": 2}}},
+            "n": {"terms": {"field": "n", "include": {"partition": p, "num_partitions": 2}}}}})
+    };
+    let r = b.search("p", &part(0)).await.unwrap();
+    assert_eq!(
+        (keys(&r, "s"), keys(&r, "n")),
+        (vec![json!("bcd")], vec![json!(5678)])
+    );
+    let r = b.search("p", &part(1)).await.unwrap();
+    assert_eq!(
+        (keys(&r, "s"), keys(&r, "n")),
+        (vec![json!("abc")], vec![json!(1234)])
+    );
+    let r = b
+        .search(
+            "p",
+            &json!({"size": 0, "aggs": {
+                "h": {"histogram": {"field": "n", "interval": 1000, "min_doc_count": 1, "format": "Value is #,##0.0",
+                                    "order": {"_count": "asc"}}},
+                "t": {"terms": {"field": "str", "order": {"_term": "desc"}}},
+                "b": {"terms": {"field": "nope", "value_type": "boolean", "missing": true}},
+                "d": {"terms": {"field": "nope", "value_type": "date", "missing": "2016-05-11"}}}}),
+        )
+        .await
+        .unwrap();
+    let a = &r["aggregations"];
+    assert_eq!(
+        a["h"]["buckets"],
+        json!([{"key": 5000.0, "key_as_string": "Value is 5,000.0", "doc_count": 1},
+               {"key": 1000.0, "key_as_string": "Value is 1,000.0", "doc_count": 2}])
+    );
+    assert_eq!(keys(&r, "t"), [json!("bcd"), json!("abc")]);
+    assert_eq!(
+        a["b"]["buckets"],
+        json!([{"key": 1, "key_as_string": "true", "doc_count": 3}])
+    );
+    assert_eq!(a["d"]["buckets"][0]["key"], 1_462_924_800_000_i64);
+    assert_eq!(
+        a["d"]["buckets"][0]["key_as_string"],
+        "2016-05-11T00:00:00.000Z"
+    );
+    assert_aggs_refused(
+        &b,
+        "p",
+        json!({"s": {"terms": {"field": "str", "include": {"partition": 2, "num_partitions": 2}}}}),
+        "[partition] must be at least 0 and below [num_partitions]",
+    )
+    .await;
+}

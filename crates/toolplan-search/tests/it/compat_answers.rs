@@ -3,7 +3,7 @@
 //! refused by name, as OpenSearch answers 400, instead of ignored.
 
 use serde_json::{Value, json};
-use toolplan_search::{EmbeddedBackend, SearchBackend};
+use toolplan_search::{EmbeddedBackend, SearchBackend, SearchLimits};
 
 async fn index(mapping: Value, docs: &[Value]) -> (tempfile::TempDir, EmbeddedBackend) {
     let dir = tempfile::tempdir().unwrap();
@@ -768,7 +768,8 @@ async fn the_q_shorthand_in_the_search_tool() {
         ],
     )
     .await;
-    let tool = toolplan_search::tools::search_index(Arc::new(b));
+    let tool =
+        toolplan_search::tools::search_index(Arc::new(b), SearchLimits::default().max_filter_paths);
     let r = tool
         .call(
             json!({"index": "t", "q": "fox AND year:<2000"}),
@@ -790,6 +791,19 @@ async fn the_q_shorthand_in_the_search_tool() {
         tool.call(json!({"index": "t"}), ToolContext::detached())
             .await
             .is_err()
+    );
+    // filter_path keeps the parts of the response it names, as OpenSearch's does.
+    let r = tool
+        .call(
+            json!({"index": "t", "q": "fox", "filter_path": "hits.hits._source.title,hits.total.value,-**.relation"}),
+            ToolContext::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r,
+        json!({"hits": {"total": {"value": 2}, "hits": [
+            {"_source": {"title": "quick fox"}}, {"_source": {"title": "slow fox"}}]}})
     );
 }
 
@@ -1025,8 +1039,8 @@ async fn fields_docvalue_fields_and_stored_fields_show_values_as_the_mapping_rea
             "does not support custom formats",
         ),
         (
-            json!({"fields": [{"field": "n", "format": "#,##0"}]}),
-            "the number format [#,##0] is not supported",
+            json!({"fields": [{"field": "n", "format": "0.0E0"}]}),
+            "the number format [0.0E0] is not supported: exponents (E) are not",
         ),
         (
             json!({"stored_fields": ["_none_", "kept"]}),

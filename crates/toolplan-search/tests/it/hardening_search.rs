@@ -175,7 +175,10 @@ fn dropping_a_search_stops_its_work() {
 fn a_cancelled_search_index_call_stops_its_work() {
     one_blocking_thread().block_on(async {
         let (_dir, b) = slow_index(SearchLimits::default()).await;
-        let tool = search_index(Arc::new(b.clone()));
+        let tool = search_index(
+            Arc::new(b.clone()),
+            SearchLimits::default().max_filter_paths,
+        );
         let ctx = ToolContext::detached();
         let cancel = ctx.cancel.clone();
         tokio::spawn(async move {
@@ -191,6 +194,33 @@ fn a_cancelled_search_index_call_stops_its_work() {
         assert!(started.elapsed() < Duration::from_secs(5));
         next_search_is_quick(&b).await;
     });
+}
+
+#[tokio::test]
+async fn a_filter_path_of_too_many_paths_is_refused_before_the_search() {
+    let (_dir, b) = backend(SearchLimits::default(), 3, 5).await;
+    let tool = search_index(Arc::new(b), 5);
+    let many = ["hits.total"; 6].join(",");
+    let err = tool
+        .call(
+            json!({"index": "t", "q": "*", "filter_path": many}),
+            ToolContext::detached(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("filter_path has more than 5 paths (search limit max_filter_paths)"),
+        "{err}"
+    );
+    let ok = tool
+        .call(
+            json!({"index": "t", "q": "*", "filter_path": (["hits.total"; 5].join(","))}),
+            ToolContext::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ok["hits"]["total"]["value"], 3);
 }
 
 #[tokio::test]

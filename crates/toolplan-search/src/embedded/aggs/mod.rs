@@ -30,6 +30,7 @@
 
 mod calendar;
 mod filtered;
+mod order;
 mod percentiles;
 mod pipeline;
 mod response;
@@ -143,6 +144,81 @@ pub(crate) struct KeyFilter {
     /// Whether tantivy was asked for every term (to filter them, or to order addresses by key):
     /// otherwise it chose the top terms by count, and their order is only put right here.
     every_term: bool,
+    /// `include: {"partition": p, "num_partitions": n}`: the terms whose hash falls in partition
+    /// `p` of `n`, hashed as OpenSearch hashes them ([`Partition`]).
+    partition: Option<Partition>,
+}
+
+/// One of `num` partitions of a field's terms, as OpenSearch makes them: a text term by the
+/// MurmurHash3 (x86, 32-bit, seed 31) of its bytes, a whole number (or date, or boolean) by
+/// its 64-bit mix, each modulo `num`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Partition {
+    partition: i64,
+    num: i64,
+}
+
+impl Partition {
+    /// OpenSearch's seed of the terms' hashes.
+    const SEED: u32 = 31;
+
+    /// Reads `{"partition": p, "num_partitions": n}` at `path`.
+    fn parse(v: &Map<String, Value>, path: &str) -> Result<Partition, SearchError> {
+        let number = |key: &str| {
+            v.get(key).and_then(Value::as_i64).ok_or_else(|| {
+                SearchError::dsl(
+                    path,
+                    format!("include partitions need [partition] and [num_partitions] as whole numbers ([{key}] is missing)"),
+                )
+            })
+        };
+        if let Some(other) = v
+            .keys()
+            .find(|k| !matches!(k.as_str(), "partition" | "num_partitions"))
+        {
+            return Err(SearchError::dsl(
+                path,
+                format!("Unknown parameter in Include/Exclude clause: {other}"),
+            ));
+        }
+        let (partition, num) = (number("partition")?, number("num_partitions")?);
+        if num < 1 || partition < 0 || partition >= num {
+            return Err(SearchError::dsl(
+                path,
+                format!(
+                    "[partition] must be at least 0 and below [num_partitions] (at least 1): found {partition} of {num}"
+                ),
+            ));
+        }
+        Ok(Partition { partition, num })
+    }
+
+    /// Whether a bucket key (text, or a whole number) is in the partition.
+    fn keeps(self, key: &Value) -> bool {
+        let hash = match key {
+            Value::String(text) => {
+                let hash =
+                    murmur3::murmur3_32(&mut std::io::Cursor::new(text.as_bytes()), Self::SEED)
+                        .unwrap_or(0);
+                i64::from(hash as i32)
+            }
+            Value::Number(n) => match n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)) {
+                Some(x) => mix64(x),
+                None => return false,
+            },
+            Value::Bool(b) => mix64(i64::from(*b)),
+            _ => return false,
+        };
+        hash.rem_euclid(self.num) == self.partition
+    }
+}
+
+/// The 64-bit mix OpenSearch hashes whole numbers with for partitions (HPPC's `BitMixer.mix64`).
+fn mix64(x: i64) -> i64 {
+    let mut z = x as u64;
+    z = (z ^ (z >> 32)).wrapping_mul(0x4cd6_944c_5cc2_0b6d);
+    z = (z ^ (z >> 29)).wrapping_mul(0xfc12_c5b1_9d32_59e9);
+    (z ^ (z >> 32)) as i64
 }
 
 /// The order of `terms` buckets on an `ip` field, addresses compared as addresses.
@@ -209,19 +285,42 @@ impl KeyFilter {
         let Some(o) = body.as_object_mut() else {
             return Ok(None);
         };
-        let (include, exclude) = (o.remove("include"), o.remove("exclude"));
+        let partition = match o.get("include") {
+            Some(Value::Object(p)) => {
+                if *kind == FieldKind::Float {
+                    return Err(SearchError::Unsupported {
+                        path: format!("{path}.include"),
+                        clause: "include partitions on a decimal field".into(),
+                    });
+                }
+                let partition = Partition::parse(p, &format!("{path}.include"))?;
+                o.remove("include");
+                Some(partition)
+            }
+            _ => None,
+        };
+        // A keyword field's lists and patterns are tantivy's to apply.
+        if *kind == FieldKind::Keyword && partition.is_none() {
+            return Ok(None);
+        }
+        let (include, exclude) = if *kind == FieldKind::Keyword {
+            (None, None)
+        } else {
+            (o.remove("include"), o.remove("exclude"))
+        };
         let by_address = if *kind == FieldKind::Ip {
             AddressOrder::of(o.get("order"))
         } else {
             None
         };
-        if include.is_none() && exclude.is_none() && by_address.is_none() {
+        if include.is_none() && exclude.is_none() && by_address.is_none() && partition.is_none() {
             return Ok(None);
         }
         // Ordered by count, tantivy's top terms are the right ones (ties aside): only their order
         // by address is put right, and a field of many addresses needs no room for all of them.
         let every_term = include.is_some()
             || exclude.is_some()
+            || partition.is_some()
             || matches!(by_address, Some(AddressOrder::Key { .. }));
         let list = |v: Option<Value>, key: &str| -> Result<Option<Vec<Value>>, SearchError> {
             match v {
@@ -266,6 +365,7 @@ impl KeyFilter {
                 .map_or(10, |n| n as usize),
             by_address,
             every_term,
+            partition,
         };
         if every_term {
             o.insert("size".into(), json!(limits.max_buckets));
@@ -276,7 +376,9 @@ impl KeyFilter {
     /// Whether a bucket's key is kept.
     fn keeps(&self, key: &Value) -> bool {
         let listed = |values: &[Value]| values.iter().any(|v| same_key(key, v));
-        self.include.as_deref().is_none_or(listed) && !self.exclude.as_deref().is_some_and(listed)
+        self.include.as_deref().is_none_or(listed)
+            && !self.exclude.as_deref().is_some_and(listed)
+            && self.partition.is_none_or(|p| p.keeps(key))
     }
 }
 
@@ -301,6 +403,35 @@ fn same_key(key: &Value, named: &Value) -> bool {
         (Some(a), Some(b)) => a == b,
         _ => key == named,
     }
+}
+
+/// The `missing` value of `terms` on a field the mapping lacks, read by its `value_type`: a
+/// boolean becomes 1 or 0, a date its milliseconds (the kind returned, for the keys' text).
+fn unmapped_missing(body: &mut Value, path: &str) -> Result<Option<FieldKind>, SearchError> {
+    let Some(o) = body.as_object_mut() else {
+        return Ok(None);
+    };
+    let value_type = o
+        .get("value_type")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let kind = match (value_type.as_deref(), o.get("missing")) {
+        (Some("boolean"), Some(Value::Bool(b))) => {
+            let n = if *b { 1.0 } else { 0.0 };
+            o.insert("missing".into(), json!(n));
+            FieldKind::Boolean
+        }
+        (Some("date"), Some(m)) => {
+            let date = crate::datemath::date_from_json(m).ok_or_else(|| {
+                SearchError::dsl(format!("{path}.missing"), format!("{m} is not a date"))
+            })?;
+            o.insert("missing".into(), json!(date.timestamp_millis() as f64));
+            FieldKind::Date
+        }
+        _ => return Ok(None),
+    };
+    o.remove("value_type");
+    Ok(Some(kind))
 }
 
 /// What the post-processing needs to remember of a request.
@@ -340,6 +471,13 @@ struct AggregationPlan {
     pipeline: Option<Pipeline>,
     /// `percentiles` with `hdr`: run as a listing of the field's values ([`percentiles`]).
     hdr: Option<percentiles::Hdr>,
+    /// A histogram's `order`, applied to its buckets ([`order`]).
+    bucket_order: Option<order::BucketOrder>,
+    /// A `histogram`'s `format`, for its keys' text.
+    number_format: Option<crate::number_format::NumberFormat>,
+    /// `terms` on a field the mapping lacks whose `missing` value is a boolean or a date
+    /// (`value_type`): its key is shown as one.
+    missing_kind: Option<FieldKind>,
     children: Vec<AggregationPlan>,
 }
 
@@ -594,6 +732,23 @@ impl Rewrite<'_> {
                     // As in OpenSearch, a field the mapping lacks has no values: no buckets,
                     // metrics over nothing (or over the `missing` value).
                     body["field"] = json!(UNMAPPED);
+                    // `value_type` says what the `missing` value is: a boolean or a date is
+                    // counted as the number the field would hold, and shown as one.
+                    let missing_kind = if kind == "terms" {
+                        unmapped_missing(&mut body, &kind_path)?
+                    } else {
+                        None
+                    };
+                    if let Some(o) = body.as_object_mut() {
+                        if matches!(kind.as_str(), "histogram" | "date_histogram") {
+                            o.remove("order");
+                            o.remove("format");
+                        }
+                        // No terms to put in partitions.
+                        if o.get("include").is_some_and(Value::is_object) {
+                            o.remove("include");
+                        }
+                    }
                     let entry = match kind.as_str() {
                         "date_histogram" => {
                             json!({"histogram": {"field": UNMAPPED, "interval": 1.0}})
@@ -624,6 +779,7 @@ impl Rewrite<'_> {
                         field: requested_field,
                         ranges,
                         hdr,
+                        missing_kind,
                         ..AggregationPlan::new(name, &kind)
                     });
                     continue;
@@ -658,7 +814,10 @@ impl Rewrite<'_> {
                         clause: "script".into(),
                     });
                 }
-                return Err(SearchError::dsl(&kind_path, "a field is required"));
+                return Err(SearchError::dsl(
+                    &kind_path,
+                    "Required one of fields [field, script], but none were specified",
+                ));
             }
             let mut ranges = Vec::new();
             let mut interval = None;
@@ -681,7 +840,7 @@ impl Rewrite<'_> {
             // tantivy filters the terms of keyword columns only (of others it would make no
             // buckets at all): the values of other fields are filtered here, after.
             let key_filter = match &field_kind {
-                Some(k) if tantivy_kind == "terms" && *k != FieldKind::Keyword => KeyFilter::take(
+                Some(k) if tantivy_kind == "terms" => KeyFilter::take(
                     &mut body,
                     k,
                     date_format.as_ref(),
@@ -693,6 +852,32 @@ impl Rewrite<'_> {
             };
             if kind == "histogram" {
                 interval = body.get("interval").and_then(Value::as_f64);
+            }
+            let mut bucket_order = None;
+            let mut number_format = None;
+            if let ("histogram" | "date_histogram", Some(o)) = (kind.as_str(), body.as_object_mut())
+            {
+                if let Some(spec) = o.remove("order") {
+                    bucket_order = Some(order::BucketOrder::parse(
+                        &spec,
+                        &format!("{kind_path}.order"),
+                    )?);
+                }
+                if kind == "histogram"
+                    && let Some(f) = o.remove("format")
+                {
+                    let pattern = f.as_str().ok_or_else(|| {
+                        SearchError::dsl(format!("{kind_path}.format"), "a format is text")
+                    })?;
+                    number_format = Some(
+                        crate::number_format::NumberFormat::parse(pattern).map_err(|e| {
+                            SearchError::dsl(format!("{kind_path}.format"), e.to_string())
+                        })?,
+                    );
+                }
+            }
+            if matches!(tantivy_kind.as_str(), "terms" | "multi_terms") {
+                order::rename_old_keys(&mut body);
             }
             let mut key_format = None;
             if kind == "date_histogram" {
@@ -776,6 +961,8 @@ impl Rewrite<'_> {
                 key_format,
                 min_doc_count,
                 hdr,
+                bucket_order,
+                number_format,
                 children: child_plans,
                 ..AggregationPlan::new(name, &kind)
             });
@@ -977,6 +1164,9 @@ impl AggregationPlan {
             searched: None,
             pipeline: None,
             hdr: None,
+            bucket_order: None,
+            number_format: None,
+            missing_kind: None,
             children: Vec::new(),
         }
     }
@@ -1006,5 +1196,28 @@ mod tests {
         assert!(same_key(&json!("10.0.0.1"), &json!("::ffff:10.0.0.1")));
         assert!(!same_key(&json!("10.0.0.1"), &json!("10.0.0.2")));
         assert!(same_key(&json!("a"), &json!("a")));
+    }
+
+    #[test]
+    fn partitions_hash_terms_as_opensearch_does() {
+        // The partitions OpenSearch's tests expect: of two, "bcd" and 5678 in the first, "abc"
+        // and 1234 in the second.
+        let first = Partition {
+            partition: 0,
+            num: 2,
+        };
+        let second = Partition {
+            partition: 1,
+            num: 2,
+        };
+        assert!(first.keeps(&json!("bcd")) && second.keeps(&json!("abc")));
+        assert!(first.keeps(&json!(5678)) && second.keeps(&json!(1234)));
+        assert!(!first.keeps(&json!("abc")) && !second.keeps(&json!(5678)));
+        // Known values of the two hashes.
+        assert_eq!(mix64(0), 0);
+        assert_eq!(
+            murmur3::murmur3_32(&mut std::io::Cursor::new(b"hello"), 0).unwrap(),
+            0x248b_fa47
+        );
     }
 }

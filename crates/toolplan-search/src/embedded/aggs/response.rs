@@ -154,6 +154,26 @@ pub(super) fn to_opensearch_shape(
                 date_term_keys(v);
             }
             filter_keys(v, plan)?;
+            if let (Some(kind), Some(Value::Array(buckets))) =
+                (&plan.missing_kind, v.get_mut("buckets"))
+            {
+                for b in buckets.iter_mut() {
+                    let Some(key) = b.get("key").and_then(Value::as_f64) else {
+                        continue;
+                    };
+                    b["key"] = json!(key as i64);
+                    b["key_as_string"] = match kind {
+                        crate::mapping::FieldKind::Boolean => {
+                            json!(if key != 0.0 { "true" } else { "false" })
+                        }
+                        _ => json!(
+                            DateTime::<Utc>::from_timestamp_millis(key as i64)
+                                .map(iso_millis)
+                                .unwrap_or_default()
+                        ),
+                    };
+                }
+            }
         }
         "rare_terms" => {
             if plan.date_field {
@@ -209,6 +229,15 @@ pub(super) fn to_opensearch_shape(
         }
         _ => {}
     }
+    // A histogram's keys in the number format asked for.
+    if let (Some(format), Some(Value::Array(buckets))) = (&plan.number_format, v.get_mut("buckets"))
+    {
+        for b in buckets.iter_mut() {
+            if let Some(key) = b.get("key").and_then(Value::as_f64) {
+                b["key_as_string"] = json!(format.write(key));
+            }
+        }
+    }
     // A date_histogram's keys in the format asked for.
     if let (Some(format), Some(Value::Array(buckets))) = (&plan.key_format, v.get_mut("buckets")) {
         for b in buckets.iter_mut() {
@@ -221,7 +250,11 @@ pub(super) fn to_opensearch_shape(
             }
         }
     }
-    shape_children(v, plan)
+    shape_children(v, plan)?;
+    if let Some(order) = &plan.bucket_order {
+        order.apply(v);
+    }
+    Ok(())
 }
 
 /// Keeps the buckets whose keys the request's `include` / `exclude` lists allow
