@@ -156,7 +156,12 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
     let show_scores = !by_score
         && (obj.get("track_scores") == Some(&Value::Bool(true))
             || specs.iter().any(|s| s.key == Key::Score));
-    let tantivy_err = |e: tantivy::TantivyError| SearchError::Index(e.to_string());
+    // A query refusing what it was asked while it runs (an intervals pattern matching too many
+    // terms) is the request's fault, not the index's.
+    let tantivy_err = |e: tantivy::TantivyError| match e {
+        tantivy::TantivyError::InvalidArgument(message) => SearchError::dsl("query", message),
+        other => SearchError::Index(other.to_string()),
+    };
 
     // One pass over the matches counts them and collects the page of hits, except where the count
     // is cheaper apart: a term query's count is its term's document frequency, without visiting

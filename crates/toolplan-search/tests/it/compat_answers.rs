@@ -1092,3 +1092,98 @@ async fn terms_lookup_takes_its_values_from_another_document() {
         .unwrap_err();
     assert!(missing.to_string().contains("nope"), "{missing}");
 }
+
+#[tokio::test]
+async fn intervals_match_terms_in_order_within_gaps_and_filters() {
+    let (_d, b) = index(
+        json!({"properties": {"text": {"type": "text"}, "k": {"type": "keyword"}}}),
+        &[
+            json!({"text": "the quick brown fox jumps"}),
+            json!({"text": "brown the quick fox"}),
+            json!({"text": "a fox is quick and very brown"}),
+        ],
+    )
+    .await;
+    let q = |rule: Value| json!({"intervals": {"text": rule}});
+    assert_eq!(
+        ids(
+            &b,
+            q(json!({"match": {"query": "quick fox", "mode": "ordered"}}))
+        )
+        .await,
+        ["0", "1"]
+    );
+    // A phrase: no gaps.
+    assert_eq!(
+        ids(
+            &b,
+            q(json!({"match": {"query": "quick fox", "max_gaps": 0, "ordered": true}}))
+        )
+        .await,
+        ["1"]
+    );
+    // Unordered: either order.
+    assert_eq!(
+        ids(&b, q(json!({"match": {"query": "fox quick"}}))).await,
+        ["0", "1", "2"]
+    );
+    assert_eq!(
+        ids(&b, q(json!({"all_of": {"ordered": true, "intervals": [
+            {"match": {"query": "quick"}},
+            {"any_of": {"intervals": [{"match": {"query": "fox"}}, {"match": {"query": "jumps"}}]}}]}}))).await,
+        ["0", "1"]
+    );
+    // Filters compare spans: "quick … fox" around "brown" only in the first.
+    assert_eq!(
+        ids(
+            &b,
+            q(json!({"match": {"query": "quick fox", "mode": "ordered",
+                                   "filter": {"containing": {"match": {"query": "brown"}}}}}))
+        )
+        .await,
+        ["0"]
+    );
+    assert_eq!(
+        ids(&b, q(json!({"match": {"query": "brown", "filter": {"before": {"match": {"query": "quick"}}}}}))).await,
+        ["1"]
+    );
+    // Patterns expand to the terms of the field.
+    assert_eq!(
+        ids(
+            &b,
+            q(json!({"all_of": {"ordered": true, "intervals": [
+            {"prefix": {"prefix": "QUI"}}, {"wildcard": {"pattern": "f?x"}}]}}))
+        )
+        .await,
+        ["0", "1"]
+    );
+    assert_eq!(ids(&b, q(json!({"fuzzy": {"term": "jumsp"}}))).await, ["0"]);
+    assert_eq!(
+        ids(&b, q(json!({"regexp": {"pattern": "br.*n"}}))).await,
+        ["0", "1", "2"]
+    );
+    // What the engine does not run, or OpenSearch refuses, is said.
+    for (rule, message) in [
+        (
+            json!({"match": {"query": "fox", "use_field": "k"}}),
+            "intervals use_field",
+        ),
+        (
+            json!({"match": {"query": "fox", "filter": {"script": {}}}}),
+            "intervals filter script",
+        ),
+        (
+            json!({"match": {"query": "fox", "slop": 2}}),
+            "[match] query does not support [slop]",
+        ),
+        (json!({"span": {}}), "Unknown interval type [span]"),
+    ] {
+        let err = refused(&b, q(rule.clone())).await;
+        assert!(err.contains(message), "{rule}: {err}");
+    }
+    let err = refused(&b, json!({"intervals": {"k": {"match": {"query": "x"}}}})).await;
+    assert!(
+        err.contains("Can only use interval queries on text fields"),
+        "{err}"
+    );
+}

@@ -224,6 +224,43 @@ async fn a_filter_path_of_too_many_paths_is_refused_before_the_search() {
 }
 
 #[tokio::test]
+async fn interval_patterns_and_nesting_are_bounded() {
+    // 300 distinct keys `key0` … `key299` in a text field.
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    b.create_index("t", &json!({"properties": {"body": {"type": "text"}}}))
+        .await
+        .unwrap();
+    let nd: String = (0..300)
+        .map(|i| format!("{{\"index\":{{}}}}\n{{\"body\":\"key{i} word\"}}\n"))
+        .collect();
+    b.bulk(Some("t"), &nd).await.unwrap();
+    let err = refused(
+        &b,
+        json!({"query": {"intervals": {"body": {"prefix": {"prefix": "key"}}}}}),
+    )
+    .await;
+    assert!(
+        err.contains("Automaton [key*] expanded to too many terms (limit 128)"),
+        "{err}"
+    );
+    let mut deep = json!({"match": {"query": "word"}});
+    for _ in 0..25 {
+        deep = json!({"any_of": {"intervals": [deep]}});
+    }
+    let err = refused(&b, json!({"query": {"intervals": {"body": deep}}})).await;
+    assert!(err.contains("(search limit max_nested_depth)"), "{err}");
+    let r = b
+        .search(
+            "t",
+            &json!({"query": {"intervals": {"body": {"prefix": {"prefix": "key29"}}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["hits"]["total"]["value"], 11);
+}
+
+#[tokio::test]
 async fn query_shapes_are_bounded_naming_the_limit() {
     let (_dir, b) = backend(SearchLimits::default(), 20, 10).await;
     // Nesting.

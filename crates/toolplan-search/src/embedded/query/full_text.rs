@@ -24,7 +24,7 @@ use crate::mapping::FieldKind;
 
 impl QueryTranslator<'_> {
     /// The tokens the field's analyzer makes of `text`.
-    fn analyze(
+    pub(super) fn analyze(
         &self,
         indexed: &Indexed,
         text: &str,

@@ -6,7 +6,7 @@
 //! `term`, `terms`, `regexp`, `fuzzy`, `range` (numbers, dates with date math and formats, keywords; keywords and
 //! patterns through the field's normalizer), `bool` (must / should / filter / must_not,
 //! minimum_should_match), `exists`, `prefix`, `wildcard`, `ids`, `match_all`, `match_none`,
-//! `constant_score`, `dis_max`, `boost` on any clause. A clause that names a field the mapping does not
+//! `constant_score`, `dis_max`, `intervals`, `boost` on any clause. A clause that names a field the mapping does not
 //! have matches nothing, as in OpenSearch. Everything else is an error naming the clause and where it
 //! is — never ignored; so is an option of a clause that its builder does not read
 //! ([`check_options`]). The [`SearchLimits`] bound what a body may ask for (nesting, clauses, terms,
@@ -18,12 +18,14 @@
 //! * [`full_text`] — analysed text: `match`, `match_phrase`, `match_phrase_prefix`, `multi_match`.
 //! * [`term_level`] — exact values: `term`, `terms`, `range`, `exists`, `prefix`, `wildcard`, `ids`.
 //! * [`regexp`] — patterns over terms: `regexp` (Lucene's syntax), `fuzzy`.
+//! * [`intervals`] — `intervals`: rules over the positions of terms, run by a query of its own.
 //! * [`query_string`] — `query_string` (Lucene's classic syntax) and `simple_query_string`, read
 //!   into the DSL the other modules run.
 //! * [`compound`] — clauses of clauses: `bool`, `constant_score`, `dis_max`.
 
 mod compound;
 mod full_text;
+mod intervals;
 mod query_string;
 mod regexp;
 mod term_level;
@@ -64,7 +66,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "distance_feature",
     "wrapper",
     "pinned",
-    "intervals",
     "combined_fields",
     "boosting",
     "span_term",
@@ -221,6 +222,7 @@ impl<'a> QueryTranslator<'a> {
                 self.translate(&dsl, &here)?
             }
             "ids" => self.ids_query(body, &here)?,
+            "intervals" => self.intervals_query(body, &here)?,
             "constant_score" => self.constant_score_query(body, &here)?,
             "dis_max" => self.dis_max_query(body, &here)?,
             n if UNSUPPORTED.contains(&n) => {

@@ -190,6 +190,16 @@ fn interval(inner: &str) -> Result<String, String> {
     Ok(format!("0*(?:{})", numbers.join("|")))
 }
 
+/// A Lucene regular expression (with its `flags`) in Rust's syntax.
+pub(super) fn lucene_regex(
+    pattern: &str,
+    flags: Option<&Value>,
+    path: &str,
+) -> Result<String, SearchError> {
+    let flags = Flags::read(flags, &format!("{path}.flags"))?;
+    lucene_to_rust(pattern, flags).map_err(|e| SearchError::dsl(path, e))
+}
+
 impl QueryTranslator<'_> {
     /// `regexp`: the documents with a term the Lucene regular expression matches whole.
     pub(super) fn regexp_query(
@@ -206,8 +216,7 @@ impl QueryTranslator<'_> {
             "rewrite",
         ];
         let value = self.pattern_value("regexp", indexed, options, &allowed, path)?;
-        let flags = Flags::read(options.get("flags"), &format!("{path}.flags"))?;
-        let mut regex = lucene_to_rust(&value, flags).map_err(|e| SearchError::dsl(path, e))?;
+        let mut regex = lucene_regex(&value, options.get("flags"), path)?;
         if options.get("case_insensitive").and_then(Value::as_bool) == Some(true) {
             regex = format!("(?i){regex}");
         }
