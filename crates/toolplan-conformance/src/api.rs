@@ -684,6 +684,9 @@ async fn search(
             json!({"includes": list(includes), "excludes": list(excludes)}),
         );
     }
+    if let Some(refusal) = inexact_count_as_int(params, &request) {
+        return refusal;
+    }
     let typed = params
         .get("typed_keys")
         .is_some_and(|v| crate::assert::text(v) == "true");
@@ -716,6 +719,25 @@ async fn search(
         }
         Err(e) => from_search_error(&e),
     }
+}
+
+/// OpenSearch's REST layer: with `rest_total_hits_as_int`, a count bounded by a number in
+/// `track_total_hits` is refused (the number alone could not say it is a bound).
+fn inexact_count_as_int(
+    params: &Map<String, Value>,
+    request: &Map<String, Value>,
+) -> Option<Outcome> {
+    let as_int = params
+        .get("rest_total_hits_as_int")
+        .is_some_and(|v| crate::assert::text(v) == "true");
+    let n = request.get("track_total_hits").and_then(Value::as_i64)?;
+    (as_int && n >= 0 && n != i64::from(i32::MAX)).then(|| {
+        error(
+            400,
+            "illegal_argument_exception",
+            format!("[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got {n}"),
+        )
+    })
 }
 
 /// `rest_total_hits_as_int`: every `hits.total` of the response (the search's, its hits' inner
@@ -752,6 +774,15 @@ async fn msearch(
             "msearch needs a body of header and body lines",
         );
     };
+    // Each search is read before any runs: one the REST layer refuses fails them all.
+    for request in lines.iter().skip(1).step_by(2) {
+        if let Some(refusal) = request
+            .as_object()
+            .and_then(|r| inexact_count_as_int(params, r))
+        {
+            return refusal;
+        }
+    }
     let mut responses = Vec::new();
     for pair in lines.chunks(2) {
         let [header, request] = pair else {

@@ -232,6 +232,13 @@ pub fn merge(
     }
     let page: Vec<Value> = hits.into_iter().skip(from).take(size).collect();
     let mut hits_obj = Map::new();
+    // A number of `track_total_hits` bounds the sum as it bounds each index's count.
+    if let Some(cap) = body.get("track_total_hits").and_then(Value::as_u64)
+        && total > cap
+    {
+        total = cap;
+        exact = false;
+    }
     if counted {
         hits_obj.insert(
             "total".into(),

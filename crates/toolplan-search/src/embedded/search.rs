@@ -295,7 +295,15 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
 
     let mut hits_obj = Map::new();
     match obj.get("track_total_hits") {
+        // -1 is OpenSearch's "not tracked", as false.
         Some(Value::Bool(false)) => {}
+        Some(Value::Number(n)) if n.as_i64() == Some(-1) => {}
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|n| n < -1) => {
+            return Err(SearchError::dsl(
+                "track_total_hits",
+                format!("[track_total_hits] parameter must be positive or equals to -1, got {n}"),
+            ));
+        }
         Some(Value::Number(n)) if n.as_u64().is_some_and(|limit| (total as u64) > limit) => {
             hits_obj.insert("total".into(), json!({"value": n, "relation": "gte"}));
         }
@@ -324,6 +332,7 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
             .unwrap_or(json!({"match_all": {}}));
         let sub = |body: &Value| run(env, body);
         let result = super::aggs::run(
+            env.name,
             schema,
             searcher,
             &query,

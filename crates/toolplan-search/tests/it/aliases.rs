@@ -281,3 +281,54 @@ async fn the_alias_table_is_bounded_by_max_aliases() {
     );
     assert!(b.resolve_indices("c").await.is_err());
 }
+
+#[tokio::test]
+async fn terms_on_index_and_bounded_totals_across_indices() {
+    let (_dir, b) = logs(SearchLimits::default()).await;
+    let r = b
+        .search(
+            "logs-*",
+            &json!({"size": 0, "query": {"term": {"level": "error"}},
+                    "aggs": {"by_index": {"terms": {"field": "_index"},
+                                          "aggs": {"levels": {"terms": {"field": "level"}}}}}}),
+        )
+        .await
+        .unwrap();
+    let buckets = &r["aggregations"]["by_index"]["buckets"];
+    assert_eq!(buckets.as_array().unwrap().len(), 2);
+    assert_eq!(buckets[0]["key"], "logs-1");
+    assert_eq!(buckets[0]["doc_count"], 1);
+    assert_eq!(buckets[1]["levels"]["buckets"][0]["key"], "error");
+    // A bound on the count holds for the sum over indices too.
+    let r = b
+        .search("logs-*", &json!({"size": 0, "track_total_hits": 3}))
+        .await
+        .unwrap();
+    assert_eq!(r["hits"]["total"], json!({"value": 3, "relation": "gte"}));
+    let r = b
+        .search("logs-1", &json!({"size": 0, "track_total_hits": -1}))
+        .await
+        .unwrap();
+    assert!(r["hits"].get("total").is_none());
+    let err = b
+        .search("logs-1", &json!({"track_total_hits": -2}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("[track_total_hits] parameter must be positive or equals to -1, got -2"),
+        "{err}"
+    );
+    let err = b
+        .search(
+            "logs-1",
+            &json!({"aggs": {"c": {"cardinality": {"field": "_index"}}}}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("cardinality aggregation on _index"),
+        "{err}"
+    );
+}

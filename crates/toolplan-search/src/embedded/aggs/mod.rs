@@ -478,6 +478,8 @@ struct AggregationPlan {
     /// `terms` on a field the mapping lacks whose `missing` value is a boolean or a date
     /// (`value_type`): its key is shown as one.
     missing_kind: Option<FieldKind>,
+    /// `terms` on `_index`: run as a search of every document, shown as this index's bucket.
+    index_terms: Option<String>,
     children: Vec<AggregationPlan>,
 }
 
@@ -485,10 +487,12 @@ struct AggregationPlan {
 /// date field under the query, and the hits of `top_hits`.
 pub(crate) type SubSearch<'a> = &'a dyn Fn(&Value) -> Result<Value, SearchError>;
 
-/// Runs the aggregations of a request (`key` is `aggs` or `aggregations`, for messages).
+/// Runs the aggregations of a request on index `index` (`key` is `aggs` or `aggregations`, for
+/// messages).
 /// `query_json` is the request's query (for `top_hits` and calendar spans, run through `sub`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
+    index: &str,
     schema: &IndexSchema,
     searcher: &Searcher,
     query: &dyn Query,
@@ -500,6 +504,7 @@ pub(crate) fn run(
     searches: &Cell<usize>,
 ) -> Result<Value, SearchError> {
     let rewrite = Rewrite {
+        index,
         schema,
         query: query_json,
         sub,
@@ -570,6 +575,8 @@ fn attach_meta(v: &mut Value, plan: &AggregationPlan) {
 
 /// Query-time context of the rewrite.
 struct Rewrite<'a> {
+    /// The index's name (the one value of its `_index` field).
+    index: &'a str,
     schema: &'a IndexSchema,
     query: &'a Value,
     sub: SubSearch<'a>,
@@ -650,6 +657,27 @@ impl Rewrite<'_> {
                     &kind,
                     &kind_path,
                 ));
+            }
+            if body.get("field").and_then(Value::as_str) == Some("_index") {
+                // One index, one value: its documents under the query are the bucket, counted
+                // (with the sub-aggregations) by a search of their own.
+                if kind != "terms" {
+                    return Err(SearchError::Unsupported {
+                        path: kind_path,
+                        clause: format!("{kind} aggregation on _index"),
+                    });
+                }
+                if let Some(children) = children {
+                    self.rewrite(children, &format!("{here}.aggs"), depth + 1)?;
+                }
+                let all =
+                    Searched::parse("filter", &json!({"match_all": {}}), &kind_path, self.limits)?;
+                plans.push(AggregationPlan {
+                    searched: Some((all, children.cloned())),
+                    index_terms: Some(self.index.to_owned()),
+                    ..AggregationPlan::new(name, &kind)
+                });
+                continue;
             }
             if SEARCHED.contains(&kind.as_str()) {
                 let searched = if kind == "date_range" {
@@ -1167,6 +1195,7 @@ impl AggregationPlan {
             bucket_order: None,
             number_format: None,
             missing_kind: None,
+            index_terms: None,
             children: Vec::new(),
         }
     }

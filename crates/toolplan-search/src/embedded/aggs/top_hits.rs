@@ -27,6 +27,9 @@ impl Rewrite<'_> {
     ) -> Result<(), SearchError> {
         if let Some((searched, sub_aggs)) = &plan.searched {
             *v = self.run_searched(searched, sub_aggs.as_ref(), filters)?;
+            if let Some(index) = &plan.index_terms {
+                *v = index_bucket(index, std::mem::take(v));
+            }
             return Ok(());
         }
         if let Some(req) = &plan.top_hits {
@@ -178,4 +181,22 @@ pub(super) fn top_hits_body(
         }
     }
     Ok(Value::Object(body))
+}
+
+/// The `terms` result on `_index` of one index: its documents (`filter`'s result, with the
+/// sub-aggregations) as the bucket keyed by its name, none when it has none.
+fn index_bucket(index: &str, mut counted: Value) -> Value {
+    let count = counted
+        .get("doc_count")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let buckets = if count == 0 {
+        Vec::new()
+    } else {
+        if let Some(o) = counted.as_object_mut() {
+            o.insert("key".into(), Value::from(index));
+        }
+        vec![counted]
+    };
+    serde_json::json!({"doc_count_error_upper_bound": 0, "sum_other_doc_count": 0, "buckets": buckets})
 }
