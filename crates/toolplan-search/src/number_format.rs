@@ -102,6 +102,10 @@ impl NumberFormat {
         if fraction.trim_start_matches('0').contains('0') {
             return Err(bad("a 0 after a # in the fraction is not"));
         }
+        // Java writes at most 309 whole and 340 fraction digits of a double.
+        if whole.len() > 400 || fraction.len() > 340 {
+            return Err(bad("more digits than a double has are not"));
+        }
         let grouping = whole.rfind(',').map_or(0, |at| whole.len() - at - 1);
         if whole.contains(',') && grouping == 0 {
             return Err(bad("a grouping separator at the end of the digits is not"));
@@ -206,7 +210,16 @@ mod tests {
 
     #[test]
     fn patterns_it_cannot_write_are_refused() {
-        for p in ["0.0E0", "0;(0)", "abc", "0.0.0", "#,##0.0,0", "0,"] {
+        let long = format!("0.{}", "0".repeat(70_000));
+        for p in [
+            "0.0E0",
+            "0;(0)",
+            "abc",
+            "0.0.0",
+            "#,##0.0,0",
+            "0,",
+            long.as_str(),
+        ] {
             assert!(NumberFormat::parse(p).is_err(), "{p}");
         }
     }

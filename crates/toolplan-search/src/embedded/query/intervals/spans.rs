@@ -51,7 +51,8 @@ pub(super) fn evaluate(source: &Source, leaves: &[Vec<Span>]) -> Vec<Span> {
             max_gaps,
         } => {
             let parts: Vec<Vec<Span>> = sources.iter().map(|s| evaluate(s, leaves)).collect();
-            if parts.iter().any(Vec::is_empty) {
+            // No parts (a `match` of stopwords only) match nothing, as in Lucene.
+            if parts.is_empty() || parts.iter().any(Vec::is_empty) {
                 return Vec::new();
             }
             let spans = match mode {
