@@ -5,7 +5,7 @@
 //!
 //! | limit | default | exceeded |
 //! |---|---|---|
-//! | `timeout` | 30s | the search is stopped and fails naming the budget (a `"timeout"` in the body instead returns the hits found so far with `timed_out: true`, as OpenSearch) |
+//! | `timeout` | 30s | the search is stopped and fails naming the budget (a `"timeout"` in the body instead returns the hits found so far with `timed_out: true`, as OpenSearch); also the longest a change to the aliases or a new index waits for another process that holds the alias table's lock |
 //! | `max_result_window` | 10000 | `from + size` above it is refused (OpenSearch's `index.max_result_window`); also the most hits all `top_hits` of a request return together |
 //! | `max_docvalue_fields` | 100 | a search asking for more `docvalue_fields` is refused (`index.max_docvalue_fields_search`) |
 //! | `max_inner_result_window` | 100 | `top_hits` and collapse `inner_hits` `from + size` above it is refused (`index.max_inner_result_window`) |

@@ -147,9 +147,8 @@ impl NumberFormat {
         if self.grouping > 0 {
             whole = group(&whole, self.grouping);
         }
-        let negative = x < 0.0
-            && (whole.chars().any(|c| c.is_ascii_digit() && c != '0')
-                || fraction.chars().any(|c| c != '0'));
+        // Java keeps the sign of a number that rounds to zero, and of -0.0: "-0".
+        let negative = x.is_sign_negative();
         let mut out = String::new();
         if negative {
             out.push('-');
@@ -198,13 +197,16 @@ mod tests {
         assert_eq!(write("#", 3.5), "4");
         assert_eq!(write("#.##", 0.5), ".5");
         assert_eq!(write("0.0#", 1.0), "1.0");
+        assert_eq!(write("0", -0.0), "-0");
+        assert_eq!(write("0.0", -0.01), "-0.0");
+        assert_eq!(write("0", 0.0), "0");
         assert_eq!(write("0.0#", 1.234), "1.23");
         assert_eq!(write("#,##0", 1_234_567.0), "1,234,567");
         assert_eq!(write("000", 7.0), "007");
         assert_eq!(write("0.0%", 0.256), "25.6%");
         assert_eq!(write("'#'0", 5.0), "#5");
         assert_eq!(write("0.0", -1.25), "-1.2");
-        assert_eq!(write("0", -0.2), "0");
+        assert_eq!(write("0", -0.2), "-0");
         assert_eq!(write("#.0", 12.0), "12.0");
     }
 

@@ -1,9 +1,14 @@
 //! The embedded backend's aliases: one table for all indices ([`Aliases`]) in
-//! `<data dir>/_aliases.json`, written whole or not at all under the backend's write lock, read
-//! when a request names something that is not an index.
+//! `<data dir>/_aliases.json`, read when a request names something that is not an index. It is
+//! changed, and an index is made or deleted, under [`AliasLock`]: the backend's write lock and a
+//! lock on `<data dir>/_aliases.lock` that every process on the data directory takes, so that no
+//! two change the table at once or make an index of an alias's name. A change is written whole
+//! (a new file flushed to disk, then renamed over the old one) or not at all.
 
+use std::fs::{File, OpenOptions, TryLockError};
 use std::path::PathBuf;
-use std::sync::PoisonError;
+use std::sync::{MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
@@ -14,8 +19,57 @@ use crate::error::SearchError;
 
 /// The file of the alias table, beside the index directories (index names cannot start with `_`).
 const ALIASES_FILE: &str = "_aliases.json";
+/// The file every process locks while it changes the alias table or the set of indices.
+const LOCK_FILE: &str = "_aliases.lock";
+
+/// Held while the alias table or the set of indices changes: this backend's write lock (unless
+/// the caller holds it already) and the data directory's lock file (released when dropped).
+pub(super) struct AliasLock<'a> {
+    _file: File,
+    _writes: Option<MutexGuard<'a, ()>>,
+}
 
 impl Inner {
+    /// Takes [`AliasLock`], waiting at most the `timeout` search limit for another process.
+    pub(super) fn lock_aliases(&self) -> Result<AliasLock<'_>, SearchError> {
+        let writes = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut held = self.lock_alias_file()?;
+        held._writes = Some(writes);
+        Ok(held)
+    }
+
+    /// Takes the lock file of [`AliasLock`] only: for a caller that holds the write lock.
+    pub(super) fn lock_alias_file(&self) -> Result<AliasLock<'_>, SearchError> {
+        let path = self.dir.join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        let wait = self.limits.timeout;
+        let started = Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if started.elapsed() < wait => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(TryLockError::WouldBlock) => {
+                    return Err(SearchError::Index(format!(
+                        "{}: another process held the alias table for more than {wait:?} (search limit timeout)",
+                        path.display()
+                    )));
+                }
+                Err(TryLockError::Error(e)) => return Err(io(&path)(e)),
+            }
+        }
+        Ok(AliasLock {
+            _file: file,
+            _writes: None,
+        })
+    }
+
     fn aliases_path(&self) -> PathBuf {
         self.dir.join(ALIASES_FILE)
     }
@@ -34,14 +88,24 @@ impl Inner {
             .map_err(|e| SearchError::Index(format!("{}: {e}", path.display())))
     }
 
-    /// Writes the alias table (a new file renamed over the old one). The caller holds the write
-    /// lock.
-    fn save_aliases(&self, aliases: &Aliases) -> Result<(), SearchError> {
+    /// Writes the alias table: a new file, flushed to disk, renamed over the old one, and the
+    /// rename flushed. The caller holds [`AliasLock`].
+    fn save_aliases(&self, aliases: &Aliases, _held: &AliasLock<'_>) -> Result<(), SearchError> {
         let path = self.aliases_path();
         let staged = self.dir.join(format!("{ALIASES_FILE}.new"));
         let text = serde_json::to_string_pretty(&aliases.to_json()).unwrap_or_default();
-        std::fs::write(&staged, text).map_err(io(&staged))?;
-        std::fs::rename(&staged, &path).map_err(io(&path))
+        let write = || -> std::io::Result<()> {
+            let mut file = File::create(&staged)?;
+            std::io::Write::write_all(&mut file, text.as_bytes())?;
+            file.sync_all()
+        };
+        write().map_err(io(&staged))?;
+        std::fs::rename(&staged, &path).map_err(io(&path))?;
+        // The directory entry too; where a directory cannot be opened to flush, the rename stands.
+        if let Ok(dir) = File::open(&self.dir) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
     }
 
     /// The names of the indices on disk, sorted.
@@ -66,7 +130,7 @@ impl Inner {
         options: AliasOptions,
     ) -> Result<(), SearchError> {
         check_index_expression(index)?;
-        let _one_writer = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = self.lock_aliases()?;
         let existing = self.index_names()?;
         let indices = resolve_indices(index, &existing)?;
         if indices.is_empty() {
@@ -82,7 +146,7 @@ impl Inner {
                 "the indices would have more than {max} aliases (search limit max_aliases)"
             )));
         }
-        self.save_aliases(&aliases)
+        self.save_aliases(&aliases, &held)
     }
 
     /// Takes `alias` off the indices `index` names.
@@ -92,7 +156,7 @@ impl Inner {
         alias: &str,
     ) -> Result<(), SearchError> {
         check_index_expression(index)?;
-        let _one_writer = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = self.lock_aliases()?;
         let existing = self.index_names()?;
         let indices = resolve_indices(index, &existing)?;
         let mut aliases = self.aliases()?;
@@ -103,17 +167,21 @@ impl Inner {
         if !removed {
             return Err(SearchError::NoSuchAlias(alias.to_owned()));
         }
-        self.save_aliases(&aliases)
+        self.save_aliases(&aliases, &held)
     }
 
-    /// Takes every alias off `index`, which is being deleted. The caller holds the write lock.
-    pub(super) fn forget_aliases_of(&self, index: &str) -> Result<(), SearchError> {
+    /// Takes every alias off `index`, which is being deleted under `held`.
+    pub(super) fn forget_aliases_of(
+        &self,
+        index: &str,
+        held: &AliasLock<'_>,
+    ) -> Result<(), SearchError> {
         let mut aliases = self.aliases()?;
         if aliases.of_index(index).is_empty() {
             return Ok(());
         }
         aliases.remove_index(index);
-        self.save_aliases(&aliases)
+        self.save_aliases(&aliases, held)
     }
 
     /// The aliases of the indices `expr` names (an alias names its indices).

@@ -1,7 +1,8 @@
 //! The aggregations of a search over several indices, made from each index's own.
 //!
-//! An index with no matching document adds nothing to any aggregation, so when at most one index
-//! matched, its aggregations are the answer exactly, whatever their kind. When several did, the
+//! An index with no matching document adds nothing to any aggregation (unless one asks for
+//! buckets without documents, `min_doc_count: 0`), so when at most one index matched, its
+//! aggregations are the answer exactly, whatever their kind. When several did, the
 //! partial results are combined as OpenSearch reduces shard results: `terms` buckets added by key
 //! and cut to `size` again (ordered by count or key; each index gave its own top `size`, so counts
 //! of terms outside one index's top can be low, as OpenSearch's shard-level `terms` are),
@@ -24,7 +25,11 @@ pub fn aggregations(request: &Value, responses: &[Value]) -> Result<Option<Value
     else {
         return Ok(None);
     };
-    let matched: Vec<&Value> = responses.iter().filter(|r| has_matches(r)).collect();
+    let empty_buckets = asks_for_empty_buckets(&Value::Object(defs.clone()));
+    let matched: Vec<&Value> = responses
+        .iter()
+        .filter(|r| empty_buckets || has_matches(r))
+        .collect();
     let parts: Vec<&Map<String, Value>> = match matched.as_slice() {
         [] => responses.first().into_iter().collect(),
         more => more.to_vec(),
@@ -36,6 +41,18 @@ pub fn aggregations(request: &Value, responses: &[Value]) -> Result<Option<Value
         return Ok(Some(Value::Object((*one).clone())));
     }
     combine(defs, &parts, "aggs").map(|m| Some(Value::Object(m)))
+}
+
+/// Whether an aggregation of `defs`, at any depth, shows buckets without documents
+/// (`min_doc_count: 0`): then an index without matches has buckets to add.
+fn asks_for_empty_buckets(defs: &Value) -> bool {
+    match defs {
+        Value::Object(o) => o.iter().any(|(k, v)| {
+            (k == "min_doc_count" && v.as_u64() == Some(0)) || asks_for_empty_buckets(v)
+        }),
+        Value::Array(list) => list.iter().any(asks_for_empty_buckets),
+        _ => false,
+    }
 }
 
 /// Whether an index's response matched any document.

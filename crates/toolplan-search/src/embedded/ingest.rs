@@ -238,11 +238,13 @@ impl Inner {
         self.remap(name, &index, mapping).map(drop)
     }
 
-    /// The index `name`, created with an empty mapping when it does not exist.
+    /// The index `name`, created with an empty mapping when it does not exist. The caller holds
+    /// the write lock.
     fn get_or_create(&self, name: &str) -> Result<Arc<OpenIndex>, SearchError> {
         match self.get(name) {
             Err(SearchError::NoSuchIndex(_)) => {
-                match self.create_blocking(name, &Value::Object(Map::new())) {
+                let held = self.lock_alias_file()?;
+                match self.create_under(name, &Value::Object(Map::new()), &held) {
                     Ok(()) | Err(SearchError::IndexExists(_)) => self.get(name),
                     Err(e) => Err(e),
                 }

@@ -454,6 +454,18 @@ impl Inner {
     }
 
     fn create_blocking(&self, name: &str, mapping: &Value) -> Result<(), SearchError> {
+        let held = self.lock_aliases()?;
+        self.create_under(name, mapping, &held)
+    }
+
+    /// Makes index `name` under `held` (no other process may put an alias of its name until it
+    /// exists).
+    fn create_under(
+        &self,
+        name: &str,
+        mapping: &Value,
+        _held: &alias_table::AliasLock<'_>,
+    ) -> Result<(), SearchError> {
         check_index_name(name)?;
         let parsed = Mapping::parse_strict(mapping)?;
         self.check_size(&parsed)?;
@@ -604,8 +616,8 @@ impl SearchBackend for EmbeddedBackend {
             if !me.exists(&name) {
                 return Err(SearchError::NoSuchIndex(name));
             }
-            let _one_writer = me.writes.lock().unwrap_or_else(PoisonError::into_inner);
-            me.forget_aliases_of(&name)?;
+            let held = me.lock_aliases()?;
+            me.forget_aliases_of(&name, &held)?;
             // Close it first: the writer holds a lock file inside the directory.
             me.open
                 .write()
@@ -699,6 +711,13 @@ impl SearchBackend for EmbeddedBackend {
     }
 
     async fn sample_document(&self, name: &str) -> Result<Option<Value>, SearchError> {
+        let (me, index) = (Arc::clone(&self.inner), name.to_owned());
+        let is_index = blocking(move || Ok(me.exists(&index))).await?;
+        if !is_index {
+            // An alias (or a list or pattern): a document it shows, its filter applied.
+            let r = self.search(name, &serde_json::json!({"size": 1})).await?;
+            return Ok(r.pointer("/hits/hits/0/_source").cloned());
+        }
         let (me, name) = (Arc::clone(&self.inner), name.to_owned());
         blocking(move || {
             let ix = me.get(&name)?;
@@ -749,9 +768,8 @@ impl SearchBackend for EmbeddedBackend {
             None => body.clone(),
         };
         if let [one] = targets.as_slice() {
-            let mut r = self.search_one(&one.index, &body_of(one, body)).await?;
-            multi::IndicesBoost::apply(&mut r, boosts.of(&one.index));
-            return Ok(r);
+            let boosted = multi::IndicesBoost::boosted(body, boosts.of(&one.index));
+            return self.search_one(&one.index, &body_of(one, &boosted)).await;
         }
         let (mut per_index, from, size) = multi::per_index_body(body);
         let collapse = match body.as_object() {
@@ -763,11 +781,11 @@ impl SearchBackend for EmbeddedBackend {
         }
         let mut responses = Vec::with_capacity(targets.len());
         for target in &targets {
-            let mut r = self
-                .search_one(&target.index, &body_of(target, &per_index))
-                .await?;
-            multi::IndicesBoost::apply(&mut r, boosts.of(&target.index));
-            responses.push(r);
+            let boosted = multi::IndicesBoost::boosted(&per_index, boosts.of(&target.index));
+            responses.push(
+                self.search_one(&target.index, &body_of(target, &boosted))
+                    .await?,
+            );
         }
         let mut merged = multi::merge(body, responses, from, size)?;
         // Each group's inner hits, searched across the indices.

@@ -115,22 +115,24 @@ impl IndicesBoost {
             .map_or(1.0, |(_, factor)| *factor)
     }
 
-    /// Multiplies the scores of a response's hits (and its `max_score`) by `factor`.
-    pub(super) fn apply(response: &mut Value, factor: f64) {
+    /// The request `body` for an index whose scores are multiplied by `factor`: its query
+    /// boosted, as OpenSearch boosts it, so that `min_score`, sorting and `top_hits` see the
+    /// boosted scores.
+    pub(super) fn boosted(body: &Value, factor: f64) -> Value {
+        let mut body = body.clone();
         if factor == 1.0 {
-            return;
+            return body;
         }
-        let hits = &mut response["hits"];
-        if let Some(max) = hits.get("max_score").and_then(Value::as_f64) {
-            hits["max_score"] = json!(max * factor);
+        if let Some(o) = body.as_object_mut() {
+            let query = o
+                .remove("query")
+                .unwrap_or_else(|| json!({"match_all": {}}));
+            o.insert(
+                "query".into(),
+                json!({"bool": {"must": [query], "boost": factor}}),
+            );
         }
-        if let Some(Value::Array(list)) = hits.get_mut("hits") {
-            for hit in list {
-                if let Some(score) = hit.get("_score").and_then(Value::as_f64) {
-                    hit["_score"] = json!(score * factor);
-                }
-            }
-        }
+        body
     }
 }
 

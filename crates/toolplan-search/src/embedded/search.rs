@@ -129,10 +129,22 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
     let from = count(obj.get("from"), "from", 0)?;
     let (size, from) = result_window(size, from, env.limits.max_result_window)?;
     let translator = QueryTranslator::new(index, schema, now, env.limits);
-    let unbounded: Box<dyn Query> = match obj.get("query") {
+    let mut unbounded: Box<dyn Query> = match obj.get("query") {
         None | Some(Value::Null) => Box::new(AllQuery),
         Some(q) => translator.translate(q, "query")?,
     };
+    match obj.get("min_score") {
+        None | Some(Value::Null) => {}
+        Some(v) => {
+            let min = v.as_f64().ok_or_else(|| {
+                SearchError::dsl(
+                    "min_score",
+                    format!("[min_score] must be a number, found {v}"),
+                )
+            })?;
+            unbounded = Box::new(super::query::MinScore::new(unbounded, min as f32));
+        }
+    }
     let mut specs = super::sort::specs(obj.get("sort"), schema)?;
     let after = obj
         .get("search_after")

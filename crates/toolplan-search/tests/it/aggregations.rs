@@ -1081,6 +1081,57 @@ async fn hdr_percentiles_are_the_bucket_values_opensearch_gives_also_per_bucket(
     assert_eq!(a["none"]["values"]["50.0"], 101.0615234375);
 }
 
+/// OpenSearch records a value repeated inside one document each time; the listing tantivy gives
+/// counts it once, so such a field is refused by name rather than answered wrongly. Distinct
+/// values in one document are fine.
+#[tokio::test]
+async fn hdr_percentiles_refuse_a_value_repeated_in_a_document() {
+    let (_dir, b) = new_index(
+        "rep",
+        json!({"mappings": {"properties": {"ms": {"type": "integer"}, "other": {"type": "integer"}}}}),
+    )
+    .await;
+    let nd = "{\"index\":{}}\n{\"ms\":[1,1,1],\"other\":[1,2]}\n{\"index\":{}}\n{\"ms\":2,\"other\":2}\n";
+    b.bulk(Some("rep"), nd).await.unwrap();
+    let agg = |field: &str| {
+        json!({"size": 0, "aggs": {
+        "p": {"percentiles": {"field": field, "percents": [60], "hdr": {}}}}})
+    };
+    let err = b.search("rep", &agg("ms")).await.unwrap_err().to_string();
+    assert!(
+        err.contains(
+            "percentiles with hdr on a field that holds a value more than once in a document ([ms])"
+        ),
+        "{err}"
+    );
+    let r = b.search("rep", &agg("other")).await.unwrap();
+    assert_eq!(
+        r["aggregations"]["p"]["values"],
+        json!({"60.0": 2.0009765625})
+    );
+    // The percents come back in order, as OpenSearch sorts them, by either method.
+    for method in [json!({"hdr": {}}), json!({"tdigest": {}})] {
+        let mut p = json!({"field": "other", "percents": [90, 10], "keyed": false});
+        p.as_object_mut()
+            .unwrap()
+            .extend(method.as_object().unwrap().clone());
+        let r = b
+            .search(
+                "rep",
+                &json!({"size": 0, "aggs": {"p": {"percentiles": p}}}),
+            )
+            .await
+            .unwrap();
+        let keys: Vec<f64> = r["aggregations"]["p"]["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["key"].as_f64().unwrap())
+            .collect();
+        assert_eq!(keys, [10.0, 90.0], "{method}");
+    }
+}
+
 #[tokio::test]
 async fn hdr_percentiles_refuse_what_opensearch_refuses() {
     let (_dir, b) = tickets().await;
@@ -1213,4 +1264,73 @@ async fn partitions_orders_formats_and_unmapped_value_types_answer_as_opensearch
         "[partition] must be at least 0 and below [num_partitions]",
     )
     .await;
+}
+
+/// A keyed histogram is ordered and its keys written as asked, then named by its keys' text; an
+/// order naming no metric sub-aggregation is refused as OpenSearch refuses it.
+#[tokio::test]
+async fn keyed_histograms_keep_order_and_format_and_bad_order_paths_are_refused() {
+    let (_dir, b) = new_index(
+        "h",
+        json!({"mappings": {"properties": {"n": {"type": "integer"}}}}),
+    )
+    .await;
+    let nd: String = [1, 2, 7, 7, 7]
+        .iter()
+        .map(|n| format!("{{\"index\":{{}}}}\n{{\"n\":{n}}}\n"))
+        .collect();
+    b.bulk(Some("h"), &nd).await.unwrap();
+    let histogram = |extra: Value| {
+        let mut h = json!({"field": "n", "interval": 5, "keyed": true});
+        h.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({"size": 0, "aggs": {"h": {"histogram": h, "aggs": {"top": {"max": {"field": "n"}}, "s": {"stats": {"field": "n"}}}}}})
+    };
+    let r = b
+        .search(
+            "h",
+            &histogram(json!({"order": {"_count": "desc"}, "format": "0.00"})),
+        )
+        .await
+        .unwrap();
+    let buckets = r["aggregations"]["h"]["buckets"].as_object().unwrap();
+    let names: Vec<&String> = buckets.keys().collect();
+    assert_eq!(names, ["5.00", "0.00"]);
+    assert_eq!(buckets["5.00"]["doc_count"], 3);
+    let r = b.search("h", &histogram(json!({}))).await.unwrap();
+    let names: Vec<String> = r["aggregations"]["h"]["buckets"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(names, ["0.0", "5.0"]);
+    for (order, message) in [
+        (
+            json!({"nope": "asc"}),
+            "Invalid aggregator order path [nope]",
+        ),
+        (json!({"s": "asc"}), "a metric name must be specified"),
+    ] {
+        let err = b
+            .search("h", &histogram(json!({"order": order})))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(message), "{err}");
+    }
+    let r = b
+        .search(
+            "h",
+            &histogram(json!({"order": [{"s.max": "desc"}, {"top": "asc"}]})),
+        )
+        .await
+        .unwrap();
+    let names: Vec<&String> = r["aggregations"]["h"]["buckets"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(names, ["5.0", "0.0"]);
 }

@@ -254,6 +254,21 @@ async fn indices_boost_orders_indices_by_name_alias_or_pattern_first_match_wins(
         top(json!([{"*-2": 0.5}, {"second": 4.0}, {"logs-1": 1.0}])).await,
         ["logs-1:1", "logs-2:1"]
     );
+    // The boost is the query's: `min_score` compares boosted scores.
+    let plain = b
+        .search("_all", &json!({"query": {"term": {"level": "error"}}}))
+        .await
+        .unwrap();
+    let score = plain["hits"]["max_score"].as_f64().unwrap();
+    let r = b
+        .search(
+            "_all",
+            &json!({"query": {"term": {"level": "error"}}, "min_score": score * 2.0,
+                    "indices_boost": [{"logs-1": 3.0}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hits(&r), ["logs-1:1"]);
     let err = b
         .search("_all", &json!({"indices_boost": [{"nonexistent": 2.0}]}))
         .await
@@ -299,6 +314,44 @@ async fn terms_on_index_and_bounded_totals_across_indices() {
     assert_eq!(buckets[0]["key"], "logs-1");
     assert_eq!(buckets[0]["doc_count"], 1);
     assert_eq!(buckets[1]["levels"]["buckets"][0]["key"], "error");
+    // include / exclude name indices (a regular expression or a list); min_doc_count 0 shows an
+    // index without matches; size 1 keeps the first bucket.
+    let keys = |terms: Value| {
+        let b = b.clone();
+        async move {
+            let r = b
+                .search(
+                    "logs-*",
+                    &json!({"size": 0, "query": {"term": {"level": "warn"}},
+                            "aggs": {"i": {"terms": terms}}}),
+                )
+                .await
+                .unwrap();
+            r["aggregations"]["i"]["buckets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| format!("{}:{}", b["key"].as_str().unwrap(), b["doc_count"]))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(keys(json!({"field": "_index"})).await, ["logs-2:1"]);
+    assert_eq!(
+        keys(json!({"field": "_index", "min_doc_count": 0})).await,
+        ["logs-2:1", "logs-1:0"]
+    );
+    assert_eq!(
+        keys(json!({"field": "_index", "min_doc_count": 0, "exclude": "logs-2"})).await,
+        ["logs-1:0"]
+    );
+    assert_eq!(
+        keys(json!({"field": "_index", "min_doc_count": 0, "include": ["logs-1"]})).await,
+        ["logs-1:0"]
+    );
+    assert_eq!(
+        keys(json!({"field": "_index", "min_doc_count": 0, "size": 1})).await,
+        ["logs-2:1"]
+    );
     // A bound on the count holds for the sum over indices too.
     let r = b
         .search("logs-*", &json!({"size": 0, "track_total_hits": 3}))
@@ -331,4 +384,64 @@ async fn terms_on_index_and_bounded_totals_across_indices() {
             .contains("cardinality aggregation on _index"),
         "{err}"
     );
+}
+
+/// Another process changing the aliases (here: holding the data directory's lock on the alias
+/// table) makes a change wait, at most the `timeout` limit, then fail naming it; once the other
+/// process lets go, changes and new indices go through.
+#[tokio::test]
+async fn another_process_holding_the_alias_table_delays_changes_within_the_timeout() {
+    let limits = SearchLimits {
+        timeout: std::time::Duration::from_millis(300),
+        ..SearchLimits::default()
+    };
+    let (dir, b) = logs(limits).await;
+    let other = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.path().join("_aliases.lock"))
+        .unwrap();
+    other.lock().unwrap();
+    let err = b
+        .put_alias("logs-1", "recent", &json!({}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("another process held the alias table")
+            && err.contains("(search limit timeout)"),
+        "{err}"
+    );
+    assert!(b.create_index("logs-3", &json!({})).await.is_err());
+    other.unlock().unwrap();
+    b.put_alias("logs-1", "recent", &json!({})).await.unwrap();
+    b.create_index("logs-3", &json!({})).await.unwrap();
+    let r = b.search("recent", &json!({})).await.unwrap();
+    assert_eq!(r["hits"]["total"]["value"], 2);
+}
+
+/// The `index_mapping` tool answers for an alias of one index as for the index: its mapping and
+/// a document the alias shows (its filter applied).
+#[tokio::test]
+async fn the_index_mapping_tool_reads_through_an_alias() {
+    let (_dir, b) = logs(SearchLimits::default()).await;
+    b.put_alias(
+        "logs-2",
+        "warnings",
+        &json!({"filter": {"term": {"level": "warn"}}}),
+    )
+    .await
+    .unwrap();
+    let backend: std::sync::Arc<dyn SearchBackend> = std::sync::Arc::new(b);
+    let tool = toolplan_search::tools::index_mapping(backend);
+    let out = tool
+        .call(
+            json!({"index": "warnings"}),
+            toolplan_core::ToolContext::detached(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out["mapping"]["properties"]["level"]["type"], "keyword");
+    assert_eq!(out["sample_document"]["level"], "warn");
 }

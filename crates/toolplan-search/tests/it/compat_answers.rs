@@ -1093,6 +1093,49 @@ async fn terms_lookup_takes_its_values_from_another_document() {
     assert!(missing.to_string().contains("nope"), "{missing}");
 }
 
+/// A term named twice needs two occurrences, and removed stop words keep their positions, as
+/// in Lucene's interval builder.
+#[tokio::test]
+async fn intervals_count_repeated_terms_and_removed_stop_words() {
+    let (_d, b) = index(
+        json!({"properties": {"text": {"type": "text", "analyzer": "stop"}}}),
+        &[
+            json!({"text": "cold the rain"}),
+            json!({"text": "cold rain"}),
+            json!({"text": "cold cold rain"}),
+        ],
+    )
+    .await;
+    let q = |rule: Value| json!({"intervals": {"text": rule}});
+    assert_eq!(
+        ids(&b, q(json!({"match": {"query": "cold cold"}}))).await,
+        ["2"]
+    );
+    assert_eq!(
+        ids(&b, q(json!({"all_of": {"intervals": [
+            {"match": {"query": "cold"}}, {"match": {"query": "rain"}}, {"match": {"query": "cold"}}]}}))).await,
+        ["2"]
+    );
+    // "the" holds a position between "cold" and "rain" in the query, as in the first text
+    // (any word there will do: the second "cold" of the third text).
+    assert_eq!(
+        ids(
+            &b,
+            q(json!({"match": {"query": "cold the rain", "mode": "ordered", "max_gaps": 0}}))
+        )
+        .await,
+        ["0", "2"]
+    );
+    assert_eq!(
+        ids(
+            &b,
+            q(json!({"match": {"query": "cold rain", "mode": "ordered", "max_gaps": 0}}))
+        )
+        .await,
+        ["1", "2"]
+    );
+}
+
 #[tokio::test]
 async fn intervals_match_terms_in_order_within_gaps_and_filters() {
     let (_d, b) = index(
@@ -1186,4 +1229,52 @@ async fn intervals_match_terms_in_order_within_gaps_and_filters() {
         err.contains("Can only use interval queries on text fields"),
         "{err}"
     );
+}
+
+/// `min_score` keeps the documents scoring at least it: in the hits, the total and the
+/// aggregations, as OpenSearch does (it was accepted and ignored before).
+#[tokio::test]
+async fn min_score_leaves_out_lower_scores_everywhere() {
+    let (_d, b) = index(
+        json!({"properties": {"text": {"type": "text"}, "k": {"type": "keyword"}}}),
+        &[
+            json!({"text": "fox fox fox", "k": "a"}),
+            json!({"text": "a fox among many other words in a long line", "k": "b"}),
+            json!({"text": "no animals", "k": "c"}),
+        ],
+    )
+    .await;
+    let plain = b
+        .search("t", &json!({"query": {"match": {"text": "fox"}}}))
+        .await
+        .unwrap();
+    let scores: Vec<f64> = plain["hits"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["_score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(scores.len(), 2);
+    let between = (scores[0] + scores[1]) / 2.0;
+    for size in [10, 0] {
+        let r = b
+            .search(
+                "t",
+                &json!({"query": {"match": {"text": "fox"}}, "min_score": between, "size": size,
+                        "aggs": {"k": {"terms": {"field": "k"}}}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r["hits"]["total"]["value"], 1, "{r}");
+        assert_eq!(
+            r["aggregations"]["k"]["buckets"],
+            json!([{"key": "a", "doc_count": 1}])
+        );
+    }
+    let err = b
+        .search("t", &json!({"min_score": "high"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("[min_score] must be a number"), "{err}");
 }

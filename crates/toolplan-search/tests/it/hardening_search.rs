@@ -260,6 +260,37 @@ async fn interval_patterns_and_nesting_are_bounded() {
     assert_eq!(r["hits"]["total"]["value"], 11);
 }
 
+/// One long document full of a rule's terms: the intervals are worked out in time that grows
+/// with the positions (times their logarithm), not with their square, so the answer comes at
+/// once instead of after minutes inside one document, where no timeout is checked.
+#[tokio::test]
+async fn intervals_over_a_long_document_answer_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    b.create_index("t", &json!({"properties": {"body": {"type": "text"}}}))
+        .await
+        .unwrap();
+    let body = vec!["alpha beta gamma"; 40_000].join(" ");
+    let nd = format!("{{\"index\":{{}}}}\n{}\n", json!({"body": body}));
+    b.bulk(Some("t"), &nd).await.unwrap();
+    let rules = [
+        json!({"match": {"query": "gamma alpha beta"}}),
+        json!({"match": {"query": "alpha beta gamma", "mode": "ordered"}}),
+        json!({"match": {"query": "alpha gamma", "mode": "unordered_no_overlap"}}),
+        json!({"match": {"query": "alpha gamma", "filter": {"containing": {"match": {"query": "beta"}}}}}),
+        json!({"match": {"query": "beta", "filter": {"not_overlapping": {"match": {"query": "alpha gamma alpha"}}}}}),
+    ];
+    for rule in rules {
+        let body = json!({"query": {"intervals": {"body": rule}}});
+        let search = b.search("t", &body);
+        let r = tokio::time::timeout(std::time::Duration::from_secs(20), search)
+            .await
+            .unwrap_or_else(|_| panic!("{rule} took more than 20 s"))
+            .unwrap();
+        assert!(r["hits"]["total"]["value"].as_u64().is_some(), "{r}");
+    }
+}
+
 #[tokio::test]
 async fn query_shapes_are_bounded_naming_the_limit() {
     let (_dir, b) = backend(SearchLimits::default(), 20, 10).await;

@@ -156,6 +156,9 @@ pub(crate) struct KeyFilter {
 pub(crate) struct Partition {
     partition: i64,
     num: i64,
+    /// On an `ip` field: an address is hashed as its 16 bytes (IPv4 mapped into IPv6), the
+    /// term OpenSearch keeps.
+    ip: bool,
 }
 
 impl Partition {
@@ -190,16 +193,25 @@ impl Partition {
                 ),
             ));
         }
-        Ok(Partition { partition, num })
+        Ok(Partition {
+            partition,
+            num,
+            ip: false,
+        })
     }
 
     /// Whether a bucket key (text, or a whole number) is in the partition.
     fn keeps(self, key: &Value) -> bool {
         let hash = match key {
             Value::String(text) => {
+                let address = match text.parse::<std::net::IpAddr>() {
+                    Ok(std::net::IpAddr::V4(v4)) if self.ip => Some(v4.to_ipv6_mapped().octets()),
+                    Ok(std::net::IpAddr::V6(v6)) if self.ip => Some(v6.octets()),
+                    _ => None,
+                };
+                let bytes = address.as_ref().map_or(text.as_bytes(), |a| &a[..]);
                 let hash =
-                    murmur3::murmur3_32(&mut std::io::Cursor::new(text.as_bytes()), Self::SEED)
-                        .unwrap_or(0);
+                    murmur3::murmur3_32(&mut std::io::Cursor::new(bytes), Self::SEED).unwrap_or(0);
                 i64::from(hash as i32)
             }
             Value::Number(n) => match n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)) {
@@ -293,7 +305,10 @@ impl KeyFilter {
                         clause: "include partitions on a decimal field".into(),
                     });
                 }
-                let partition = Partition::parse(p, &format!("{path}.include"))?;
+                let partition = Partition {
+                    ip: *kind == FieldKind::Ip,
+                    ..Partition::parse(p, &format!("{path}.include"))?
+                };
                 o.remove("include");
                 Some(partition)
             }
@@ -475,12 +490,102 @@ struct AggregationPlan {
     bucket_order: Option<order::BucketOrder>,
     /// A `histogram`'s `format`, for its keys' text.
     number_format: Option<crate::number_format::NumberFormat>,
+    /// A histogram asked for `keyed` buckets: an object of them by key text, made after they
+    /// are ordered and their keys written.
+    keyed_buckets: bool,
     /// `terms` on a field the mapping lacks whose `missing` value is a boolean or a date
     /// (`value_type`): its key is shown as one.
     missing_kind: Option<FieldKind>,
     /// `terms` on `_index`: run as a search of every document, shown as this index's bucket.
-    index_terms: Option<String>,
+    index_terms: Option<IndexTerms>,
     children: Vec<AggregationPlan>,
+}
+
+/// `terms` on `_index`, whose one term is the index's name.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct IndexTerms {
+    /// The index's name.
+    pub(crate) index: String,
+    /// Whether `include` / `exclude` let the name through.
+    pub(crate) kept: bool,
+    /// The fewest documents its bucket shows with (`min_doc_count`, 1 by default).
+    pub(crate) min_doc_count: u64,
+}
+
+impl IndexTerms {
+    /// The options a `terms` on `_index` takes.
+    const OPTIONS: &[&str] = &[
+        "field",
+        "size",
+        "shard_size",
+        "order",
+        "include",
+        "exclude",
+        "min_doc_count",
+        "shard_min_doc_count",
+        "missing",
+        "show_term_doc_count_error",
+        "execution_hint",
+        "collect_mode",
+    ];
+
+    /// Reads `body` (a `terms` on `_index` at `path`) for index `index`.
+    fn parse(body: &Value, index: &str, path: &str) -> Result<IndexTerms, SearchError> {
+        let Some(o) = body.as_object() else {
+            return Err(SearchError::dsl(path, "terms must be an object"));
+        };
+        if let Some(other) = o.keys().find(|k| !Self::OPTIONS.contains(&k.as_str())) {
+            return Err(SearchError::Unsupported {
+                path: format!("{path}.{other}"),
+                clause: format!("terms option {other} on _index"),
+            });
+        }
+        let allowed = |key: &str| -> Result<Option<bool>, SearchError> {
+            let here = format!("{path}.{key}");
+            match o.get(key) {
+                None => Ok(None),
+                Some(Value::String(pattern)) => {
+                    crate::embedded::query::lucene_regex_matches(pattern, index, &here).map(Some)
+                }
+                Some(Value::Array(list)) => {
+                    Ok(Some(list.iter().any(|v| v.as_str() == Some(index))))
+                }
+                Some(Value::Object(_)) => Err(SearchError::Unsupported {
+                    path: here,
+                    clause: "include partitions on _index".into(),
+                }),
+                Some(other) => Err(SearchError::dsl(
+                    here,
+                    format!(
+                        "[{key}] must be a regular expression or a list of terms, found {other}"
+                    ),
+                )),
+            }
+        };
+        let kept = allowed("include")?.unwrap_or(true) && !allowed("exclude")?.unwrap_or(false);
+        let min_doc_count = match o.get("min_doc_count") {
+            None => 1,
+            Some(v) => v.as_u64().ok_or_else(|| {
+                SearchError::dsl(
+                    format!("{path}.min_doc_count"),
+                    format!("[min_doc_count] must be a whole number not below 0, found {v}"),
+                )
+            })?,
+        };
+        if let Some(size) = o.get("size")
+            && size.as_u64().is_none_or(|n| n == 0)
+        {
+            return Err(SearchError::dsl(
+                format!("{path}.size"),
+                format!("[size] must be greater than 0. Found [{size}] in [{path}]"),
+            ));
+        }
+        Ok(IndexTerms {
+            index: index.to_owned(),
+            kept,
+            min_doc_count,
+        })
+    }
 }
 
 /// A search on the same index, for what aggregations need besides tantivy's engine: the span of a
@@ -506,6 +611,7 @@ pub(crate) fn run(
     let rewrite = Rewrite {
         index,
         schema,
+        searcher,
         query: query_json,
         sub,
         limits,
@@ -586,6 +692,8 @@ struct Rewrite<'a> {
     /// Searches the `filter` / `filters` / `missing` buckets of the request (with the searches
     /// they run, at any depth) make.
     searches: &'a Cell<usize>,
+    /// The index's segments, for what the request's rewriting must read from the columns.
+    searcher: &'a Searcher,
 }
 
 impl Rewrite<'_> {
@@ -667,6 +775,7 @@ impl Rewrite<'_> {
                         clause: format!("{kind} aggregation on _index"),
                     });
                 }
+                let index_terms = IndexTerms::parse(&body, self.index, &kind_path)?;
                 if let Some(children) = children {
                     self.rewrite(children, &format!("{here}.aggs"), depth + 1)?;
                 }
@@ -674,7 +783,7 @@ impl Rewrite<'_> {
                     Searched::parse("filter", &json!({"match_all": {}}), &kind_path, self.limits)?;
                 plans.push(AggregationPlan {
                     searched: Some((all, children.cloned())),
-                    index_terms: Some(self.index.to_owned()),
+                    index_terms: Some(index_terms),
                     ..AggregationPlan::new(name, &kind)
                 });
                 continue;
@@ -883,13 +992,24 @@ impl Rewrite<'_> {
             }
             let mut bucket_order = None;
             let mut number_format = None;
+            let mut keyed_buckets = false;
             if let ("histogram" | "date_histogram", Some(o)) = (kind.as_str(), body.as_object_mut())
             {
+                match o.remove("keyed") {
+                    None | Some(Value::Bool(false)) => {}
+                    Some(Value::Bool(true)) => keyed_buckets = true,
+                    Some(other) => {
+                        return Err(SearchError::dsl(
+                            format!("{kind_path}.keyed"),
+                            format!("[keyed] must be true or false, found {other}"),
+                        ));
+                    }
+                }
                 if let Some(spec) = o.remove("order") {
-                    bucket_order = Some(order::BucketOrder::parse(
-                        &spec,
-                        &format!("{kind_path}.order"),
-                    )?);
+                    let at = format!("{kind_path}.order");
+                    let parsed = order::BucketOrder::parse(&spec, &at)?;
+                    parsed.check_paths(children, &at)?;
+                    bucket_order = Some(parsed);
                 }
                 if kind == "histogram"
                     && let Some(f) = o.remove("format")
@@ -954,6 +1074,10 @@ impl Rewrite<'_> {
                     .get("field")
                     .and_then(Value::as_str)
                     .unwrap_or(UNMAPPED);
+                if let Some(kind) = &field_kind {
+                    let shown = requested_field.as_deref().unwrap_or(column);
+                    percentiles::refuse_repeats(self.searcher, column, shown, kind, &kind_path)?;
+                }
                 body = percentiles::Hdr::terms_body(column, body.get("missing"), self.limits);
                 tantivy_kind = "terms".into();
             }
@@ -991,6 +1115,7 @@ impl Rewrite<'_> {
                 hdr,
                 bucket_order,
                 number_format,
+                keyed_buckets,
                 children: child_plans,
                 ..AggregationPlan::new(name, &kind)
             });
@@ -1194,6 +1319,7 @@ impl AggregationPlan {
             hdr: None,
             bucket_order: None,
             number_format: None,
+            keyed_buckets: false,
             missing_kind: None,
             index_terms: None,
             children: Vec::new(),
@@ -1232,16 +1358,32 @@ mod tests {
         // The partitions OpenSearch's tests expect: of two, "bcd" and 5678 in the first, "abc"
         // and 1234 in the second.
         let first = Partition {
+            ip: false,
             partition: 0,
             num: 2,
         };
         let second = Partition {
+            ip: false,
             partition: 1,
             num: 2,
         };
         assert!(first.keeps(&json!("bcd")) && second.keeps(&json!("abc")));
         assert!(first.keeps(&json!(5678)) && second.keeps(&json!(1234)));
         assert!(!first.keeps(&json!("abc")) && !second.keeps(&json!(5678)));
+        // An address is hashed as its 16 bytes: written either way, it has one partition.
+        for num in 2..40 {
+            for partition in 0..num {
+                let p = Partition {
+                    ip: true,
+                    partition,
+                    num,
+                };
+                assert_eq!(
+                    p.keeps(&json!("10.0.0.1")),
+                    p.keeps(&json!("::ffff:10.0.0.1"))
+                );
+            }
+        }
         // Known values of the two hashes.
         assert_eq!(mix64(0), 0);
         assert_eq!(

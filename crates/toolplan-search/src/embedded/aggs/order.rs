@@ -73,6 +73,58 @@ impl BucketOrder {
         Ok(BucketOrder(criteria))
     }
 
+    /// Checks that each sub-aggregation the order names is among `children` (the request's
+    /// sub-aggregations) and is a metric, as OpenSearch checks an order path; a path through a
+    /// bucket aggregation (`a>b`) is not run here.
+    pub(crate) fn check_paths(
+        &self,
+        children: Option<&Value>,
+        path: &str,
+    ) -> Result<(), SearchError> {
+        for (target, _) in &self.0 {
+            let Target::Path(name, metric) = target else {
+                continue;
+            };
+            let shown = match metric {
+                Some(m) => format!("{name}.{m}"),
+                None => name.clone(),
+            };
+            if name.contains('>') {
+                return Err(SearchError::Unsupported {
+                    path: path.to_owned(),
+                    clause: format!(
+                        "histogram order by a path through a bucket aggregation [{shown}]"
+                    ),
+                });
+            }
+            let kind = children
+                .and_then(|c| c.get(name.as_str()))
+                .and_then(Value::as_object)
+                .and_then(|o| {
+                    o.keys()
+                        .find(|k| !matches!(k.as_str(), "aggs" | "aggregations" | "meta"))
+                });
+            let Some(kind) = kind.filter(|k| super::METRICS.contains(&k.as_str())) else {
+                return Err(SearchError::dsl(
+                    path,
+                    format!(
+                        "Invalid aggregator order path [{shown}]. The provided aggregation [{name}] either does not exist, or is a pipeline aggregation and cannot be used to sort the buckets."
+                    ),
+                ));
+            };
+            let multi_value = matches!(kind.as_str(), "stats" | "extended_stats" | "percentiles");
+            if multi_value && metric.is_none() {
+                return Err(SearchError::dsl(
+                    path,
+                    format!(
+                        "Invalid aggregation order path [{shown}]. When ordering on a multi-value metrics aggregation a metric name must be specified."
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Orders the buckets of a shaped histogram result.
     pub(crate) fn apply(&self, v: &mut Value) {
         let Some(Value::Array(buckets)) = v.get_mut("buckets") else {

@@ -10,9 +10,13 @@
 //! power of two not above the smallest value recorded (the histogram ranges itself to it). So the
 //! answer is computed exactly from the distinct values and their counts, which tantivy's `terms`
 //! aggregation gives (every value of the field under the bucket, up to `max_buckets` of them: more
-//! is an error, not an approximation).
+//! is an error, not an approximation). tantivy counts a value once per document, while
+//! OpenSearch records every value: a field where some document holds a value more than once is
+//! refused ([`refuse_repeats`]).
 
 use serde_json::{Map, Value, json};
+use tantivy::columnar::{Column, HasAssociatedColumnType};
+use tantivy::{DateTime, Searcher};
 
 use super::response::java_double;
 use crate::error::SearchError;
@@ -64,6 +68,9 @@ pub(crate) fn take(
         });
     }
     let percents = percents(o.get("percents"), name, path)?;
+    if o.contains_key("percents") {
+        o.insert("percents".into(), json!(percents));
+    }
     let keyed = match o.get("keyed") {
         None => true,
         Some(Value::Bool(b)) => *b,
@@ -103,7 +110,59 @@ pub(crate) fn take(
     }))
 }
 
-/// The `percents` asked for (OpenSearch's defaults without any); each between 0 and 100.
+/// Refuses `hdr` on a field (`column`, named `shown`) where some document holds one value more than once (the listing
+/// would count it once; OpenSearch's histogram records it each time). Only columns with several
+/// values in a document are read, once each.
+pub(crate) fn refuse_repeats(
+    searcher: &Searcher,
+    column: &str,
+    shown: &str,
+    kind: &FieldKind,
+    path: &str,
+) -> Result<(), SearchError> {
+    let index_error = |e: tantivy::TantivyError| SearchError::Index(e.to_string());
+    for segment in searcher.segment_readers() {
+        let fast = segment.fast_fields();
+        let repeats = match kind {
+            FieldKind::Integer => repeats(fast.column_opt::<i64>(column).map_err(index_error)?),
+            FieldKind::Float => repeats(fast.column_opt::<f64>(column).map_err(index_error)?),
+            FieldKind::Date => repeats(fast.column_opt::<DateTime>(column).map_err(index_error)?),
+            _ => false,
+        };
+        if repeats {
+            return Err(SearchError::Unsupported {
+                path: path.to_owned(),
+                clause: format!(
+                    "percentiles with hdr on a field that holds a value more than once in a document ([{shown}])"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Whether some document holds one value of `column` more than once.
+fn repeats<T>(column: Option<Column<T>>) -> bool
+where
+    T: HasAssociatedColumnType + PartialOrd + Copy + std::fmt::Debug + Send + Sync + 'static,
+{
+    let Some(column) = column else {
+        return false;
+    };
+    if !column.get_cardinality().is_multivalue() {
+        return false;
+    }
+    let mut values: Vec<T> = Vec::new();
+    (0..column.num_docs()).any(|doc| {
+        values.clear();
+        values.extend(column.values_for_doc(doc));
+        values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        values.windows(2).any(|w| w[0] == w[1])
+    })
+}
+
+/// The `percents` asked for (OpenSearch's defaults without any), in order; each between 0 and
+/// 100.
 fn percents(v: Option<&Value>, name: &str, path: &str) -> Result<Vec<f64>, SearchError> {
     let here = format!("{path}.percents");
     let list = match v {
@@ -122,7 +181,8 @@ fn percents(v: Option<&Value>, name: &str, path: &str) -> Result<Vec<f64>, Searc
             format!("[percents] must not be empty: [{name}]"),
         ));
     }
-    list.iter()
+    let mut percents = list
+        .iter()
         .map(|p| match p.as_f64() {
             Some(p) if (0.0..=100.0).contains(&p) => Ok(p),
             Some(p) => Err(SearchError::dsl(
@@ -134,7 +194,10 @@ fn percents(v: Option<&Value>, name: &str, path: &str) -> Result<Vec<f64>, Searc
                 format!("[percents] must be numbers, found {p}"),
             )),
         })
-        .collect()
+        .collect::<Result<Vec<f64>, SearchError>>()?;
+    // OpenSearch answers the percents in order, whatever order they were asked in.
+    percents.sort_by(f64::total_cmp);
+    Ok(percents)
 }
 
 /// Checks `tdigest`'s options: `compression`, a number not below 0 (a tuning of OpenSearch's

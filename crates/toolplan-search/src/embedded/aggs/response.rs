@@ -254,6 +254,23 @@ pub(super) fn to_opensearch_shape(
     if let Some(order) = &plan.bucket_order {
         order.apply(v);
     }
+    if plan.keyed_buckets
+        && let Some(Value::Array(buckets)) = v.get_mut("buckets")
+    {
+        // By the key's text, as OpenSearch names keyed buckets.
+        let keyed: serde_json::Map<String, Value> = std::mem::take(buckets)
+            .into_iter()
+            .map(|b| {
+                let name = match (b.get("key_as_string"), b.get("key")) {
+                    (Some(Value::String(text)), _) => text.clone(),
+                    (_, Some(key)) => key.as_f64().map_or_else(|| key.to_string(), java_double),
+                    _ => String::new(),
+                };
+                (name, b)
+            })
+            .collect();
+        v["buckets"] = Value::Object(keyed);
+    }
     Ok(())
 }
 

@@ -27,8 +27,8 @@ impl Rewrite<'_> {
     ) -> Result<(), SearchError> {
         if let Some((searched, sub_aggs)) = &plan.searched {
             *v = self.run_searched(searched, sub_aggs.as_ref(), filters)?;
-            if let Some(index) = &plan.index_terms {
-                *v = index_bucket(index, std::mem::take(v));
+            if let Some(terms) = &plan.index_terms {
+                *v = index_bucket(terms, std::mem::take(v));
             }
             return Ok(());
         }
@@ -184,17 +184,18 @@ pub(super) fn top_hits_body(
 }
 
 /// The `terms` result on `_index` of one index: its documents (`filter`'s result, with the
-/// sub-aggregations) as the bucket keyed by its name, none when it has none.
-fn index_bucket(index: &str, mut counted: Value) -> Value {
+/// sub-aggregations) as the bucket keyed by its name, when `include` / `exclude` let the name
+/// through and it has at least `min_doc_count` documents; else none.
+fn index_bucket(terms: &super::IndexTerms, mut counted: Value) -> Value {
     let count = counted
         .get("doc_count")
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    let buckets = if count == 0 {
+    let buckets = if !terms.kept || count < terms.min_doc_count {
         Vec::new()
     } else {
         if let Some(o) = counted.as_object_mut() {
-            o.insert("key".into(), Value::from(index));
+            o.insert("key".into(), Value::from(terms.index.as_str()));
         }
         vec![counted]
     };

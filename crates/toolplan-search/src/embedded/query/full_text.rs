@@ -30,6 +30,21 @@ impl QueryTranslator<'_> {
         text: &str,
         path: &str,
     ) -> Result<Vec<String>, SearchError> {
+        Ok(self
+            .analyze_positioned(indexed, text, path)?
+            .into_iter()
+            .map(|(token, _)| token)
+            .collect())
+    }
+
+    /// The tokens the field's analyzer makes of `text`, each with its position (a stop word
+    /// removed leaves a gap; tokens at one position stand for each other).
+    pub(super) fn analyze_positioned(
+        &self,
+        indexed: &Indexed,
+        text: &str,
+        path: &str,
+    ) -> Result<Vec<(String, usize)>, SearchError> {
         let by_name = indexed
             .search_tokenizer
             .as_deref()
@@ -44,7 +59,7 @@ impl QueryTranslator<'_> {
         let mut stream = analyzer.token_stream(text);
         let mut tokens = Vec::new();
         while let Some(t) = stream.next() {
-            tokens.push(t.text.clone());
+            tokens.push((t.text.clone(), t.position));
         }
         Ok(tokens)
     }

@@ -26,9 +26,31 @@
 mod compound;
 mod full_text;
 mod intervals;
+mod min_score;
 mod query_string;
 mod regexp;
 mod term_level;
+
+pub(crate) use self::min_score::MinScore;
+
+/// A Lucene regular expression matched whole against `text` (for `include` / `exclude` lists
+/// applied outside tantivy).
+pub(crate) fn lucene_regex_matches(
+    pattern: &str,
+    text: &str,
+    path: &str,
+) -> Result<bool, SearchError> {
+    use tantivy_fst::Automaton;
+    let regex = regexp::lucene_regex(pattern, None, path)?;
+    let automaton = tantivy_fst::Regex::new(&regex).map_err(|e| {
+        SearchError::dsl(path, format!("invalid regular expression [{pattern}]: {e}"))
+    })?;
+    let mut state = automaton.start();
+    for byte in text.bytes() {
+        state = automaton.accept(&state, byte);
+    }
+    Ok(automaton.is_match(&state))
+}
 
 use std::cell::Cell;
 

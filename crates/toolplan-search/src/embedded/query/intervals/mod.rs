@@ -72,6 +72,18 @@ pub(super) enum Rule {
         max_gaps: Option<i64>,
     },
     AnyOf(Vec<Rule>),
+    /// A rule's intervals started `before` positions earlier (the stop words a `match` query's
+    /// analyzer removed before a term, which the term stands after).
+    Extend {
+        rule: Box<Rule>,
+        before: u32,
+    },
+    /// `count` successive intervals of a rule as one: a rule named more than once in an
+    /// unordered combination needs as many intervals of its own.
+    Repeat {
+        rule: Box<Rule>,
+        count: usize,
+    },
     Filter {
         rule: Box<Rule>,
         relation: Relation,
@@ -182,8 +194,11 @@ impl QueryTranslator<'_> {
                 let text = text_option(body, "query", &here)?;
                 let tokens = self.interval_tokens(indexed, body, text, &here)?;
                 self.count_clauses(tokens.len(), &here)?;
-                let rules: Vec<Rule> = tokens.into_iter().map(Rule::Term).collect();
-                combine(rules, mode(body, &here)?, max_gaps(body, &here)?)
+                combine(
+                    positioned_terms(tokens),
+                    mode(body, &here)?,
+                    max_gaps(body, &here)?,
+                )
             }
             "all_of" => {
                 let rules = self.interval_rules(indexed, body, &here, depth)?;
@@ -317,9 +332,9 @@ impl QueryTranslator<'_> {
         body: &Map<String, Value>,
         text: &str,
         path: &str,
-    ) -> Result<Vec<String>, SearchError> {
+    ) -> Result<Vec<(String, usize)>, SearchError> {
         match body.get("analyzer").and_then(Value::as_str) {
-            None => self.analyze(indexed, text, path),
+            None => self.analyze_positioned(indexed, text, path),
             Some(name) => {
                 let tokenizer = crate::embedded::analysis::analyzer_tokenizer(name);
                 let mut analyzer = self.index.tokenizers().get(&tokenizer).ok_or_else(|| {
@@ -331,7 +346,7 @@ impl QueryTranslator<'_> {
                 let mut stream = analyzer.token_stream(text);
                 let mut tokens = Vec::new();
                 while let Some(t) = tantivy::tokenizer::TokenStream::next(&mut stream) {
-                    tokens.push(t.text.clone());
+                    tokens.push((t.text.clone(), t.position));
                 }
                 Ok(tokens)
             }
@@ -347,7 +362,7 @@ impl QueryTranslator<'_> {
         text: &str,
         path: &str,
     ) -> Result<String, SearchError> {
-        let lowers = self.interval_tokens(indexed, body, "A", path)? == ["a"];
+        let lowers = self.interval_tokens(indexed, body, "A", path)? == [("a".to_owned(), 0)];
         Ok(if lowers {
             text.to_lowercase()
         } else {
@@ -413,10 +428,87 @@ fn max_gaps(body: &Map<String, Value>, path: &str) -> Result<Option<i64>, Search
     }
 }
 
+/// The terms of an analysed text as interval rules, as Lucene's interval builder makes them:
+/// tokens at one position (synonyms) are any of them; a term after removed tokens (stop words)
+/// is extended back over their positions, so that `max_gaps` and order count the text's own
+/// positions. One term alone is itself.
+fn positioned_terms(tokens: Vec<(String, usize)>) -> Vec<Rule> {
+    // (position, positions left empty before it, the terms there)
+    let mut groups: Vec<(usize, usize, Vec<Rule>)> = Vec::new();
+    for (text, position) in tokens {
+        match groups.last_mut() {
+            Some((at, _, terms)) if *at == position => terms.push(Rule::Term(text)),
+            last => {
+                // Before the first token, positions count from -1, as increments do.
+                let spaces = match last {
+                    Some((prev, _, _)) => position.saturating_sub(*prev + 1),
+                    None => position,
+                };
+                groups.push((position, spaces, vec![Rule::Term(text)]));
+            }
+        }
+    }
+    let single = groups.len() == 1 && groups[0].2.len() == 1;
+    groups
+        .into_iter()
+        .map(|(_, spaces, mut terms)| {
+            let rule = if terms.len() == 1 {
+                terms.remove(0)
+            } else {
+                Rule::AnyOf(terms)
+            };
+            match u32::try_from(spaces) {
+                Ok(before) if before > 0 && !single => Rule::Extend {
+                    rule: Box::new(rule),
+                    before,
+                },
+                _ => rule,
+            }
+        })
+        .collect()
+}
+
 /// Rules combined by a mode; one rule stands alone.
+///
+/// Unordered, as Lucene builds it: an unordered rule without `max_gaps` among the parts gives its
+/// parts instead, and a part named `n` times is one part of `n` successive intervals, so that one
+/// occurrence cannot stand for two parts (`"cold cold"` needs two).
 fn combine(mut rules: Vec<Rule>, mode: Mode, max_gaps: Option<i64>) -> Rule {
     if rules.len() == 1 && max_gaps.is_none() {
         return rules.remove(0);
+    }
+    if mode == Mode::Unordered {
+        let mut flat: Vec<Rule> = Vec::with_capacity(rules.len());
+        for rule in rules {
+            match rule {
+                Rule::Combine {
+                    rules: inner,
+                    mode: Mode::Unordered,
+                    max_gaps: None,
+                } => flat.extend(inner),
+                other => flat.push(other),
+            }
+        }
+        let mut counted: Vec<(Rule, usize)> = Vec::with_capacity(flat.len());
+        for rule in flat {
+            match counted.iter_mut().find(|(seen, _)| *seen == rule) {
+                Some((_, n)) => *n += 1,
+                None => counted.push((rule, 1)),
+            }
+        }
+        rules = counted
+            .into_iter()
+            .map(|(rule, count)| match count {
+                1 => rule,
+                _ => Rule::Repeat {
+                    rule: Box::new(rule),
+                    count,
+                },
+            })
+            .collect();
+        if rules.len() == 1 && max_gaps.is_none() {
+            return rules.remove(0);
+        }
     }
     Rule::Combine {
         rules,

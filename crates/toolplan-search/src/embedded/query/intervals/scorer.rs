@@ -72,6 +72,14 @@ impl IntervalsWeight {
                 mode: *mode,
                 max_gaps: *max_gaps,
             },
+            Rule::Extend { rule, before } => Source::Extend {
+                source: Box::new(self.source(rule, reader, leaves)?),
+                before: *before,
+            },
+            Rule::Repeat { rule, count } => Source::Repeat {
+                source: Box::new(self.source(rule, reader, leaves)?),
+                count: *count,
+            },
             Rule::AnyOf(rules) => Source::AnyOf(
                 rules
                     .iter()
@@ -257,11 +265,7 @@ impl IntervalsScorer {
                     if postings.doc() == candidate {
                         self.positions.clear();
                         postings.positions(&mut self.positions);
-                        found.extend(self.positions.iter().map(|&p| Span {
-                            start: p,
-                            end: p,
-                            gaps: 0,
-                        }));
+                        found.extend(self.positions.iter().map(|&p| Span::term(p)));
                     }
                 }
                 found.sort();
