@@ -99,7 +99,8 @@ pub fn register(index: &Index) {
 
 /// A tokenizer whose words lose a trailing `'s` (OpenSearch's English possessive filter): the
 /// simple tokenizer splits "dog's" into "dog" and "s", so the lone "s" after an apostrophe is
-/// dropped.
+/// dropped, and the words after it keep the positions they would have without it (as the word
+/// "dog's" is one position in OpenSearch), so that phrases and interval gaps count words.
 #[derive(Clone)]
 struct PossessiveTokenizer(SimpleTokenizer);
 
@@ -110,6 +111,8 @@ impl Tokenizer for PossessiveTokenizer {
         PossessiveStream {
             inner: self.0.token_stream(text),
             text,
+            dropped: 0,
+            token: Token::default(),
         }
     }
 }
@@ -117,6 +120,11 @@ impl Tokenizer for PossessiveTokenizer {
 struct PossessiveStream<'a> {
     inner: <SimpleTokenizer as Tokenizer>::TokenStream<'a>,
     text: &'a str,
+    /// The tokens dropped so far, taken off the later positions.
+    dropped: usize,
+    /// The current token, its position moved back over the dropped ones (a copy: the inner
+    /// stream counts positions on from its own token).
+    token: Token,
 }
 
 impl TokenStream for PossessiveStream<'_> {
@@ -126,18 +134,21 @@ impl TokenStream for PossessiveStream<'_> {
             let after_apostrophe = token.offset_from > 0
                 && self.text[..token.offset_from].ends_with(['\'', '\u{2019}']);
             if !(after_apostrophe && token.text.eq_ignore_ascii_case("s")) {
+                self.token.clone_from(token);
+                self.token.position = token.position.saturating_sub(self.dropped);
                 return true;
             }
+            self.dropped += 1;
         }
         false
     }
 
     fn token(&self) -> &Token {
-        self.inner.token()
+        &self.token
     }
 
     fn token_mut(&mut self) -> &mut Token {
-        self.inner.token_mut()
+        &mut self.token
     }
 }
 
@@ -183,5 +194,26 @@ mod tests {
             ["dog", "2", "quick", "fox", "ran"]
         );
         assert_eq!(tokens(&index, "tp_norm_lowercase", "ÄBc D"), ["äbc d"]);
+    }
+
+    #[test]
+    fn a_dropped_possessive_leaves_no_gap_in_positions() {
+        let index = Index::create_in_ram(Schema::builder().build());
+        register(&index);
+        let mut analyzer = index.tokenizers().get("tp_english").expect("registered");
+        let mut stream = analyzer.token_stream("dog's bone the end");
+        let mut positions = Vec::new();
+        while let Some(t) = stream.next() {
+            positions.push((t.text.clone(), t.position));
+        }
+        // "the", a stop word, still holds its place.
+        assert_eq!(
+            positions,
+            [
+                ("dog".to_owned(), 0),
+                ("bone".to_owned(), 1),
+                ("end".to_owned(), 3)
+            ]
+        );
     }
 }

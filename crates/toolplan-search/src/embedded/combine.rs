@@ -1,8 +1,8 @@
 //! The aggregations of a search over several indices, made from each index's own.
 //!
-//! An index with no matching document adds nothing to any aggregation (unless one asks for
-//! buckets without documents, `min_doc_count: 0`), so when at most one index matched, its
-//! aggregations are the answer exactly, whatever their kind. When several did, the
+//! An index with no matching document adds nothing to any aggregation, so when at most one index
+//! matched, its aggregations are the answer exactly, whatever their kind — but for the empty
+//! buckets a `terms` with `min_doc_count: 0` shows, which the other indices add. When several did, the
 //! partial results are combined as OpenSearch reduces shard results: `terms` buckets added by key
 //! and cut to `size` again (ordered by count or key; each index gave its own top `size`, so counts
 //! of terms outside one index's top can be low, as OpenSearch's shard-level `terms` are),
@@ -25,11 +25,8 @@ pub fn aggregations(request: &Value, responses: &[Value]) -> Result<Option<Value
     else {
         return Ok(None);
     };
-    let empty_buckets = asks_for_empty_buckets(&Value::Object(defs.clone()));
-    let matched: Vec<&Value> = responses
-        .iter()
-        .filter(|r| empty_buckets || has_matches(r))
-        .collect();
+    let matched: Vec<&Value> = responses.iter().filter(|r| has_matches(r)).collect();
+    let unmatched: Vec<&Value> = responses.iter().filter(|r| !has_matches(r)).collect();
     let parts: Vec<&Map<String, Value>> = match matched.as_slice() {
         [] => responses.first().into_iter().collect(),
         more => more.to_vec(),
@@ -37,21 +34,49 @@ pub fn aggregations(request: &Value, responses: &[Value]) -> Result<Option<Value
     .into_iter()
     .filter_map(|r| r.get("aggregations").and_then(Value::as_object))
     .collect();
-    if let [one] = parts.as_slice() {
-        return Ok(Some(Value::Object((*one).clone())));
-    }
-    combine(defs, &parts, "aggs").map(|m| Some(Value::Object(m)))
+    let mut out = match parts.as_slice() {
+        [one] => (*one).clone(),
+        _ => combine(defs, &parts, "aggs")?,
+    };
+    add_empty_terms_buckets(defs, &mut out, &unmatched);
+    Ok(Some(Value::Object(out)))
 }
 
-/// Whether an aggregation of `defs`, at any depth, shows buckets without documents
-/// (`min_doc_count: 0`): then an index without matches has buckets to add.
-fn asks_for_empty_buckets(defs: &Value) -> bool {
-    match defs {
-        Value::Object(o) => o.iter().any(|(k, v)| {
-            (k == "min_doc_count" && v.as_u64() == Some(0)) || asks_for_empty_buckets(v)
-        }),
-        Value::Array(list) => list.iter().any(asks_for_empty_buckets),
-        _ => false,
+/// Adds to each top-level `terms` result asking for `min_doc_count: 0` the empty buckets of the
+/// indices without matches (keys it lacks), ordered and cut to `size` as the request says.
+fn add_empty_terms_buckets(
+    defs: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    unmatched: &[&Value],
+) {
+    for (name, def) in defs {
+        let Some(body) = def.get("terms") else {
+            continue;
+        };
+        if body.get("min_doc_count").and_then(Value::as_u64) != Some(0) {
+            continue;
+        }
+        let Some(Value::Array(buckets)) = out.get_mut(name).and_then(|v| v.get_mut("buckets"))
+        else {
+            continue;
+        };
+        for response in unmatched {
+            let empty = response
+                .pointer(&format!(
+                    "/aggregations/{}/buckets",
+                    name.replace('~', "~0").replace('/', "~1")
+                ))
+                .and_then(Value::as_array);
+            for bucket in empty.into_iter().flatten() {
+                let known = buckets.iter().any(|b| b["key"] == bucket["key"]);
+                if !known && bucket["doc_count"].as_u64() == Some(0) {
+                    buckets.push(bucket.clone());
+                }
+            }
+        }
+        order_terms(buckets, body);
+        let size = body.get("size").and_then(Value::as_u64).unwrap_or(10);
+        buckets.truncate(usize::try_from(size).unwrap_or(usize::MAX));
     }
 }
 

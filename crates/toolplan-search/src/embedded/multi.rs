@@ -126,6 +126,7 @@ impl IndicesBoost {
         if let Some(o) = body.as_object_mut() {
             let query = o
                 .remove("query")
+                .filter(|q| !q.is_null())
                 .unwrap_or_else(|| json!({"match_all": {}}));
             o.insert(
                 "query".into(),

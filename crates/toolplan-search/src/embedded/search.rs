@@ -342,7 +342,17 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
             .get("query")
             .cloned()
             .unwrap_or(json!({"match_all": {}}));
-        let sub = |body: &Value| run(env, body);
+        // The searches aggregations make of their own (filter buckets, top_hits, calendar
+        // spans) keep only the documents `min_score` keeps, as the aggregations here do.
+        let min_score = obj.get("min_score").filter(|v| !v.is_null()).cloned();
+        let sub = |body: &Value| match &min_score {
+            Some(min) => {
+                let mut body = body.clone();
+                body["min_score"] = min.clone();
+                run(env, &body)
+            }
+            None => run(env, body),
+        };
         let result = super::aggs::run(
             env.name,
             schema,

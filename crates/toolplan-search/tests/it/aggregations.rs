@@ -1334,3 +1334,56 @@ async fn keyed_histograms_keep_order_and_format_and_bad_order_paths_are_refused(
         .collect();
     assert_eq!(names, ["5.0", "0.0"]);
 }
+
+/// `adjacency_matrix`: a bucket per filter and per pair of filters with documents, by key, with
+/// sub-aggregations; too many filters are refused in OpenSearch's words.
+#[tokio::test]
+async fn adjacency_matrix_counts_each_filter_and_each_pair() {
+    let (_dir, b) = new_index(
+        "adj",
+        json!({"mappings": {"properties": {"num": {"type": "integer"}}}}),
+    )
+    .await;
+    let nd = "{\"index\":{}}\n{\"num\":[1,2]}\n{\"index\":{}}\n{\"num\":[2,3]}\n{\"index\":{}}\n{\"num\":[3,4]}\n";
+    b.bulk(Some("adj"), nd).await.unwrap();
+    let r = b
+        .search(
+            "adj",
+            &json!({"size": 0, "aggs": {"conns": {"adjacency_matrix": {"separator": "+", "filters": {
+                "4": {"term": {"num": 4}}, "1": {"term": {"num": 1}}, "2": {"term": {"num": 2}}}},
+                "aggs": {"top": {"max": {"field": "num"}}}}}}),
+        )
+        .await
+        .unwrap();
+    let buckets: Vec<String> = r["aggregations"]["conns"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            format!(
+                "{}:{}:{}",
+                b["key"].as_str().unwrap(),
+                b["doc_count"],
+                b["top"]["value"]
+            )
+        })
+        .collect();
+    assert_eq!(buckets, ["1:1:2.0", "1+2:1:2.0", "2:2:3.0", "4:1:4.0"]);
+    let many: serde_json::Map<String, Value> = (0..101)
+        .map(|i| (format!("f{i}"), json!({"term": {"num": i}})))
+        .collect();
+    let err = b
+        .search(
+            "adj",
+            &json!({"size": 0, "aggs": {"m": {"adjacency_matrix": {"filters": many}}}}),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "Number of filters is too large, must be less than or equal to: [100] but was [101]"
+        ),
+        "{err}"
+    );
+}

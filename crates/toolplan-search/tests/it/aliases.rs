@@ -352,6 +352,21 @@ async fn terms_on_index_and_bounded_totals_across_indices() {
         keys(json!({"field": "_index", "min_doc_count": 0, "size": 1})).await,
         ["logs-2:1"]
     );
+    // Beside an aggregation only one index's answer can give, still answered from it.
+    let r = b
+        .search(
+            "logs-*",
+            &json!({"size": 0, "query": {"term": {"level": "warn"}},
+                    "aggs": {"i": {"terms": {"field": "_index", "min_doc_count": 0}},
+                             "c": {"cardinality": {"field": "level"}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["aggregations"]["c"]["value"], 1);
+    assert_eq!(
+        r["aggregations"]["i"]["buckets"].as_array().unwrap().len(),
+        2
+    );
     // A bound on the count holds for the sum over indices too.
     let r = b
         .search("logs-*", &json!({"size": 0, "track_total_hits": 3}))

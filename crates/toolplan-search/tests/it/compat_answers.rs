@@ -227,10 +227,6 @@ async fn query_options_the_engine_does_not_implement_are_refused_by_name() {
             "cutoff_frequency",
         ),
         (
-            json!({"match": {"title": {"query": "hello", "prefix_length": 2}}}),
-            "prefix_length",
-        ),
-        (
             json!({"match_phrase": {"title": {"query": "hello world", "operator": "and"}}}),
             "operator",
         ),
@@ -243,8 +239,8 @@ async fn query_options_the_engine_does_not_implement_are_refused_by_name() {
             "flags",
         ),
         (
-            json!({"multi_match": {"query": "hello", "fields": ["title"], "analyzer": "standard"}}),
-            "analyzer",
+            json!({"multi_match": {"query": "hello", "fields": ["title"], "analyzer": "nope"}}),
+            "analyzer [nope] has not been configured",
         ),
         (
             json!({"range": {"title": {"gte": "a", "time_zone": "+01:00"}}}),
@@ -565,13 +561,69 @@ async fn match_bool_prefix_takes_the_last_word_as_a_prefix() {
             .await,
         ["0", "3"]
     );
+    // Fuzziness on the words before the last (with its prefix and expansion bounds), and an
+    // analyzer by name.
+    assert_eq!(
+        ids(
+            &b,
+            json!({"match_bool_prefix": {"b": {"query": "xylophoen foo", "fuzziness": 1,
+            "prefix_length": 1, "max_expansions": 10, "fuzzy_transpositions": true,
+            "fuzzy_rewrite": "constant_score"}}})
+        )
+        .await,
+        ["0", "1"]
+    );
+    assert!(
+        ids(
+            &b,
+            json!({"match_bool_prefix": {"b": {"query": "xylophoen foo", "fuzziness": 1,
+            "prefix_length": 1, "fuzzy_transpositions": false}}})
+        )
+        .await
+        .is_empty()
+    );
+    assert!(
+        ids(
+            &b,
+            json!({"match_bool_prefix": {"b": {"query": "yxlophone foo", "fuzziness": 2,
+            "prefix_length": 1}}})
+        )
+        .await
+        .is_empty()
+    );
+    assert_eq!(
+        ids(
+            &b,
+            json!({"match_bool_prefix": {"a": {"query": "BROWN dog", "analyzer": "whitespace"}}})
+        )
+        .await,
+        ["3"]
+    );
+    assert_eq!(
+        ids(
+            &b,
+            json!({"multi_match": {"query": "dob nomatch", "type": "bool_prefix",
+            "fields": ["a", "b"], "fuzziness": 1}})
+        )
+        .await,
+        ["3"]
+    );
+    for (key, value) in [("slop", json!(1)), ("cutoff_frequency", json!(0.001))] {
+        let mut q = json!({"query": "brown", "type": "bool_prefix", "fields": ["a", "b"]});
+        q[key] = value;
+        let err = refused(&b, json!({"multi_match": q})).await;
+        assert!(
+            err.contains(&format!("[{key}] not allowed for type [bool_prefix]")),
+            "{err}"
+        );
+    }
     assert!(
         refused(
             &b,
-            json!({"match_bool_prefix": {"a": {"query": "x", "fuzziness": 1}}})
+            json!({"match": {"a": {"query": "x", "fuzziness": 1, "fuzzy_rewrite": "top_terms_10"}}})
         )
         .await
-        .contains("fuzziness")
+        .contains("fuzzy_rewrite top_terms_10")
     );
 }
 
@@ -1103,13 +1155,23 @@ async fn intervals_count_repeated_terms_and_removed_stop_words() {
             json!({"text": "cold the rain"}),
             json!({"text": "cold rain"}),
             json!({"text": "cold cold rain"}),
+            json!({"text": "cold snow cold"}),
         ],
     )
     .await;
     let q = |rule: Value| json!({"intervals": {"text": rule}});
     assert_eq!(
         ids(&b, q(json!({"match": {"query": "cold cold"}}))).await,
-        ["2"]
+        ["2", "3"]
+    );
+    // One rule is itself: `max_gaps` of a combination of one is not read, as in OpenSearch.
+    assert_eq!(
+        ids(
+            &b,
+            q(json!({"all_of": {"max_gaps": 0, "intervals": [{"match": {"query": "cold cold"}}]}}))
+        )
+        .await,
+        ["2", "3"]
     );
     assert_eq!(
         ids(&b, q(json!({"all_of": {"intervals": [

@@ -422,6 +422,15 @@ async fn aggregations_are_bounded_naming_the_limit() {
         err.contains("a filters aggregation of more than 50 filters (search limit max_buckets)"),
         "{err}"
     );
+    // An adjacency matrix of 10 filters is 55 searches (each filter and each pair).
+    let ten: serde_json::Map<String, Value> = (0..10)
+        .map(|i| (format!("f{i}"), json!({"match_all": {}})))
+        .collect();
+    let err = refused(&few, agg(json!({"adjacency_matrix": {"filters": ten}}))).await;
+    assert!(
+        err.contains("an adjacency_matrix of 10 filters makes more than 50 searches (search limit max_buckets)"),
+        "{err}"
+    );
     // An ip_range's ranges are searches too.
     let ranges: Vec<Value> = (0..60)
         .map(|i| json!({"to": format!("10.0.0.{i}")}))

@@ -1,5 +1,5 @@
-//! `filter`, `filters`, `missing`, `ip_range` and `date_range`: bucket aggregations whose buckets
-//! are queries.
+//! `filter`, `filters`, `adjacency_matrix`, `missing`, `ip_range` and `date_range`: bucket
+//! aggregations whose buckets are queries.
 //! Each bucket is one search (size 0) for the request's query, the filters of the buckets it sits
 //! in and its own query, with the aggregation's sub-aggregations; its `doc_count` is that search's
 //! total. The searches of one request are bounded by `max_buckets`.
@@ -26,6 +26,13 @@ pub(crate) enum Searched {
         filters: Vec<(Option<String>, Value)>,
         keyed: bool,
         other: Option<String>,
+    },
+    /// `adjacency_matrix`: a bucket per named query and per pair of them (their names joined by
+    /// `separator`, the first name first in order), for the documents both select; the buckets
+    /// with documents only, ordered by key.
+    Adjacency {
+        filters: Vec<(String, Value)>,
+        separator: String,
     },
     /// `ip_range` and `date_range`: one bucket per range of addresses or dates, `from` included
     /// and `to` excluded, each with its key (given, the CIDR mask, or `from-to` with `*` for an
@@ -100,6 +107,7 @@ impl Searched {
                 ))
             }
             "ip_range" => Self::parse_ip_ranges(body, path, limits),
+            "adjacency_matrix" => Self::parse_adjacency(body, path, limits),
             _ => Self::parse_filters(body, path, limits),
         }
     }
@@ -226,6 +234,60 @@ impl Searched {
         Ok(Searched::Ranges { ranges, keyed })
     }
 
+    /// `adjacency_matrix`: named `filters` and a `separator` (`&` by default); at most 100
+    /// filters (OpenSearch's `index.max_adjacency_matrix_filters`), each pair a search, all
+    /// within `max_buckets` searches.
+    fn parse_adjacency(
+        body: &Value,
+        path: &str,
+        limits: &SearchLimits,
+    ) -> Result<Searched, SearchError> {
+        const MAX_FILTERS: usize = 100;
+        let Value::Object(o) = body else {
+            return Err(SearchError::dsl(path, "adjacency_matrix must be an object"));
+        };
+        let mut filters = Vec::new();
+        let mut separator = "&".to_owned();
+        for (key, value) in o {
+            match (key.as_str(), value) {
+                ("filters", Value::Object(named)) => {
+                    filters.extend(named.iter().map(|(n, q)| (n.clone(), q.clone())));
+                }
+                ("separator", Value::String(s)) => separator = s.clone(),
+                (other, _) => {
+                    return Err(SearchError::dsl(
+                        format!("{path}.{other}"),
+                        format!(
+                            "unknown or malformed option [{other}] of an adjacency_matrix aggregation"
+                        ),
+                    ));
+                }
+            }
+        }
+        if filters.is_empty() {
+            return Err(SearchError::dsl(
+                path,
+                "[filters] cannot be empty: an adjacency_matrix needs an object of named queries",
+            ));
+        }
+        if filters.len() > MAX_FILTERS {
+            return Err(SearchError::dsl(
+                path,
+                format!(
+                    "Number of filters is too large, must be less than or equal to: [{MAX_FILTERS}] but was [{}]. This limit can be set by changing the [index.max_adjacency_matrix_filters] index level setting.",
+                    filters.len()
+                ),
+            ));
+        }
+        filters.sort_by(|a, b| a.0.cmp(&b.0));
+        let n = filters.len();
+        let max = limits.max_buckets as usize;
+        within(n + n * (n - 1) / 2, max, "max_buckets", path, || {
+            format!("an adjacency_matrix of {n} filters makes more than {max} searches")
+        })?;
+        Ok(Searched::Adjacency { filters, separator })
+    }
+
     fn parse_filters(
         body: &Value,
         path: &str,
@@ -289,6 +351,10 @@ impl Searched {
             Searched::One(_) => 1,
             Searched::Many { filters, other, .. } => filters.len() + usize::from(other.is_some()),
             Searched::Ranges { ranges, .. } => ranges.len(),
+            Searched::Adjacency { filters, .. } => {
+                let n = filters.len();
+                n + n * n.saturating_sub(1) / 2
+            }
         }
     }
 }
@@ -347,6 +413,39 @@ impl Rewrite<'_> {
             Searched::One(query) => self.bucket_search(query, sub_aggs, filters),
             Searched::Ranges { ranges, keyed } => {
                 self.range_buckets(ranges, *keyed, sub_aggs, filters)
+            }
+            Searched::Adjacency {
+                filters: named,
+                separator,
+            } => {
+                let mut buckets = Vec::new();
+                for (i, (name, query)) in named.iter().enumerate() {
+                    let mut cells = vec![(name.clone(), query.clone())];
+                    for (other, with) in &named[i + 1..] {
+                        cells.push((
+                            format!("{name}{separator}{other}"),
+                            json!({"bool": {"filter": [query, with]}}),
+                        ));
+                    }
+                    for (key, query) in cells {
+                        let bucket = self.bucket_search(&query, sub_aggs, filters)?;
+                        if bucket["doc_count"].as_u64().is_some_and(|n| n > 0) {
+                            let mut keyed = Map::new();
+                            keyed.insert("key".into(), json!(key));
+                            if let Value::Object(counted) = bucket {
+                                keyed.extend(counted);
+                            }
+                            buckets.push(Value::Object(keyed));
+                        }
+                    }
+                }
+                buckets.sort_by(|a, b| {
+                    a["key"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .cmp(b["key"].as_str().unwrap_or_default())
+                });
+                Ok(json!({ "buckets": buckets }))
             }
             Searched::Many {
                 filters: named,

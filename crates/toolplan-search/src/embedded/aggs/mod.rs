@@ -126,7 +126,14 @@ fn not_for_aggregation(
 }
 
 /// Bucket aggregations run as searches of their own ([`filtered`]).
-const SEARCHED: &[&str] = &["filter", "filters", "missing", "ip_range", "date_range"];
+const SEARCHED: &[&str] = &[
+    "filter",
+    "filters",
+    "adjacency_matrix",
+    "missing",
+    "ip_range",
+    "date_range",
+];
 
 /// `include` / `exclude` lists of a `terms` (or `rare_terms`) aggregation on a number, boolean,
 /// date or ip field, and the order of the buckets of an ip field, applied to the buckets tantivy
@@ -612,6 +619,7 @@ pub(crate) fn run(
         index,
         schema,
         searcher,
+        matching: query,
         query: query_json,
         sub,
         limits,
@@ -694,6 +702,8 @@ struct Rewrite<'a> {
     searches: &'a Cell<usize>,
     /// The index's segments, for what the request's rewriting must read from the columns.
     searcher: &'a Searcher,
+    /// The request's query (stopped with the search), for the documents those reads look at.
+    matching: &'a dyn Query,
 }
 
 impl Rewrite<'_> {
@@ -1076,7 +1086,14 @@ impl Rewrite<'_> {
                     .unwrap_or(UNMAPPED);
                 if let Some(kind) = &field_kind {
                     let shown = requested_field.as_deref().unwrap_or(column);
-                    percentiles::refuse_repeats(self.searcher, column, shown, kind, &kind_path)?;
+                    percentiles::refuse_repeats(
+                        self.searcher,
+                        self.matching,
+                        column,
+                        shown,
+                        kind,
+                        &kind_path,
+                    )?;
                 }
                 body = percentiles::Hdr::terms_body(column, body.get("missing"), self.limits);
                 tantivy_kind = "terms".into();

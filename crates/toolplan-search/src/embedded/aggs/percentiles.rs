@@ -15,8 +15,10 @@
 //! refused ([`refuse_repeats`]).
 
 use serde_json::{Map, Value, json};
+use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, HasAssociatedColumnType};
-use tantivy::{DateTime, Searcher};
+use tantivy::query::Query;
+use tantivy::{DateTime, DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
 
 use super::response::java_double;
 use crate::error::SearchError;
@@ -110,55 +112,121 @@ pub(crate) fn take(
     }))
 }
 
-/// Refuses `hdr` on a field (`column`, named `shown`) where some document holds one value more than once (the listing
-/// would count it once; OpenSearch's histogram records it each time). Only columns with several
-/// values in a document are read, once each.
+/// Refuses `hdr` on a field (`column`, named `shown`) where some document the query matches
+/// holds one value more than once (the listing would count it once; OpenSearch's histogram
+/// records it each time). Only columns with several values in a document are read.
 pub(crate) fn refuse_repeats(
     searcher: &Searcher,
+    query: &dyn Query,
     column: &str,
     shown: &str,
     kind: &FieldKind,
     path: &str,
 ) -> Result<(), SearchError> {
-    let index_error = |e: tantivy::TantivyError| SearchError::Index(e.to_string());
-    for segment in searcher.segment_readers() {
-        let fast = segment.fast_fields();
-        let repeats = match kind {
-            FieldKind::Integer => repeats(fast.column_opt::<i64>(column).map_err(index_error)?),
-            FieldKind::Float => repeats(fast.column_opt::<f64>(column).map_err(index_error)?),
-            FieldKind::Date => repeats(fast.column_opt::<DateTime>(column).map_err(index_error)?),
-            _ => false,
-        };
-        if repeats {
-            return Err(SearchError::Unsupported {
-                path: path.to_owned(),
-                clause: format!(
-                    "percentiles with hdr on a field that holds a value more than once in a document ([{shown}])"
-                ),
-            });
-        }
+    if !matches!(
+        kind,
+        FieldKind::Integer | FieldKind::Float | FieldKind::Date
+    ) {
+        return Ok(());
+    }
+    let check = RepeatCheck {
+        column: column.to_owned(),
+        kind: kind.clone(),
+    };
+    let repeats = searcher
+        .search(query, &check)
+        .map_err(|e| SearchError::Index(e.to_string()))?;
+    if repeats {
+        return Err(SearchError::Unsupported {
+            path: path.to_owned(),
+            clause: format!(
+                "percentiles with hdr on a field that holds a value more than once in a document ([{shown}])"
+            ),
+        });
     }
     Ok(())
 }
 
-/// Whether some document holds one value of `column` more than once.
-fn repeats<T>(column: Option<Column<T>>) -> bool
+/// Reads a document's values of a column, as bits, onto a list.
+type ValuesOf = Box<dyn Fn(DocId, &mut Vec<u64>) + Send>;
+
+/// Whether a matched document holds a value of a numeric column more than once.
+struct RepeatCheck {
+    column: String,
+    kind: FieldKind,
+}
+
+/// [`RepeatCheck`] in one segment: `None` when its column has one value a document at most.
+struct SegmentRepeatCheck {
+    values: Option<ValuesOf>,
+    buffer: Vec<u64>,
+    found: bool,
+}
+
+impl Collector for RepeatCheck {
+    type Fruit = bool;
+    type Child = SegmentRepeatCheck;
+
+    fn for_segment(
+        &self,
+        _segment: SegmentOrdinal,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<SegmentRepeatCheck> {
+        let fast = reader.fast_fields();
+        let values: Option<ValuesOf> = match self.kind {
+            FieldKind::Integer => several(fast.column_opt::<i64>(&self.column)?, |v| v as u64),
+            FieldKind::Float => several(fast.column_opt::<f64>(&self.column)?, f64::to_bits),
+            FieldKind::Date => several(fast.column_opt::<DateTime>(&self.column)?, |d| {
+                d.into_timestamp_nanos() as u64
+            }),
+            _ => None,
+        };
+        Ok(SegmentRepeatCheck {
+            values,
+            buffer: Vec::new(),
+            found: false,
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, fruits: Vec<bool>) -> tantivy::Result<bool> {
+        Ok(fruits.into_iter().any(|f| f))
+    }
+}
+
+/// A reader of a column's values of a document as bits, when it holds several in one.
+fn several<T>(column: Option<Column<T>>, bits: fn(T) -> u64) -> Option<ValuesOf>
 where
     T: HasAssociatedColumnType + PartialOrd + Copy + std::fmt::Debug + Send + Sync + 'static,
 {
-    let Some(column) = column else {
-        return false;
-    };
-    if !column.get_cardinality().is_multivalue() {
-        return false;
+    let column = column.filter(|c| c.get_cardinality().is_multivalue())?;
+    Some(Box::new(move |doc, out: &mut Vec<u64>| {
+        out.extend(column.values_for_doc(doc).map(bits));
+    }))
+}
+
+impl SegmentCollector for SegmentRepeatCheck {
+    type Fruit = bool;
+
+    fn collect(&mut self, doc: DocId, _score: Score) {
+        let Some(values) = &self.values else {
+            return;
+        };
+        if self.found {
+            return;
+        }
+        self.buffer.clear();
+        values(doc, &mut self.buffer);
+        self.buffer.sort_unstable();
+        self.found = self.buffer.windows(2).any(|w| w[0] == w[1]);
     }
-    let mut values: Vec<T> = Vec::new();
-    (0..column.num_docs()).any(|doc| {
-        values.clear();
-        values.extend(column.values_for_doc(doc));
-        values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-        values.windows(2).any(|w| w[0] == w[1])
-    })
+
+    fn harvest(self) -> bool {
+        self.found
+    }
 }
 
 /// The `percents` asked for (OpenSearch's defaults without any), in order; each between 0 and

@@ -8,13 +8,14 @@
 use serde_json::{Map, Value};
 use tantivy::Term;
 use tantivy::query::{
-    AllQuery, BooleanQuery, BoostQuery, DisjunctionMaxQuery, FuzzyTermQuery, Occur,
-    PhrasePrefixQuery, PhraseQuery, RegexQuery, TermQuery,
+    AllQuery, BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, PhrasePrefixQuery, PhraseQuery,
+    RegexQuery, TermQuery,
 };
 use tantivy::schema::IndexRecordOption;
 use tantivy::tokenizer::TokenStream;
 
 use super::compound::minimum_should_match;
+use super::fuzzy::{Fuzziness, FuzzyQuery};
 use super::term_level::regex_escape;
 use super::{BoxedQuery, QueryTranslator, check_options, match_nothing};
 use crate::backend::glob;
@@ -23,38 +24,60 @@ use crate::error::SearchError;
 use crate::mapping::FieldKind;
 
 impl QueryTranslator<'_> {
-    /// The tokens the field's analyzer makes of `text`.
+    /// The tokens the field's analyzer (or the one named by the query's `analyzer`) makes of
+    /// `text`.
     pub(super) fn analyze(
         &self,
         indexed: &Indexed,
         text: &str,
+        analyzer: Option<&Value>,
         path: &str,
     ) -> Result<Vec<String>, SearchError> {
         Ok(self
-            .analyze_positioned(indexed, text, path)?
+            .analyze_positioned(indexed, text, analyzer, path)?
             .into_iter()
             .map(|(token, _)| token)
             .collect())
     }
 
-    /// The tokens the field's analyzer makes of `text`, each with its position (a stop word
-    /// removed leaves a gap; tokens at one position stand for each other).
+    /// The tokens of [`Self::analyze`], each with its position (a stop word removed leaves a
+    /// gap; tokens at one position stand for each other).
     pub(super) fn analyze_positioned(
         &self,
         indexed: &Indexed,
         text: &str,
+        analyzer: Option<&Value>,
         path: &str,
     ) -> Result<Vec<(String, usize)>, SearchError> {
-        let by_name = indexed
-            .search_tokenizer
-            .as_deref()
-            .and_then(|name| self.index.tokenizers().get(name));
-        let mut analyzer = match by_name {
-            Some(analyzer) => analyzer,
-            None => self
-                .index
-                .tokenizer_for_field(indexed.field)
-                .map_err(|e| SearchError::dsl(path, e.to_string()))?,
+        let mut analyzer = match analyzer {
+            None | Some(Value::Null) => {
+                let by_name = indexed
+                    .search_tokenizer
+                    .as_deref()
+                    .and_then(|name| self.index.tokenizers().get(name));
+                match by_name {
+                    Some(analyzer) => analyzer,
+                    None => self
+                        .index
+                        .tokenizer_for_field(indexed.field)
+                        .map_err(|e| SearchError::dsl(path, e.to_string()))?,
+                }
+            }
+            Some(Value::String(name)) => {
+                let tokenizer = crate::embedded::analysis::analyzer_tokenizer(name);
+                self.index.tokenizers().get(&tokenizer).ok_or_else(|| {
+                    SearchError::dsl(
+                        format!("{path}.analyzer"),
+                        format!("analyzer [{name}] has not been configured in mappings"),
+                    )
+                })?
+            }
+            Some(other) => {
+                return Err(SearchError::dsl(
+                    format!("{path}.analyzer"),
+                    format!("[analyzer] must be a name, found {other}"),
+                ));
+            }
         };
         let mut stream = analyzer.token_stream(text);
         let mut tokens = Vec::new();
@@ -71,7 +94,7 @@ impl QueryTranslator<'_> {
         options: &Map<String, Value>,
         path: &str,
     ) -> Result<BoxedQuery, SearchError> {
-        check_options("match", options, &[MATCH_OPTIONS], path)?;
+        check_options("match", options, &[MATCH_OPTIONS, FUZZY_OPTIONS], path)?;
         let value = options
             .get("query")
             .ok_or_else(|| SearchError::dsl(path, "match needs a query"))?;
@@ -86,34 +109,36 @@ impl QueryTranslator<'_> {
         }
         let text =
             scalar_text(value).ok_or_else(|| SearchError::dsl(path, "query must be text"))?;
-        let tokens = self.analyze(indexed, &text, path)?;
+        let tokens = self.analyze(indexed, &text, options.get("analyzer"), path)?;
         self.count_clauses(tokens.len(), path)?;
-        let fuzziness = options.get("fuzziness");
-        let transpositions = match options.get("fuzzy_transpositions") {
-            None => true,
-            Some(Value::Bool(b)) => *b,
-            Some(v) => {
-                return Err(SearchError::dsl(
-                    path,
-                    format!("fuzzy_transpositions must be true or false, found {v}"),
-                ));
-            }
-        };
         let parts: Vec<BoxedQuery> = tokens
             .iter()
-            .map(|t| -> Result<BoxedQuery, SearchError> {
-                let term = Term::from_field_text(indexed.field, t);
-                Ok(match fuzzy_distance(fuzziness, t, path)? {
-                    0 => Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
-                    d => Box::new(FuzzyTermQuery::new(term, d, transpositions)),
-                })
-            })
+            .map(|t| self.maybe_fuzzy(indexed, t, options, "fuzzy_transpositions", path))
             .collect::<Result<_, _>>()?;
         if parts.is_empty() {
             // The text analysed to nothing (stop words only, punctuation).
             return Ok(zero_terms);
         }
         combine(parts, options, path)
+    }
+
+    /// A term of `indexed`, matched fuzzily when the query's `fuzziness` allows edits
+    /// (with `prefix_length`, `max_expansions`, the transpositions option named `transpositions`
+    /// and a constant-score `fuzzy_rewrite` or `rewrite`).
+    pub(super) fn maybe_fuzzy(
+        &self,
+        indexed: &Indexed,
+        token: &str,
+        options: &Map<String, Value>,
+        transpositions: &str,
+        path: &str,
+    ) -> Result<BoxedQuery, SearchError> {
+        let term = Term::from_field_text(indexed.field, token);
+        let fuzziness = fuzziness_of(options, token, transpositions, path)?;
+        Ok(match fuzziness {
+            None => Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
+            Some(f) => Box::new(FuzzyQuery::new(indexed.field, token, f)),
+        })
     }
 
     /// `match_phrase` (the tokens in order, `slop` apart at most) or, with `prefix`,
@@ -146,7 +171,7 @@ impl QueryTranslator<'_> {
             return self.term_query(indexed, &exact, path);
         }
         let terms: Vec<Term> = self
-            .analyze(indexed, &text, path)?
+            .analyze(indexed, &text, options.get("analyzer"), path)?
             .iter()
             .map(|t| Term::from_field_text(indexed.field, t))
             .collect();
@@ -232,7 +257,12 @@ impl QueryTranslator<'_> {
         options: &Map<String, Value>,
         path: &str,
     ) -> Result<BoxedQuery, SearchError> {
-        check_options("match_bool_prefix", options, &[BOOL_PREFIX_OPTIONS], path)?;
+        check_options(
+            "match_bool_prefix",
+            options,
+            &[BOOL_PREFIX_OPTIONS, FUZZY_OPTIONS],
+            path,
+        )?;
         let text = options
             .get("query")
             .and_then(scalar_text)
@@ -242,20 +272,16 @@ impl QueryTranslator<'_> {
             exact.insert("value".into(), Value::String(text));
             return self.term_query(indexed, &exact, path);
         }
-        let tokens = self.analyze(indexed, &text, path)?;
+        let tokens = self.analyze(indexed, &text, options.get("analyzer"), path)?;
         self.count_clauses(tokens.len(), path)?;
         let Some((last, rest)) = tokens.split_last() else {
             return Ok(match_nothing());
         };
+        // Fuzziness applies to the terms before the last, which is a prefix.
         let mut parts: Vec<BoxedQuery> = rest
             .iter()
-            .map(|t| {
-                Box::new(TermQuery::new(
-                    Term::from_field_text(indexed.field, t),
-                    IndexRecordOption::WithFreqs,
-                )) as BoxedQuery
-            })
-            .collect();
+            .map(|t| self.maybe_fuzzy(indexed, t, options, "fuzzy_transpositions", path))
+            .collect::<Result<_, _>>()?;
         parts.push(Box::new(
             RegexQuery::from_pattern(&format!("{}.*", regex_escape(last)), indexed.field)
                 .map_err(|e| SearchError::dsl(path, e.to_string()))?,
@@ -279,7 +305,11 @@ impl QueryTranslator<'_> {
             scalar_text(query).ok_or_else(|| SearchError::dsl(path, "query must be text"))?;
         let mut per_field = Vec::with_capacity(fields.len());
         for (indexed, boost) in fields {
-            per_field.push((*indexed, *boost, self.analyze(indexed, &text, path)?));
+            per_field.push((
+                *indexed,
+                *boost,
+                self.analyze(indexed, &text, body.get("analyzer"), path)?,
+            ));
         }
         let words = per_field.iter().map(|(_, _, t)| t.len()).max().unwrap_or(0);
         self.count_clauses(words.saturating_mul(fields.len()), path)?;
@@ -312,10 +342,27 @@ impl QueryTranslator<'_> {
 
     pub(super) fn multi_match(&self, body: &Value, path: &str) -> Result<BoxedQuery, SearchError> {
         if let Value::Object(options) = body {
+            let kind = options.get("type").and_then(Value::as_str);
+            if kind == Some("bool_prefix") {
+                for key in ["slop", "cutoff_frequency"] {
+                    if options.contains_key(key) {
+                        return Err(SearchError::dsl(
+                            path,
+                            format!("[{key}] not allowed for type [bool_prefix]"),
+                        ));
+                    }
+                }
+            }
+            if kind == Some("cross_fields") && options.contains_key("fuzziness") {
+                return Err(SearchError::dsl(
+                    path,
+                    "Fuzziness not allowed for type [cross_fields]",
+                ));
+            }
             check_options(
                 "multi_match",
                 options,
-                &[MATCH_OPTIONS, MULTI_MATCH_OPTIONS],
+                &[MATCH_OPTIONS, FUZZY_OPTIONS, MULTI_MATCH_OPTIONS],
                 path,
             )?;
         }
@@ -398,7 +445,7 @@ impl QueryTranslator<'_> {
                 for key in ["fields", "type", "tie_breaker"] {
                     options.remove(key);
                 }
-                if !phrase_prefix {
+                if phrase && !phrase_prefix {
                     options.remove("max_expansions");
                 }
                 if phrase {
@@ -417,12 +464,7 @@ impl QueryTranslator<'_> {
                 let one = if phrase {
                     self.match_phrase(indexed, &options, path, phrase_prefix)?
                 } else if bool_prefix {
-                    for key in [
-                        "fuzziness",
-                        "fuzzy_transpositions",
-                        "lenient",
-                        "zero_terms_query",
-                    ] {
+                    for key in ["lenient", "zero_terms_query"] {
                         if options.contains_key(key) {
                             return Err(SearchError::dsl(
                                 path,
@@ -466,13 +508,12 @@ impl QueryTranslator<'_> {
     }
 }
 
-/// The options of `match` this engine implements.
+/// The options of `match` this engine implements, beside [`FUZZY_OPTIONS`].
 const MATCH_OPTIONS: &[&str] = &[
     "query",
+    "analyzer",
     "operator",
     "minimum_should_match",
-    "fuzziness",
-    "fuzzy_transpositions",
     "lenient",
     "zero_terms_query",
     // No synonyms are configured, so the phrase queries it would make for them never arise.
@@ -504,14 +545,29 @@ fn combine(
     })
 }
 
-/// The options of `match_bool_prefix`.
-const BOOL_PREFIX_OPTIONS: &[&str] = &["query", "operator", "minimum_should_match"];
+/// The options of `match_bool_prefix` beside [`FUZZY_OPTIONS`].
+const BOOL_PREFIX_OPTIONS: &[&str] = &["query", "analyzer", "operator", "minimum_should_match"];
+
+/// The fuzzy-matching options of `match`, `match_bool_prefix` and `multi_match`.
+const FUZZY_OPTIONS: &[&str] = &[
+    "fuzziness",
+    "fuzzy_transpositions",
+    "prefix_length",
+    "max_expansions",
+    "fuzzy_rewrite",
+];
 
 /// The options of `match_phrase`.
-const PHRASE_OPTIONS: &[&str] = &["query", "slop", "zero_terms_query"];
+const PHRASE_OPTIONS: &[&str] = &["query", "analyzer", "slop", "zero_terms_query"];
 
 /// The options of `match_phrase_prefix`.
-const PHRASE_PREFIX_OPTIONS: &[&str] = &["query", "slop", "max_expansions", "zero_terms_query"];
+const PHRASE_PREFIX_OPTIONS: &[&str] = &[
+    "query",
+    "analyzer",
+    "slop",
+    "max_expansions",
+    "zero_terms_query",
+];
 
 /// The options of `multi_match` beside those of `match`.
 const MULTI_MATCH_OPTIONS: &[&str] = &["fields", "type", "tie_breaker", "slop", "max_expansions"];
@@ -522,6 +578,8 @@ const MATCH_ONLY: &[&str] = &[
     "minimum_should_match",
     "fuzziness",
     "fuzzy_transpositions",
+    "prefix_length",
+    "fuzzy_rewrite",
     "lenient",
 ];
 
@@ -540,6 +598,65 @@ fn zero_terms(options: &Map<String, Value>, path: &str) -> Result<BoxedQuery, Se
             ),
         )),
     }
+}
+
+/// The fuzziness a query's options ask for on `token`: `None` for an exact match (no
+/// `fuzziness`, or none left for a token that short).
+pub(super) fn fuzziness_of(
+    options: &Map<String, Value>,
+    token: &str,
+    transpositions_key: &str,
+    path: &str,
+) -> Result<Option<Fuzziness>, SearchError> {
+    let distance = fuzzy_distance(options.get("fuzziness"), token, path)?;
+    let transpositions = match options.get(transpositions_key) {
+        None => true,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => {
+            return Err(SearchError::dsl(
+                format!("{path}.{transpositions_key}"),
+                format!("[{transpositions_key}] must be true or false, found {v}"),
+            ));
+        }
+    };
+    let whole = |key: &str, default: usize, least: u64| -> Result<usize, SearchError> {
+        match options.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_u64()
+                .filter(|n| *n >= least)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| {
+                    SearchError::dsl(
+                        format!("{path}.{key}"),
+                        format!("[{key}] must be a whole number of at least {least}, found {v}"),
+                    )
+                }),
+        }
+    };
+    let prefix_length = whole("prefix_length", 0, 0)?;
+    let max_expansions = whole("max_expansions", super::fuzzy::DEFAULT_MAX_EXPANSIONS, 1)?;
+    for key in ["fuzzy_rewrite", "rewrite"] {
+        match options.get(key).and_then(Value::as_str) {
+            None | Some("constant_score" | "constant_score_boolean" | "constant_score_blended") => {
+            }
+            Some(other) => {
+                return Err(SearchError::Unsupported {
+                    path: format!("{path}.{key}"),
+                    clause: format!("{key} {other} (fuzzy terms score as constant_score)"),
+                });
+            }
+        }
+    }
+    if distance == 0 {
+        return Ok(None);
+    }
+    Ok(Some(Fuzziness {
+        distance,
+        transpositions,
+        prefix_length,
+        max_expansions,
+    }))
 }
 
 /// Edit distance for a term under `fuzziness` (`AUTO`, `AUTO:3,6`, 0, 1, 2).

@@ -25,6 +25,7 @@
 
 mod compound;
 mod full_text;
+mod fuzzy;
 mod intervals;
 mod min_score;
 mod query_string;

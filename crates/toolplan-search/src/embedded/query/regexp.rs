@@ -9,8 +9,7 @@
 //! Lucene. `^`, `$` and the Rust-only escapes (`\d`, `\w` …) stand for themselves.
 
 use serde_json::{Map, Value};
-use tantivy::Term;
-use tantivy::query::{FuzzyTermQuery, RegexQuery};
+use tantivy::query::RegexQuery;
 
 use super::term_level::regex_escape;
 use super::{BoxedQuery, QueryTranslator, check_options};
@@ -242,28 +241,26 @@ impl QueryTranslator<'_> {
             "prefix_length",
             "rewrite",
         ];
-        if let Some(p) = options
-            .get("prefix_length")
-            .filter(|p| p.as_u64() != Some(0))
-        {
-            return Err(SearchError::dsl(
-                path,
-                format!("[fuzzy] prefix_length {p} is not supported by the embedded engine"),
-            ));
-        }
         let value = self.pattern_value("fuzzy", indexed, options, &allowed, path)?;
         let value = self.normalized(indexed, &value);
-        let auto = Value::from("AUTO");
-        let distance = super::full_text::fuzzy_distance(
-            Some(options.get("fuzziness").unwrap_or(&auto)),
+        // `AUTO` by default, as OpenSearch's `fuzzy`.
+        let mut with_default = options.clone();
+        with_default
+            .entry("fuzziness")
+            .or_insert_with(|| Value::from("AUTO"));
+        // No edits left for a short term: the term itself, scored as the fuzzy terms are.
+        let fuzziness =
+            super::full_text::fuzziness_of(&with_default, &value, "transpositions", path)?
+                .unwrap_or(super::fuzzy::Fuzziness {
+                    distance: 0,
+                    transpositions: true,
+                    prefix_length: 0,
+                    max_expansions: 1,
+                });
+        Ok(Box::new(super::fuzzy::FuzzyQuery::new(
+            indexed.field,
             &value,
-            path,
-        )?;
-        let transpositions = options.get("transpositions").and_then(Value::as_bool) != Some(false);
-        Ok(Box::new(FuzzyTermQuery::new(
-            Term::from_field_text(indexed.field, &value),
-            distance,
-            transpositions,
+            fuzziness,
         )))
     }
 

@@ -56,8 +56,7 @@ pub(super) enum Pattern {
     Regex(String),
     Fuzzy {
         term: String,
-        distance: u8,
-        transpositions: bool,
+        fuzziness: super::fuzzy::Fuzziness,
     },
 }
 
@@ -225,24 +224,21 @@ impl QueryTranslator<'_> {
                 Rule::Pattern(Pattern::Regex(regex), text.to_owned())
             }
             _ => {
-                if let Some(p) = body.get("prefix_length").filter(|p| p.as_u64() != Some(0)) {
-                    return Err(SearchError::Unsupported {
-                        path: format!("{here}.prefix_length"),
-                        clause: format!("intervals fuzzy prefix_length {p}"),
-                    });
-                }
                 let text = text_option(body, "term", &here)?;
                 let term = self.interval_normalized(indexed, body, text, &here)?;
-                let auto = Value::from("AUTO");
-                let fuzziness = Some(body.get("fuzziness").unwrap_or(&auto));
-                let distance = super::full_text::fuzzy_distance(fuzziness, &term, &here)?;
-                let transpositions =
-                    body.get("transpositions").and_then(Value::as_bool) != Some(false);
-                let pattern = Pattern::Fuzzy {
-                    term,
-                    distance,
-                    transpositions,
-                };
+                let mut with_default = body.clone();
+                with_default
+                    .entry("fuzziness")
+                    .or_insert_with(|| Value::from("AUTO"));
+                let fuzziness =
+                    super::full_text::fuzziness_of(&with_default, &term, "transpositions", &here)?
+                        .unwrap_or(super::fuzzy::Fuzziness {
+                            distance: 0,
+                            transpositions: true,
+                            prefix_length: 0,
+                            max_expansions: MAX_EXPANSIONS,
+                        });
+                let pattern = Pattern::Fuzzy { term, fuzziness };
                 Rule::Pattern(pattern, text.to_owned())
             }
         };
@@ -333,24 +329,7 @@ impl QueryTranslator<'_> {
         text: &str,
         path: &str,
     ) -> Result<Vec<(String, usize)>, SearchError> {
-        match body.get("analyzer").and_then(Value::as_str) {
-            None => self.analyze_positioned(indexed, text, path),
-            Some(name) => {
-                let tokenizer = crate::embedded::analysis::analyzer_tokenizer(name);
-                let mut analyzer = self.index.tokenizers().get(&tokenizer).ok_or_else(|| {
-                    SearchError::dsl(
-                        format!("{path}.analyzer"),
-                        format!("analyzer [{name}] has not been configured in mappings"),
-                    )
-                })?;
-                let mut stream = analyzer.token_stream(text);
-                let mut tokens = Vec::new();
-                while let Some(t) = tantivy::tokenizer::TokenStream::next(&mut stream) {
-                    tokens.push((t.text.clone(), t.position));
-                }
-                Ok(tokens)
-            }
-        }
+        self.analyze_positioned(indexed, text, body.get("analyzer"), path)
     }
 
     /// A prefix, pattern or term as the field's analyzer normalizes text: lower-cased when it
@@ -471,11 +450,27 @@ fn positioned_terms(tokens: Vec<(String, usize)>) -> Vec<Rule> {
 /// Rules combined by a mode; one rule stands alone.
 ///
 /// Unordered, as Lucene builds it: an unordered rule without `max_gaps` among the parts gives its
-/// parts instead, and a part named `n` times is one part of `n` successive intervals, so that one
+/// parts instead (so does an ordered one in an ordered rule), and a part named `n` times is one part of `n` successive intervals, so that one
 /// occurrence cannot stand for two parts (`"cold cold"` needs two).
 fn combine(mut rules: Vec<Rule>, mode: Mode, max_gaps: Option<i64>) -> Rule {
-    if rules.len() == 1 && max_gaps.is_none() {
+    // One rule is itself, `max_gaps` aside, as OpenSearch combines sources.
+    if rules.len() == 1 {
         return rules.remove(0);
+    }
+    if mode == Mode::Ordered {
+        // An ordered rule without `max_gaps` among the parts gives its parts, as Lucene builds it.
+        let mut flat: Vec<Rule> = Vec::with_capacity(rules.len());
+        for rule in rules {
+            match rule {
+                Rule::Combine {
+                    rules: inner,
+                    mode: Mode::Ordered,
+                    max_gaps: None,
+                } => flat.extend(inner),
+                other => flat.push(other),
+            }
+        }
+        rules = flat;
     }
     if mode == Mode::Unordered {
         let mut flat: Vec<Rule> = Vec::with_capacity(rules.len());

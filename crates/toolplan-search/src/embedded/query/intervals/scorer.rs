@@ -152,19 +152,9 @@ impl IntervalsWeight {
                 })?;
                 collect!(dict.search(automaton).into_stream()?)
             }
-            Pattern::Fuzzy {
-                term,
-                distance,
-                transpositions,
-            } => {
-                let builder = levenshtein_automata::LevenshteinAutomatonBuilder::new(
-                    *distance,
-                    *transpositions,
-                );
-                collect!(
-                    dict.search(Levenshtein(builder.build_dfa(term)))
-                        .into_stream()?
-                )
+            Pattern::Fuzzy { term, fuzziness } => {
+                let automaton = super::super::fuzzy::Prefixed::new(term, fuzziness);
+                collect!(dict.search(automaton).into_stream()?)
             }
         }
         infos
@@ -175,32 +165,6 @@ impl IntervalsWeight {
                     .map_err(TantivyError::from)
             })
             .collect()
-    }
-}
-
-/// A Levenshtein automaton over the term dictionary.
-struct Levenshtein(levenshtein_automata::DFA);
-
-impl tantivy_fst::Automaton for Levenshtein {
-    type State = u32;
-
-    fn start(&self) -> u32 {
-        self.0.initial_state()
-    }
-
-    fn is_match(&self, state: &u32) -> bool {
-        matches!(
-            self.0.distance(*state),
-            levenshtein_automata::Distance::Exact(_)
-        )
-    }
-
-    fn can_match(&self, state: &u32) -> bool {
-        *state != levenshtein_automata::SINK_STATE
-    }
-
-    fn accept(&self, state: &u32, byte: u8) -> u32 {
-        self.0.transition(*state, byte)
     }
 }
 
