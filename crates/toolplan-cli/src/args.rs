@@ -370,7 +370,8 @@ pub struct IndexArgs {
 #[derive(Debug, Subcommand)]
 pub enum IndexAction {
     /// Create an index from an OpenSearch mapping ({"mappings": {"properties": …}} or
-    /// {"properties": …}).
+    /// {"properties": …}), with its "settings" if the file has them (the embedded engine reads
+    /// the limits among them, such as index.max_result_window, and refuses the others by name).
     Create {
         /// The index name (lower case, no spaces or / \\ * ? " < > | , # :).
         name: String,

@@ -434,24 +434,16 @@ async fn create_index(
         );
     };
     let body = body.cloned().unwrap_or_else(|| json!({}));
-    if let Some(bad) = body
-        .get("settings")
-        .and_then(|settings| unsupported_setting(settings, ""))
-    {
-        return error(
-            400,
-            "illegal_argument_exception",
-            format!("setting [{bad}] is not supported"),
-        );
-    }
     let aliases = body.get("aliases").cloned();
     let mut mapping = body.get("mappings").cloned().unwrap_or_else(|| json!({}));
     if let Value::Object(m) = &mut mapping {
         m.entry("properties").or_insert_with(|| json!({}));
     }
-    let created = backend
-        .create_index(name, &json!({"mappings": mapping}))
-        .await;
+    let mut request = json!({ "mappings": mapping });
+    if let Some(settings) = body.get("settings") {
+        request["settings"] = settings.clone();
+    }
+    let created = backend.create_index(name, &request).await;
     // The index's aliases, as the create-index API takes them.
     if created.is_ok()
         && let Some(Value::Object(aliases)) = &aliases
@@ -469,38 +461,6 @@ async fn create_index(
         }
         Err(e) => from_search_error(&e),
     }
-}
-
-/// The first setting that changes behaviour here (shard and replica counts change nothing on one
-/// node).
-fn unsupported_setting(settings: &Value, prefix: &str) -> Option<String> {
-    let Value::Object(map) = settings else {
-        return None;
-    };
-    for (k, v) in map {
-        let key = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
-        let key = key.strip_prefix("index.").unwrap_or(&key).to_owned();
-        if v.is_object() {
-            if let Some(bad) = unsupported_setting(v, &key) {
-                return Some(bad);
-            }
-            continue;
-        }
-        if !matches!(
-            key.as_str(),
-            "number_of_shards"
-                | "number_of_replicas"
-                | "number_of_routing_shards"
-                | "refresh_interval"
-        ) {
-            return Some(key);
-        }
-    }
-    None
 }
 
 async fn index_document(

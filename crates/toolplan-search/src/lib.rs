@@ -57,6 +57,7 @@ pub mod opensearch;
 pub mod params;
 pub mod planner;
 pub mod prompts;
+pub mod settings;
 pub mod tools;
 pub mod typed_keys;
 

@@ -1,7 +1,9 @@
 //! Limits on the work one search may make the embedded backend do, and on how far documents may
 //! grow a mapping, so that no request body or document can hang it or exhaust memory. Each limit has a default (OpenSearch's own where it has one) that the owner of
 //! the backend can change: [`crate::EmbeddedBackend::open_with_limits`], or `name=value` overrides
-//! ([`SearchLimits::apply_overrides`]; the CLI reads them from `TOOLPLAN_SEARCH_LIMITS`).
+//! ([`SearchLimits::apply_overrides`]; the CLI reads them from `TOOLPLAN_SEARCH_LIMITS`). An
+//! index's settings (`index.max_result_window` …, [`crate::settings`]) can lower some of them for
+//! that index, never raise them.
 //!
 //! | limit | default | exceeded |
 //! |---|---|---|
@@ -20,6 +22,8 @@
 //! | `max_multi_searches` | 100 | a `multi_search` tool call with more searches is refused (each runs under the limits above) |
 //! | `max_filter_paths` | 100 | a `filter_path` with more paths is refused |
 //! | `max_aliases` | 10000 | putting an alias on an index when the aliases of all indices would hold more (alias, index) pairs is refused |
+//! | `max_script_fields` | 32 | a search asking for more `script_fields` is refused (`index.max_script_fields`; script fields themselves are refused as unsupported) |
+//! | `max_rescore_window` | 10000 | a `rescore` `window_size` above it is refused (`index.max_rescore_window`; rescoring itself is refused as unsupported) |
 //! | `max_mapping_depth` | 20 | a document whose new objects would sit deeper is refused (`index.mapping.depth.limit`) |
 
 use std::time::Duration;
@@ -70,6 +74,12 @@ pub struct SearchLimits {
     pub max_aliases: usize,
     /// Most paths in one `filter_path`.
     pub max_filter_paths: usize,
+    /// Most `script_fields` one search may ask for (checked before they are refused as
+    /// unsupported, as OpenSearch checks them).
+    pub max_script_fields: usize,
+    /// Largest `window_size` of a `rescore` (checked before rescoring is refused as
+    /// unsupported).
+    pub max_rescore_window: usize,
 }
 
 impl Default for SearchLimits {
@@ -91,6 +101,8 @@ impl Default for SearchLimits {
             max_docvalue_fields: 100,
             max_aliases: 10_000,
             max_filter_paths: 100,
+            max_script_fields: 32,
+            max_rescore_window: 10_000,
         }
     }
 }
@@ -130,9 +142,11 @@ impl SearchLimits {
             "max_docvalue_fields" => self.max_docvalue_fields = size()?,
             "max_aliases" => self.max_aliases = size()?,
             "max_filter_paths" => self.max_filter_paths = size()?,
+            "max_script_fields" => self.max_script_fields = size()?,
+            "max_rescore_window" => self.max_rescore_window = size()?,
             other => {
                 return Err(SearchError::InvalidParameter(format!(
-                    "unknown search limit '{other}' (timeout, max_result_window, max_inner_result_window, max_slop, max_nested_depth, max_clause_count, max_terms_count, max_pattern_length, max_buckets, max_aggregation_memory, max_mapped_fields, max_mapping_depth, max_multi_searches, max_docvalue_fields, max_aliases, max_filter_paths)"
+                    "unknown search limit '{other}' (timeout, max_result_window, max_inner_result_window, max_slop, max_nested_depth, max_clause_count, max_terms_count, max_pattern_length, max_buckets, max_aggregation_memory, max_mapped_fields, max_mapping_depth, max_multi_searches, max_docvalue_fields, max_aliases, max_filter_paths, max_script_fields, max_rescore_window)"
                 )));
             }
         }

@@ -59,7 +59,7 @@ impl Fetch {
             "docvalue_fields",
             || {
                 format!(
-                    "Trying to retrieve too many docvalue_fields. Must be less than or equal to: [{max}] but was [{}]",
+                    "Trying to retrieve too many docvalue_fields. Must be less than or equal to: [{max}] but was [{}]. This limit can be set by changing the [index.max_docvalue_fields_search] index level setting.",
                     docvalues.len()
                 )
             },

@@ -228,6 +228,7 @@ impl Inner {
                 next_seq_no: std::sync::atomic::AtomicU64::new(
                     index.next_seq_no.load(std::sync::atomic::Ordering::Relaxed),
                 ),
+                settings: index.settings.clone(),
             };
             self.open
                 .write()

@@ -64,6 +64,7 @@ use crate::backend::{
 use crate::error::SearchError;
 use crate::limits::{SearchLimits, body_timeout};
 use crate::mapping::Mapping;
+use crate::settings::IndexSettings;
 
 const MAPPING_FILE: &str = "mapping.json";
 const INDEX_DIR: &str = "tantivy";
@@ -82,6 +83,8 @@ struct OpenIndex {
     /// The sequence number of the next write: one more than the highest stored, found again when
     /// the writer opens (another process may have written before this one took the lock).
     next_seq_no: AtomicU64,
+    /// The index's settings (`settings.json`), which lower the search limits for it.
+    settings: IndexSettings,
 }
 
 /// One more than the highest sequence number stored in the index (0 when it is empty, or made
@@ -203,7 +206,7 @@ impl EmbeddedBackend {
                 schema: &ix.schema,
                 searcher: &searcher,
                 now: Utc::now(),
-                limits: &me.limits,
+                limits: &ix.settings.limits(&me.limits),
                 stop: &running,
                 searches: &searches,
             };
@@ -338,7 +341,8 @@ impl Inner {
         let schema = IndexSchema::build(Mapping::parse_strict(&state.mappings)?);
         let index = Index::open_in_dir(dir.join(state.tantivy_dir())).map_err(tv)?;
         let made_by_an_earlier_build = !schema.matches(&index.schema());
-        let ix = Self::wrap(schema, index, state.generation)?;
+        let mut ix = Self::wrap(schema, index, state.generation)?;
+        ix.settings = read_settings(dir)?;
         if made_by_an_earlier_build {
             // Made before fields this build keeps for every document (`_version`, `_seq_no`,
             // `_ignored`): rebuilt once; a document without a version gets version 1 (what it
@@ -356,7 +360,8 @@ impl Inner {
         // Hold the old generation's write lock first: another process writing to it makes the
         // rebuild fail here, instead of losing that process's writes.
         old.write(|_| Ok(()))?;
-        let new = Self::build(dir, mapping, generation)?;
+        let mut new = Self::build(dir, mapping, generation)?;
+        new.settings = old.settings.clone();
         let searcher = old.reader.searcher();
         let mut next = old.next_seq_no.load(Ordering::Relaxed);
         if searcher.num_docs() > 0 {
@@ -424,6 +429,7 @@ impl Inner {
             writer: Mutex::new(None),
             generation,
             next_seq_no: AtomicU64::new(next),
+            settings: IndexSettings::default(),
         })
     }
 
@@ -467,7 +473,12 @@ impl Inner {
         _held: &alias_table::AliasLock<'_>,
     ) -> Result<(), SearchError> {
         check_index_name(name)?;
-        let parsed = Mapping::parse_strict(mapping)?;
+        // A body of settings alone has an empty mapping.
+        let parsed = match (mapping.get("settings"), mapping.get("mappings")) {
+            (Some(_), None) => Mapping::parse_strict(&serde_json::json!({}))?,
+            _ => Mapping::parse_strict(mapping)?,
+        };
+        let settings = IndexSettings::parse(mapping.get("settings"))?;
         self.check_size(&parsed)?;
         if self.aliases()?.contains(name) {
             return Err(SearchError::InvalidIndexName {
@@ -480,7 +491,9 @@ impl Inner {
             return Err(SearchError::IndexExists(name.to_owned()));
         }
         let dir = self.index_dir(name);
-        let made = Self::build(&dir, parsed, 0).and_then(|ix| {
+        let made = Self::build(&dir, parsed, 0).and_then(|mut ix| {
+            write_settings(&dir, &settings)?;
+            ix.settings = settings;
             // The state file is written last: its presence is what makes the index exist.
             State::write(&dir, &ix.schema.mapping, 0)?;
             Ok(ix)
@@ -497,6 +510,32 @@ impl Inner {
             }
         }
     }
+}
+
+/// The file of an index's settings, beside `mapping.json`.
+const SETTINGS_FILE: &str = "settings.json";
+
+/// Writes an index's settings (when it has any).
+fn write_settings(dir: &Path, settings: &IndexSettings) -> Result<(), SearchError> {
+    if *settings == IndexSettings::default() {
+        return Ok(());
+    }
+    let path = dir.join(SETTINGS_FILE);
+    let text = serde_json::to_string_pretty(&settings.to_json()).unwrap_or_default();
+    std::fs::write(&path, text).map_err(io(&path))
+}
+
+/// Reads an index's settings (none when the file is missing).
+fn read_settings(dir: &Path) -> Result<IndexSettings, SearchError> {
+    let path = dir.join(SETTINGS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexSettings::default()),
+        Err(e) => return Err(io(&path)(e)),
+    };
+    let json: Value = serde_json::from_str(&text)
+        .map_err(|e| SearchError::Index(format!("{}: {e}", path.display())))?;
+    IndexSettings::parse(Some(&json))
 }
 
 /// What `mapping.json` records: the mapping, and which generation of the tantivy index holds the

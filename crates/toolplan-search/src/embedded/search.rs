@@ -20,7 +20,7 @@ use super::query::QueryTranslator;
 use super::schema::IndexSchema;
 use super::sort::{Key, Missing, Mode, SortCollector, SortSpec};
 use crate::error::SearchError;
-use crate::limits::{SearchLimits, body_timeout};
+use crate::limits::{SearchLimits, body_timeout, within};
 
 const KNOWN_KEYS: &[&str] = &[
     "query",
@@ -110,6 +110,7 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
     };
     // Before the keys: `rescore` beside `collapse` is refused for that, in OpenSearch's words.
     let collapse = CollapseRequest::of_body(obj, env.limits)?;
+    check_refused_shapes(obj, env.limits)?;
     for key in obj.keys() {
         if UNSUPPORTED_KEYS.contains(&key.as_str()) {
             return Err(SearchError::Unsupported {
@@ -389,10 +390,52 @@ fn result_window(size: u64, from: u64, max: usize) -> Result<(usize, usize), Sea
         _ => Err(SearchError::dsl(
             "from",
             format!(
-                "Result window is too large, from + size must be less than or equal to: [{max}] but was [{window}] (search limit max_result_window)"
+                "Result window is too large, from + size must be less than or equal to: [{max}] but was [{window}]. See the scroll api for a more efficient way to request large data sets. This limit can be set by changing the [index.max_result_window] index level setting. (search limit max_result_window)"
             ),
         )),
     }
+}
+
+/// The bounds OpenSearch checks on `script_fields` and `rescore` before anything else, checked
+/// here before they are refused as unsupported (so that a request over them learns that first).
+fn check_refused_shapes(
+    obj: &Map<String, Value>,
+    limits: &SearchLimits,
+) -> Result<(), SearchError> {
+    if let Some(Value::Object(fields)) = obj.get("script_fields") {
+        let max = limits.max_script_fields;
+        within(
+            fields.len(),
+            max,
+            "max_script_fields",
+            "script_fields",
+            || {
+                format!(
+                    "Trying to retrieve too many script_fields. Must be less than or equal to: [{max}] but was [{}]. This limit can be set by changing the [index.max_script_fields] index level setting.",
+                    fields.len()
+                )
+            },
+        )?;
+    }
+    let rescores: Vec<&Value> = match obj.get("rescore") {
+        Some(Value::Array(list)) => list.iter().collect(),
+        Some(one) => vec![one],
+        None => Vec::new(),
+    };
+    let max = limits.max_rescore_window;
+    for rescore in rescores {
+        if let Some(window) = rescore.get("window_size").and_then(Value::as_u64)
+            && usize::try_from(window).map_or(true, |w| w > max)
+        {
+            return Err(SearchError::dsl(
+                "rescore.window_size",
+                format!(
+                    "Rescore window [{window}] is too large. It must be less than [{max}]. (search limit max_rescore_window)"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A boolean option of the body (absent: false).
@@ -416,6 +459,11 @@ fn count(v: Option<&Value>, name: &str, default: u64) -> Result<u64, SearchError
     match v {
         None | Some(Value::Null) => Ok(default),
         Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64().unwrap_or_default()),
+        // OpenSearch's words.
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|n| n < 0) => Err(SearchError::dsl(
+            name,
+            format!("[{name}] parameter cannot be negative, found [{n}]"),
+        )),
         Some(other) => Err(SearchError::dsl(
             name,
             format!("{name} must be a whole number of at least 0, found {other}"),

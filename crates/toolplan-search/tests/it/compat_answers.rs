@@ -1340,3 +1340,69 @@ async fn min_score_leaves_out_lower_scores_everywhere() {
         .to_string();
     assert!(err.contains("[min_score] must be a number"), "{err}");
 }
+
+/// An index's settings lower its search limits (kept across a restart), in OpenSearch's words;
+/// shard settings are accepted, and any other setting is refused by name.
+#[tokio::test]
+async fn index_settings_lower_the_limits_of_their_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    b.create_index(
+        "small",
+        &json!({"settings": {"index": {"max_result_window": 5, "number_of_shards": 2},
+                             "index.max_docvalue_fields_search": "1",
+                             "index.max_script_fields": 1, "index.max_regex_length": 3},
+                "mappings": {"properties": {"k": {"type": "keyword"}, "n": {"type": "integer"}}}}),
+    )
+    .await
+    .unwrap();
+    b.create_index("plain", &json!({"mappings": {"properties": {}}}))
+        .await
+        .unwrap();
+    let check = |b: EmbeddedBackend| async move {
+        for (body, message) in [
+            (
+                json!({"from": 3, "size": 3}),
+                "must be less than or equal to: [5] but was [6]. See the scroll api",
+            ),
+            (
+                json!({"size": 1, "docvalue_fields": ["k", "n"]}),
+                "Must be less than or equal to: [1] but was [2]. This limit can be set by changing the [index.max_docvalue_fields_search] index level setting.",
+            ),
+            (
+                json!({"size": 1, "script_fields": {"a": {"script": "1"}, "b": {"script": "2"}}}),
+                "too many script_fields. Must be less than or equal to: [1] but was [2]",
+            ),
+            (
+                json!({"size": 1, "query": {"regexp": {"k": "abcd"}}}),
+                "The length of regex [4] used in the Regexp Query request has exceeded the allowed maximum of [3]",
+            ),
+            (
+                json!({"size": 1, "rescore": {"window_size": 20000, "query": {"rescore_query": {"match_all": {}}}}}),
+                "Rescore window [20000] is too large. It must be less than [10000].",
+            ),
+        ] {
+            let err = b.search("small", &body).await.unwrap_err().to_string();
+            assert!(err.contains(message), "{body}: {err}");
+        }
+        // Another index keeps the backend's limits.
+        b.search("plain", &json!({"from": 3, "size": 3}))
+            .await
+            .unwrap();
+    };
+    check(b).await;
+    check(EmbeddedBackend::open(dir.path()).unwrap()).await;
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    for settings in [
+        json!({"analysis": {"analyzer": {"mine": {"type": "custom", "tokenizer": "standard"}}}}),
+        json!({"index.codec": "best_compression"}),
+    ] {
+        let err = b
+            .create_index("refused", &json!({"settings": settings}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("index setting [index."), "{err}");
+    }
+    assert!(b.search("refused", &json!({})).await.is_err());
+}

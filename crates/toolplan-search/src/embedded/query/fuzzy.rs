@@ -1,8 +1,9 @@
 //! Fuzzy term matching as Lucene's `FuzzyQuery` does it: the terms within `distance` edits of a
 //! term (a transposition one edit or two) that share its first `prefix_length` characters, at
-//! most `max_expansions` of them — the closest, then the first in term order — in each index
-//! segment; every document holding one scores the same. `match`, `match_bool_prefix`,
-//! `multi_match` and `fuzzy` use it.
+//! most `max_expansions` of them over the index — the closest, then the first in term order —,
+//! each scored as a `term` query weighted by its likeness (`1 - edits / the shorter length`, as
+//! Lucene's top-terms rewrite weighs them; document frequencies are each term's own, not
+//! blended). `match`, `match_bool_prefix`, `multi_match` and `fuzzy` use it.
 
 use std::collections::BinaryHeap;
 use std::fmt;
@@ -10,10 +11,11 @@ use std::fmt;
 use levenshtein_automata::{DFA, Distance, LevenshteinAutomatonBuilder, SINK_STATE};
 use tantivy::postings::TermInfo;
 use tantivy::query::{
-    BitSetDocSet, ConstScorer, EnableScoring, Explanation, Query, Scorer, Weight,
+    BitSetDocSet, BooleanQuery, BoostQuery, ConstScorer, EnableScoring, Explanation, Occur, Query,
+    Scorer, TermQuery, Weight,
 };
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{BitSet, DocId, DocSet, Score, SegmentReader, TantivyError};
+use tantivy::{BitSet, DocId, DocSet, Score, SegmentReader, TantivyError, Term};
 use tantivy_fst::Automaton;
 
 /// OpenSearch's default `max_expansions` of fuzzy matching.
@@ -62,12 +64,53 @@ impl fmt::Debug for FuzzyQuery {
 }
 
 impl Query for FuzzyQuery {
-    fn weight(&self, _scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        Ok(Box::new(FuzzyWeight {
-            field: self.field,
-            automaton: Prefixed::new(&self.term, &self.fuzziness),
-            max_expansions: self.fuzziness.max_expansions,
-        }))
+    fn weight(&self, scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let automaton = Prefixed::new(&self.term, &self.fuzziness);
+        let max = self.fuzziness.max_expansions;
+        let Some(searcher) = scoring.searcher() else {
+            // No index to expand over: each segment's own terms, scored alike.
+            return Ok(Box::new(FuzzyWeight {
+                field: self.field,
+                automaton,
+                max_expansions: max,
+            }));
+        };
+        // The closest terms of each segment, then of them all.
+        let mut found: Vec<(u8, Vec<u8>)> = Vec::new();
+        for reader in searcher.segment_readers() {
+            let weight = FuzzyWeight {
+                field: self.field,
+                automaton: Prefixed::new(&self.term, &self.fuzziness),
+                max_expansions: max,
+            };
+            found.extend(
+                weight
+                    .closest(reader)?
+                    .into_iter()
+                    .map(|(d, key, _)| (d, key)),
+            );
+        }
+        // A term's edits depend on it alone: the same term from two segments sorts together.
+        found.sort();
+        found.dedup_by(|a, b| a.1 == b.1);
+        found.truncate(max);
+        let length = self.term.chars().count();
+        let clauses: Vec<(Occur, Box<dyn Query>)> = found
+            .into_iter()
+            .map(|(distance, key)| {
+                let text = String::from_utf8_lossy(&key).into_owned();
+                let shorter = length.min(text.chars().count()).max(1);
+                let likeness = 1.0 - f32::from(distance) / shorter as f32;
+                let term = TermQuery::new(
+                    Term::from_field_text(self.field, &text),
+                    IndexRecordOption::WithFreqs,
+                );
+                let clause: Box<dyn Query> =
+                    Box::new(BoostQuery::new(Box::new(term), likeness.max(0.0)));
+                (Occur::Should, clause)
+            })
+            .collect();
+        BooleanQuery::new(clauses).weight(scoring)
     }
 }
 
@@ -162,6 +205,15 @@ struct FuzzyWeight {
 impl FuzzyWeight {
     /// The terms matched in a segment: the closest `max_expansions`, then the first in order.
     fn terms(&self, reader: &SegmentReader) -> tantivy::Result<Vec<TermInfo>> {
+        Ok(self
+            .closest(reader)?
+            .into_iter()
+            .map(|(_, _, info)| info)
+            .collect())
+    }
+
+    /// The closest `max_expansions` terms of a segment, with their edits.
+    fn closest(&self, reader: &SegmentReader) -> tantivy::Result<Vec<(u8, Vec<u8>, TermInfo)>> {
         let index = reader.inverted_index(self.field)?;
         let dict = index.terms();
         let mut stream = dict.search(&self.automaton).into_stream()?;
@@ -176,7 +228,10 @@ impl FuzzyWeight {
                 kept.pop();
             }
         }
-        Ok(kept.into_iter().map(|(_, _, info)| info.0).collect())
+        Ok(kept
+            .into_iter()
+            .map(|(distance, key, info)| (distance, key, info.0))
+            .collect())
     }
 }
 

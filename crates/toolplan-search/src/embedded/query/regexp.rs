@@ -294,7 +294,13 @@ impl QueryTranslator<'_> {
         let max = self.limits.max_pattern_length;
         let length = value.chars().count();
         within(length, max, "max_pattern_length", path, || {
-            format!("the pattern is {length} characters long, more than {max}")
+            if kind == "regexp" {
+                format!(
+                    "The length of regex [{length}] used in the Regexp Query request has exceeded the allowed maximum of [{max}]. This maximum can be set by changing the [index.max_regex_length] index level setting."
+                )
+            } else {
+                format!("the pattern is {length} characters long, more than {max}")
+            }
         })?;
         if !matches!(indexed.spec.kind, FieldKind::Keyword | FieldKind::Text) {
             return Err(SearchError::dsl(
