@@ -1387,3 +1387,62 @@ async fn adjacency_matrix_counts_each_filter_and_each_pair() {
         "{err}"
     );
 }
+
+/// `median_absolute_deviation`: the median of the distances from the median, per bucket too, with
+/// `missing`; `compression` checked as OpenSearch checks it.
+#[tokio::test]
+async fn median_absolute_deviation_is_the_median_distance_from_the_median() {
+    let (_dir, b) = new_index(
+        "mad",
+        json!({"mappings": {"properties": {"n": {"type": "integer"}, "k": {"type": "keyword"}}}}),
+    )
+    .await;
+    let nd: String = [
+        (100, "a"),
+        (200, "a"),
+        (300, "a"),
+        (1, "b"),
+        (2, "b"),
+        (9, "b"),
+        (10, "b"),
+    ]
+    .iter()
+    .map(|(n, k)| format!("{{\"index\":{{}}}}\n{{\"n\":{n},\"k\":\"{k}\"}}\n"))
+    .collect();
+    let nd = format!("{nd}{{\"index\":{{}}}}\n{{\"k\":\"a\"}}\n");
+    b.bulk(Some("mad"), &nd).await.unwrap();
+    let r = b
+        .search(
+            "mad",
+            &json!({"size": 0, "aggs": {
+                "by_k": {"terms": {"field": "k", "order": {"_key": "asc"}},
+                         "aggs": {"m": {"median_absolute_deviation": {"field": "n"}}}},
+                "with_missing": {"median_absolute_deviation": {"field": "n", "missing": 1000, "compression": 500}},
+                "none": {"median_absolute_deviation": {"field": "nothing"}}}}),
+        )
+        .await
+        .unwrap();
+    let a = &r["aggregations"];
+    assert_eq!(a["by_k"]["buckets"][0]["m"]["value"], 100.0);
+    // 1, 2, 9, 10: median 5.5; distances 4.5, 3.5, 3.5, 4.5: median 4.
+    assert_eq!(a["by_k"]["buckets"][1]["m"]["value"], 4.0);
+    // 1, 2, 9, 10, 100, 200, 300, 1000: median 55; distances 45, 45, 46, 53, 54, 145, 245, 945.
+    assert_eq!(a["with_missing"]["value"], 53.5);
+    assert_eq!(a["none"]["value"], Value::Null);
+    for c in [0, -1] {
+        let err = b
+            .search(
+                "mad",
+                &json!({"aggs": {"mad": {"median_absolute_deviation": {"field": "n", "compression": c}}}}),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!(
+                "[compression] must be greater than 0. Found [{c}.0] in [mad]"
+            )),
+            "{err}"
+        );
+    }
+}

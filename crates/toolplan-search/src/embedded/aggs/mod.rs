@@ -30,6 +30,7 @@
 
 mod calendar;
 mod filtered;
+mod mad;
 mod order;
 mod percentiles;
 mod pipeline;
@@ -65,6 +66,7 @@ const METRICS: &[&str] = &[
     "value_count",
     "cardinality",
     "percentiles",
+    "median_absolute_deviation",
 ];
 /// The field an aggregation on a field the mapping lacks is run on: no index has it, so it has no
 /// values.
@@ -493,6 +495,8 @@ struct AggregationPlan {
     pipeline: Option<Pipeline>,
     /// `percentiles` with `hdr`: run as a listing of the field's values ([`percentiles`]).
     hdr: Option<percentiles::Hdr>,
+    /// `median_absolute_deviation`: run as a listing of the field's values ([`mad`]).
+    mad: Option<mad::Mad>,
     /// A histogram's `order`, applied to its buckets ([`order`]).
     bucket_order: Option<order::BucketOrder>,
     /// A `histogram`'s `format`, for its keys' text.
@@ -871,6 +875,15 @@ impl Rewrite<'_> {
             } else {
                 None
             };
+            let mad = if kind == "median_absolute_deviation" {
+                let field_kind = requested_field
+                    .as_deref()
+                    .and_then(|f| schema.fields.get(f))
+                    .map(|i| &i.spec.kind);
+                Some(mad::Mad::take(&mut body, name, &kind_path, field_kind)?)
+            } else {
+                None
+            };
             if let Some(field) = requested_field.clone() {
                 if let Some(why) = schema.not_indexed(&field) {
                     return Err(SearchError::dsl(kind_path, why));
@@ -907,6 +920,8 @@ impl Rewrite<'_> {
                         }
                         "percentiles" if hdr.is_some() => json!({"terms":
                             percentiles::Hdr::terms_body(UNMAPPED, body.get("missing"), self.limits)}),
+                        "median_absolute_deviation" => json!({"terms":
+                            percentiles::Hdr::terms_body(UNMAPPED, body.get("missing"), self.limits)}),
                         _ => json!({ kind.as_str(): body }),
                     };
                     out.insert(name.clone(), entry);
@@ -926,6 +941,7 @@ impl Rewrite<'_> {
                         field: requested_field,
                         ranges,
                         hdr,
+                        mad,
                         missing_kind,
                         ..AggregationPlan::new(name, &kind)
                     });
@@ -1079,14 +1095,20 @@ impl Rewrite<'_> {
             {
                 o.remove("min_doc_count");
             }
-            if hdr.is_some() {
+            if hdr.is_some() || mad.is_some() {
                 let column = body
                     .get("field")
                     .and_then(Value::as_str)
                     .unwrap_or(UNMAPPED);
                 if let Some(kind) = &field_kind {
                     let shown = requested_field.as_deref().unwrap_or(column);
+                    let what = if mad.is_some() {
+                        "median_absolute_deviation"
+                    } else {
+                        "percentiles with hdr"
+                    };
                     percentiles::refuse_repeats(
+                        what,
                         self.searcher,
                         self.matching,
                         column,
@@ -1130,6 +1152,7 @@ impl Rewrite<'_> {
                 key_format,
                 min_doc_count,
                 hdr,
+                mad,
                 bucket_order,
                 number_format,
                 keyed_buckets,
@@ -1334,6 +1357,7 @@ impl AggregationPlan {
             searched: None,
             pipeline: None,
             hdr: None,
+            mad: None,
             bucket_order: None,
             number_format: None,
             keyed_buckets: false,

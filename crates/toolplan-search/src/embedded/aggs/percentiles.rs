@@ -112,10 +112,12 @@ pub(crate) fn take(
     }))
 }
 
-/// Refuses `hdr` on a field (`column`, named `shown`) where some document the query matches
+/// Refuses `what` (`percentiles` with `hdr`, `median_absolute_deviation`: a listing of the
+/// field's values) on a field (`column`, named `shown`) where some document the query matches
 /// holds one value more than once (the listing would count it once; OpenSearch's histogram
 /// records it each time). Only columns with several values in a document are read.
 pub(crate) fn refuse_repeats(
+    what: &str,
     searcher: &Searcher,
     query: &dyn Query,
     column: &str,
@@ -140,7 +142,7 @@ pub(crate) fn refuse_repeats(
         return Err(SearchError::Unsupported {
             path: path.to_owned(),
             clause: format!(
-                "percentiles with hdr on a field that holds a value more than once in a document ([{shown}])"
+                "{what} on a field that holds a value more than once in a document ([{shown}])"
             ),
         });
     }
@@ -375,34 +377,8 @@ impl Hdr {
     /// Puts the listing tantivy made (`buckets` of `key` and `doc_count`) into the shape of a
     /// `percentiles` result, each percent computed as the HDR histogram computes it.
     pub(crate) fn shape(&self, v: &mut Value) -> Result<(), SearchError> {
-        if v.get("sum_other_doc_count")
-            .and_then(Value::as_u64)
-            .is_some_and(|n| n > 0)
-        {
-            return Err(SearchError::dsl(
-                &self.path,
-                "the field has more distinct values than percentiles with hdr can read (search limit max_buckets)",
-            ));
-        }
-        let mut values: Vec<(f64, u64)> = Vec::new();
-        for b in v
-            .get("buckets")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let key = match b.get("key") {
-                Some(Value::String(text)) => chrono::DateTime::parse_from_rfc3339(text)
-                    .map(|d| d.timestamp_millis() as f64)
-                    .ok(),
-                Some(k) => k.as_f64(),
-                None => None,
-            };
-            let count = b.get("doc_count").and_then(Value::as_u64).unwrap_or(0);
-            if let Some(key) = key {
-                values.push((key, count));
-            }
-        }
+        whole_listing(v, "percentiles with hdr", &self.path)?;
+        let mut values = listed_values(v);
         values.sort_by(|a, b| a.0.total_cmp(&b.0));
         let histogram = Histogram::new(values, self.half_count, &self.path)?;
         let value = |p: f64| histogram.percentile(p).map_or(Value::Null, |x| json!(x));
@@ -422,6 +398,46 @@ impl Hdr {
         };
         Ok(())
     }
+}
+
+/// Refuses a listing tantivy could not make whole (more distinct values than `max_buckets`).
+pub(crate) fn whole_listing(v: &Value, what: &str, path: &str) -> Result<(), SearchError> {
+    if v.get("sum_other_doc_count")
+        .and_then(Value::as_u64)
+        .is_some_and(|n| n > 0)
+    {
+        return Err(SearchError::dsl(
+            path,
+            format!(
+                "the field has more distinct values than {what} can read (search limit max_buckets)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The values of a listing (`buckets` of `key` and `doc_count`; dates as ms), with their counts.
+pub(crate) fn listed_values(v: &Value) -> Vec<(f64, u64)> {
+    let mut values = Vec::new();
+    for b in v
+        .get("buckets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let key = match b.get("key") {
+            Some(Value::String(text)) => chrono::DateTime::parse_from_rfc3339(text)
+                .map(|d| d.timestamp_millis() as f64)
+                .ok(),
+            Some(k) => k.as_f64(),
+            None => None,
+        };
+        let count = b.get("doc_count").and_then(Value::as_u64).unwrap_or(0);
+        if let Some(key) = key {
+            values.push((key, count));
+        }
+    }
+    values
 }
 
 /// The recorded values, in order, with what HdrHistogram's buckets need.

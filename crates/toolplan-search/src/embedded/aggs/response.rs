@@ -216,6 +216,11 @@ pub(super) fn to_opensearch_shape(
                 hdr.shape(v)?;
             }
         }
+        "median_absolute_deviation" => {
+            if let Some(mad) = &plan.mad {
+                mad.shape(v)?;
+            }
+        }
         // Counts are whole numbers in OpenSearch; tantivy gives them as doubles.
         "value_count" | "cardinality" => {
             if let Some(x) = v.get("value").and_then(Value::as_f64) {
