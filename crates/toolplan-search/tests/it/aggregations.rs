@@ -1446,3 +1446,72 @@ async fn median_absolute_deviation_is_the_median_distance_from_the_median() {
         );
     }
 }
+
+/// `auto_date_histogram`: the first interval that gives at most `buckets` buckets, periods from
+/// the first date's, empty ones kept, sub-aggregations and sibling pipelines on them.
+#[tokio::test]
+async fn auto_date_histogram_chooses_its_interval() {
+    let (_dir, b) = new_index(
+        "auto",
+        json!({"mappings": {"properties": {"date": {"type": "date"}, "v": {"type": "integer"}}}}),
+    )
+    .await;
+    let nd: String = [
+        ("2020-03-01", 1),
+        ("2020-03-02", 2),
+        ("2020-03-08", 3),
+        ("2020-03-09", 4),
+        ("2020-03-20", 5),
+    ]
+    .iter()
+    .map(|(d, v)| format!("{{\"index\":{{}}}}\n{{\"date\":\"{d}\",\"v\":{v}}}\n"))
+    .collect();
+    b.bulk(Some("auto"), &nd).await.unwrap();
+    let r = b
+        .search(
+            "auto",
+            &json!({"size": 0, "aggs": {
+                "histo": {"auto_date_histogram": {"field": "date", "buckets": 3},
+                          "aggs": {"v": {"sum": {"field": "v"}}}},
+                "avg_v": {"avg_bucket": {"buckets_path": "histo.v"}}}}),
+        )
+        .await
+        .unwrap();
+    let histo = &r["aggregations"]["histo"];
+    assert_eq!(histo["interval"], "7d");
+    let buckets: Vec<String> = histo["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            format!(
+                "{}:{}:{}",
+                b["key_as_string"].as_str().unwrap(),
+                b["doc_count"],
+                b["v"]["value"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        buckets,
+        [
+            "2020-03-01T00:00:00.000Z:2:3.0",
+            "2020-03-08T00:00:00.000Z:2:7.0",
+            "2020-03-15T00:00:00.000Z:1:5.0"
+        ]
+    );
+    assert_eq!(r["aggregations"]["avg_v"]["value"], 5.0);
+    let err = b
+        .search(
+            "auto",
+            &json!({"aggs": {"t": {"terms": {"field": "v"},
+                "aggs": {"h": {"auto_date_histogram": {"field": "date"}}}}}}),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("auto_date_histogram inside another aggregation"),
+        "{err}"
+    );
+}

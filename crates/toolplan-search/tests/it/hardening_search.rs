@@ -422,6 +422,16 @@ async fn aggregations_are_bounded_naming_the_limit() {
         err.contains("a filters aggregation of more than 50 filters (search limit max_buckets)"),
         "{err}"
     );
+    // An auto_date_histogram's buckets are searches too: at most max_buckets of them.
+    let err = refused(
+        &few,
+        agg(json!({"auto_date_histogram": {"field": "when", "buckets": 51}})),
+    )
+    .await;
+    assert!(
+        err.contains("[buckets] must be a whole number from 1 to 50 (search limit max_buckets)"),
+        "{err}"
+    );
     // An adjacency matrix of 10 filters is 55 searches (each filter and each pair).
     let ten: serde_json::Map<String, Value> = (0..10)
         .map(|i| (format!("f{i}"), json!({"match_all": {}})))

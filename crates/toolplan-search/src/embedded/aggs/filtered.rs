@@ -34,6 +34,12 @@ pub(crate) enum Searched {
         filters: Vec<(String, Value)>,
         separator: String,
     },
+    /// `auto_date_histogram`: one bucket per period of `interval` (`7d`, `1M` …), each keyed by its
+    /// start ([`super::auto_date`]).
+    Dated {
+        buckets: Vec<DatedBucket>,
+        interval: String,
+    },
     /// `ip_range` and `date_range`: one bucket per range of addresses or dates, `from` included
     /// and `to` excluded, each with its key (given, the CIDR mask, or `from-to` with `*` for an
     /// open end), ordered by `from` and then `to`, keyed by key when `keyed`.
@@ -41,6 +47,15 @@ pub(crate) enum Searched {
         ranges: Vec<RangeBucket>,
         keyed: bool,
     },
+}
+
+/// One period of an `auto_date_histogram`: its start (ms), written in the format asked, and the
+/// query for its documents.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DatedBucket {
+    pub(crate) key: i64,
+    pub(crate) text: String,
+    pub(crate) query: Value,
 }
 
 /// One bucket of a range aggregation run as searches.
@@ -351,6 +366,7 @@ impl Searched {
             Searched::One(_) => 1,
             Searched::Many { filters, other, .. } => filters.len() + usize::from(other.is_some()),
             Searched::Ranges { ranges, .. } => ranges.len(),
+            Searched::Dated { buckets, .. } => buckets.len(),
             Searched::Adjacency { filters, .. } => {
                 let n = filters.len();
                 n + n * n.saturating_sub(1) / 2
@@ -413,6 +429,21 @@ impl Rewrite<'_> {
             Searched::One(query) => self.bucket_search(query, sub_aggs, filters),
             Searched::Ranges { ranges, keyed } => {
                 self.range_buckets(ranges, *keyed, sub_aggs, filters)
+            }
+            Searched::Dated { buckets, interval } => {
+                let mut list = Vec::with_capacity(buckets.len());
+                for b in buckets {
+                    let mut bucket = Map::new();
+                    bucket.insert("key_as_string".into(), json!(b.text));
+                    bucket.insert("key".into(), json!(b.key));
+                    if let Value::Object(counted) =
+                        self.bucket_search(&b.query, sub_aggs, filters)?
+                    {
+                        bucket.extend(counted);
+                    }
+                    list.push(Value::Object(bucket));
+                }
+                Ok(json!({"buckets": list, "interval": interval}))
             }
             Searched::Adjacency {
                 filters: named,

@@ -28,6 +28,7 @@
 //!   the field's values.
 //! * [`response`] — tantivy's result put back into OpenSearch's shape.
 
+mod auto_date;
 mod calendar;
 mod filtered;
 mod mad;
@@ -129,6 +130,7 @@ fn not_for_aggregation(
 
 /// Bucket aggregations run as searches of their own ([`filtered`]).
 const SEARCHED: &[&str] = &[
+    "auto_date_histogram",
     "filter",
     "filters",
     "adjacency_matrix",
@@ -805,6 +807,8 @@ impl Rewrite<'_> {
             if SEARCHED.contains(&kind.as_str()) {
                 let searched = if kind == "date_range" {
                     self.date_ranges(&body, &kind_path)?
+                } else if kind == "auto_date_histogram" {
+                    self.auto_date_histogram(&body, depth, &kind_path)?
                 } else {
                     Searched::parse(&kind, &body, &kind_path, self.limits)?
                 };

@@ -225,6 +225,8 @@ fn is_multi_bucket(kind: &str) -> bool {
             | "multi_terms"
             | "histogram"
             | "date_histogram"
+            | "auto_date_histogram"
+            | "adjacency_matrix"
             | "range"
             | "date_range"
             | "ip_range"
