@@ -423,8 +423,9 @@ async fn multi_terms_counts_each_combination_and_its_top_hits() {
             "text field 'subject'",
         ),
         (
-            json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "created_at"}]}}),
-            "multi_terms on a date field",
+            json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "agent"}], "min_doc_count": 0},
+                   "aggs": {"slowest": {"max": {"field": "response_minutes"}}}}),
+            "multi_terms with min_doc_count 0 and sub-aggregations",
         ),
         (
             json!({"multi_terms": {"terms": [{"field": "status"}, {"field": "agent"}], "collect_mode": "breadth_first"}}),
@@ -1514,4 +1515,83 @@ async fn auto_date_histogram_chooses_its_interval() {
         err.contains("auto_date_histogram inside another aggregation"),
         "{err}"
     );
+}
+
+/// `multi_terms` on a date field (its part written as a date), an unmapped field's `missing`
+/// read by `value_type`, and `min_doc_count: 0` listing the index's combinations the query missed.
+#[tokio::test]
+async fn multi_terms_take_dates_unmapped_values_and_empty_combinations() {
+    let (_dir, b) = new_index(
+        "mt",
+        json!({"mappings": {"properties": {"s": {"type": "keyword"}, "d": {"type": "date"}, "i": {"type": "integer"}}}}),
+    )
+    .await;
+    let nd: String = [
+        ("a", "2022-03-23", 1),
+        ("a", "2022-03-25", 1),
+        ("b", "2022-03-23", 1),
+        ("c", "2022-03-23", 1),
+    ]
+    .iter()
+    .map(|(s, d, i)| format!("{{\"index\":{{}}}}\n{{\"s\":\"{s}\",\"d\":\"{d}\",\"i\":{i}}}\n"))
+    .collect();
+    b.bulk(Some("mt"), &nd).await.unwrap();
+    let keys = |r: &Value| -> Vec<String> {
+        r["aggregations"]["m"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                format!(
+                    "{}:{}",
+                    b["key_as_string"].as_str().unwrap(),
+                    b["doc_count"]
+                )
+            })
+            .collect()
+    };
+    let r = b
+        .search(
+            "mt",
+            &json!({"size": 0, "aggs": {"m": {"multi_terms": {"terms": [{"field": "s"}, {"field": "d"}]}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        keys(&r),
+        [
+            "a|2022-03-23T00:00:00.000Z:1",
+            "a|2022-03-25T00:00:00.000Z:1",
+            "b|2022-03-23T00:00:00.000Z:1",
+            "c|2022-03-23T00:00:00.000Z:1"
+        ]
+    );
+    let r = b
+        .search(
+            "mt",
+            &json!({"size": 0, "query": {"term": {"s": "a"}}, "aggs": {"m": {"multi_terms": {"terms": [
+                {"field": "s"}, {"field": "nothing", "value_type": "string", "missing": "x"}]}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(keys(&r), ["a|x:2"]);
+    let r = b
+        .search(
+            "mt",
+            &json!({"size": 0, "query": {"terms": {"s": ["a", "b"]}}, "aggs": {"m": {"multi_terms": {
+                "terms": [{"field": "s"}, {"field": "i"}], "min_doc_count": 0}}}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(keys(&r), ["a|1:2", "b|1:1", "c|1:0"]);
+    let err = b
+        .search(
+            "mt",
+            &json!({"aggs": {"m": {"multi_terms": {"terms": [
+                {"field": "s"}, {"field": "i", "value_type": "string", "missing": "x"}]}}}}),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("multi_terms value_type"), "{err}");
 }

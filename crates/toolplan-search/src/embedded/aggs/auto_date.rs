@@ -199,17 +199,7 @@ impl Rewrite<'_> {
             None => DateFormat::parse("strict_date_optional_time")
                 .map_err(|e| SearchError::dsl(path, e))?,
         };
-        let span = (self.sub)(&json!({
-            "size": 0,
-            "query": self.query,
-            "aggs": {"first": {"min": {"field": field}}, "last": {"max": {"field": field}}},
-        }))?;
-        let at = |k: &str| {
-            span.pointer(&format!("/aggregations/{k}/value"))
-                .and_then(Value::as_f64)
-                .and_then(|v| DateTime::<Utc>::from_timestamp_millis(v as i64))
-        };
-        let (Some(first), Some(last)) = (at("first"), at("last")) else {
+        let Some((first, last)) = self.date_span(field)? else {
             let (_, inners, suffix) = LEVELS[first_level];
             return Ok(Searched::Dated {
                 buckets: Vec::new(),

@@ -123,7 +123,26 @@ pub(super) fn date_histogram_interval(
     })
 }
 
+/// The first and last dates of a field under a query.
+pub(super) type DateSpan = (DateTime<Utc>, DateTime<Utc>);
+
 impl Rewrite<'_> {
+    /// The first and last dates of `field` under the request's query (a search of its own);
+    /// `None` when no matching document has one.
+    pub(super) fn date_span(&self, field: &str) -> Result<Option<DateSpan>, SearchError> {
+        let span = (self.sub)(&json!({
+            "size": 0,
+            "query": self.query,
+            "aggs": {"first": {"min": {"field": field}}, "last": {"max": {"field": field}}},
+        }))?;
+        let at = |k: &str| {
+            span.pointer(&format!("/aggregations/{k}/value"))
+                .and_then(Value::as_f64)
+                .and_then(|v| DateTime::<Utc>::from_timestamp_millis(v as i64))
+        };
+        Ok(at("first").zip(at("last")))
+    }
+
     /// The date ranges (ms) of the calendar periods from the first to the last matching document.
     pub(super) fn calendar_ranges(
         &self,
@@ -131,17 +150,7 @@ impl Rewrite<'_> {
         c: Calendar,
         path: &str,
     ) -> Result<Vec<Value>, SearchError> {
-        let span = (self.sub)(&json!({
-            "size": 0,
-            "query": self.query,
-            "aggs": {"first": {"min": {"field": field}}, "last": {"max": {"field": field}}},
-        }))?;
-        let ms = |k: &str| {
-            span.pointer(&format!("/aggregations/{k}/value"))
-                .and_then(Value::as_f64)
-                .and_then(|v| DateTime::<Utc>::from_timestamp_millis(v as i64))
-        };
-        let (Some(first), Some(last)) = (ms("first"), ms("last")) else {
+        let Some((first, last)) = self.date_span(field)? else {
             return Ok(Vec::new());
         };
         let mut out = Vec::new();

@@ -470,6 +470,12 @@ struct AggregationPlan {
     multi_fields: Vec<String>,
     /// Which of them are booleans (tantivy gives their key as 0 or 1).
     multi_booleans: Vec<bool>,
+    /// Which of them are date fields (their parts written as dates).
+    multi_dates: Vec<bool>,
+    /// `multi_terms` with `min_doc_count: 0`: the request for every combination of the index
+    /// (its own search), whose combinations the query missed are shown with no documents, and
+    /// the buckets asked for.
+    all_combinations: Option<(Value, usize)>,
     /// Buckets of equal counts ordered by key (tantivy leaves their order open): a `terms` kind
     /// ordered by count, the default.
     ties_by_key: bool,
@@ -846,6 +852,8 @@ impl Rewrite<'_> {
             }
             let mut multi_fields = Vec::new();
             let mut multi_booleans = Vec::new();
+            let mut multi_dates = Vec::new();
+            let mut all_combinations = None;
             let ties_by_key = kind == "multi_terms" && body.get("order").is_none();
             if kind == "multi_terms" {
                 multi_fields = body["terms"]
@@ -863,6 +871,35 @@ impl Rewrite<'_> {
                             .is_some_and(|i| i.spec.kind == FieldKind::Boolean)
                     })
                     .collect();
+                multi_dates = multi_fields
+                    .iter()
+                    .map(|f| {
+                        schema
+                            .fields
+                            .get(f)
+                            .is_some_and(|i| i.spec.kind == FieldKind::Date)
+                    })
+                    .collect();
+                if body.get("min_doc_count").and_then(Value::as_u64) == Some(0) {
+                    if children.is_some() {
+                        return Err(SearchError::Unsupported {
+                            path: kind_path,
+                            clause: "multi_terms with min_doc_count 0 and sub-aggregations".into(),
+                        });
+                    }
+                    let mut every = body.clone();
+                    if let Some(o) = every.as_object_mut() {
+                        o.remove("min_doc_count");
+                        o.remove("order");
+                        o.insert("size".into(), json!(self.limits.max_buckets));
+                    }
+                    let size = body
+                        .get("size")
+                        .and_then(Value::as_u64)
+                        .and_then(|n| usize::try_from(n).ok())
+                        .unwrap_or(10);
+                    all_combinations = Some((json!({ "multi_terms": every }), size));
+                }
                 self.multi_terms_fields(&mut body, &kind_path)?;
                 self.check_terms_size(&body, &kind_path)?;
             }
@@ -1146,6 +1183,8 @@ impl Rewrite<'_> {
                 field: requested_field,
                 multi_fields,
                 multi_booleans,
+                multi_dates,
+                all_combinations,
                 ties_by_key,
                 max_doc_count,
                 key_filter,
@@ -1203,6 +1242,25 @@ impl Rewrite<'_> {
             let Some(field) = term.get("field").and_then(Value::as_str).map(str::to_owned) else {
                 return Err(SearchError::dsl(&here, "each term needs a field"));
             };
+            // `value_type` says what a field the mapping lacks holds: its `missing` value's kind.
+            if let Some(Value::Object(t)) = Some(&mut *term)
+                && let Some(value_type) = t.get("value_type").cloned()
+            {
+                let fits = matches!(
+                    (value_type.as_str(), t.get("missing")),
+                    (Some("string"), Some(Value::String(_)))
+                        | (Some("long" | "double" | "number"), Some(Value::Number(_)))
+                );
+                if !fits || self.schema.fields.contains_key(&field) {
+                    return Err(SearchError::Unsupported {
+                        path: format!("{here}.value_type"),
+                        clause: format!(
+                            "multi_terms value_type {value_type} (read only for a field the mapping lacks, with a missing value of that type)"
+                        ),
+                    });
+                }
+                t.remove("value_type");
+            }
             if let Some(other) = term.as_object().and_then(|t| {
                 t.keys()
                     .find(|k| !matches!(k.as_str(), "field" | "missing"))
@@ -1222,6 +1280,7 @@ impl Rewrite<'_> {
                     | FieldKind::Integer
                     | FieldKind::Float
                     | FieldKind::Boolean
+                    | FieldKind::Date
                     | FieldKind::Ip => indexed.name.clone(),
                     FieldKind::Text => {
                         let hint = self.schema.keyword_hint(&field);
@@ -1347,6 +1406,8 @@ impl AggregationPlan {
             field: None,
             multi_fields: Vec::new(),
             multi_booleans: Vec::new(),
+            multi_dates: Vec::new(),
+            all_combinations: None,
             ties_by_key: false,
             max_doc_count: None,
             key_filter: None,

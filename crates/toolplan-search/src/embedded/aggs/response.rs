@@ -127,13 +127,43 @@ pub(super) fn to_opensearch_shape(
         "multi_terms" => {
             if let Some(Value::Array(buckets)) = v.get_mut("buckets") {
                 // Boolean parts of the key as OpenSearch writes them.
+                // Date parts as OpenSearch writes dates; the key's text made of the parts.
                 for b in buckets.iter_mut() {
+                    let mut rewritten = false;
                     if let Some(Value::Array(key)) = b.get_mut("key") {
                         for (part, boolean) in key.iter_mut().zip(&plan.multi_booleans) {
                             if let (true, Some(n)) = (*boolean, part.as_f64()) {
                                 *part = Value::Bool(n != 0.0);
                             }
                         }
+                        for (part, date) in key.iter_mut().zip(&plan.multi_dates) {
+                            if !*date {
+                                continue;
+                            }
+                            let at = match &*part {
+                                Value::String(text) => DateTime::parse_from_rfc3339(text)
+                                    .ok()
+                                    .map(|d| d.with_timezone(&Utc)),
+                                Value::Number(n) => {
+                                    n.as_i64().map(DateTime::<Utc>::from_timestamp_nanos)
+                                }
+                                _ => None,
+                            };
+                            if let Some(at) = at {
+                                *part = json!(iso_millis(at));
+                                rewritten = true;
+                            }
+                        }
+                    }
+                    if rewritten && let Some(Value::Array(key)) = b.get("key") {
+                        let text: Vec<String> = key
+                            .iter()
+                            .map(|p| match p {
+                                Value::String(s) => s.clone(),
+                                other => other.to_string(),
+                            })
+                            .collect();
+                        b["key_as_string"] = json!(text.join("|"));
                     }
                 }
             }

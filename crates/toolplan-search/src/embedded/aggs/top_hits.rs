@@ -25,6 +25,9 @@ impl Rewrite<'_> {
         plan: &AggregationPlan,
         filters: &mut Vec<Value>,
     ) -> Result<(), SearchError> {
+        if let Some((every, size)) = &plan.all_combinations {
+            self.add_empty_combinations(v, every, *size)?;
+        }
         if let Some((searched, sub_aggs)) = &plan.searched {
             *v = self.run_searched(searched, sub_aggs.as_ref(), filters)?;
             if let Some(terms) = &plan.index_terms {
@@ -181,6 +184,43 @@ pub(super) fn top_hits_body(
         }
     }
     Ok(Value::Object(body))
+}
+
+impl Rewrite<'_> {
+    /// Adds to a `multi_terms` result the combinations of the index (`every`, a search of every
+    /// document) it lacks, with no documents, ordered by count and then key, cut to `size`.
+    fn add_empty_combinations(
+        &self,
+        v: &mut Value,
+        every: &Value,
+        size: usize,
+    ) -> Result<(), SearchError> {
+        self.count_searches(1, "aggs")?;
+        let all = (self.sub)(&serde_json::json!({"size": 0, "aggs": {"every": every}}))?;
+        let Some(Value::Array(buckets)) = v.get_mut("buckets") else {
+            return Ok(());
+        };
+        for b in all
+            .pointer("/aggregations/every/buckets")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if !buckets.iter().any(|known| known["key"] == b["key"]) {
+                let mut empty = b.clone();
+                empty["doc_count"] = Value::from(0);
+                buckets.push(empty);
+            }
+        }
+        let count = |b: &Value| b.get("doc_count").and_then(Value::as_u64).unwrap_or(0);
+        buckets.sort_by(|a, b| {
+            count(b)
+                .cmp(&count(a))
+                .then_with(|| crate::embedded::multi::compare_values(&a["key"], &b["key"]))
+        });
+        buckets.truncate(size);
+        Ok(())
+    }
 }
 
 /// The `terms` result on `_index` of one index: its documents (`filter`'s result, with the
