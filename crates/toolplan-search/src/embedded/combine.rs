@@ -60,6 +60,7 @@ fn add_empty_terms_buckets(
         else {
             continue;
         };
+        let before = buckets.len();
         for response in unmatched {
             let empty = response
                 .pointer(&format!(
@@ -74,9 +75,12 @@ fn add_empty_terms_buckets(
                 }
             }
         }
-        order_terms(buckets, body);
-        let size = body.get("size").and_then(Value::as_u64).unwrap_or(10);
-        buckets.truncate(usize::try_from(size).unwrap_or(usize::MAX));
+        // Empty buckets go after those with documents, ordered as the request says.
+        if buckets.len() > before {
+            order_terms(buckets, body);
+            let size = body.get("size").and_then(Value::as_u64).unwrap_or(10);
+            buckets.truncate(usize::try_from(size).unwrap_or(usize::MAX));
+        }
     }
 }
 

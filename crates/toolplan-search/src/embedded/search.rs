@@ -347,11 +347,13 @@ pub fn run(env: &Env<'_>, body: &Value) -> Result<Value, SearchError> {
         // spans) keep only the documents `min_score` keeps, as the aggregations here do.
         let min_score = obj.get("min_score").filter(|v| !v.is_null()).cloned();
         let sub = |body: &Value| match &min_score {
-            Some(min) => {
+            // A search that sets its own (`null` for none) keeps it.
+            Some(min) if body.get("min_score").is_none() => {
                 let mut body = body.clone();
                 body["min_score"] = min.clone();
                 run(env, &body)
             }
+            Some(_) => run(env, body),
             None => run(env, body),
         };
         let result = super::aggs::run(

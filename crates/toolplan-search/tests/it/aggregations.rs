@@ -1595,3 +1595,52 @@ async fn multi_terms_take_dates_unmapped_values_and_empty_combinations() {
         .to_string();
     assert!(err.contains("multi_terms value_type"), "{err}");
 }
+
+/// `terms` ordered by a `filter` sub-aggregation's count: every term counted, ordered once the
+/// filters' searches are done, cut to `size` with the rest in `sum_other_doc_count`.
+#[tokio::test]
+async fn terms_order_by_a_filter_sub_aggregation() {
+    let (_dir, b) = new_index(
+        "ord",
+        json!({"mappings": {"properties": {"c": {"type": "keyword"}, "v": {"type": "integer"}}}}),
+    )
+    .await;
+    let nd: String = [
+        ("foo", 7),
+        ("bar", 8),
+        ("bar", 9),
+        ("bar", 0),
+        ("baz", 1),
+        ("baz", 2),
+    ]
+    .iter()
+    .map(|(c, v)| format!("{{\"index\":{{}}}}\n{{\"c\":\"{c}\",\"v\":{v}}}\n"))
+    .collect();
+    b.bulk(Some("ord"), &nd).await.unwrap();
+    for (order, size, expected, other) in [
+        (
+            json!({"high.doc_count": "desc"}),
+            10,
+            vec!["bar:2", "foo:1", "baz:0"],
+            0,
+        ),
+        (json!({"high": "asc"}), 2, vec!["baz:0", "foo:1"], 3),
+    ] {
+        let r = b
+            .search(
+                "ord",
+                &json!({"size": 0, "aggs": {"c": {"terms": {"field": "c", "order": order, "size": size},
+                    "aggs": {"high": {"filter": {"range": {"v": {"gte": 7}}}}}}}}),
+            )
+            .await
+            .unwrap();
+        let got: Vec<String> = r["aggregations"]["c"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| format!("{}:{}", b["key"].as_str().unwrap(), b["high"]["doc_count"]))
+            .collect();
+        assert_eq!(got, expected, "{r}");
+        assert_eq!(r["aggregations"]["c"]["sum_other_doc_count"], other);
+    }
+}

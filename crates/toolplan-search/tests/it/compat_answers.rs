@@ -1406,3 +1406,85 @@ async fn index_settings_lower_the_limits_of_their_index() {
     }
     assert!(b.search("refused", &json!({})).await.is_err());
 }
+
+/// Fuzzy terms kept as Lucene keeps them: over the whole index (not per segment), the most alike
+/// first (1 - edits / the shorter length), then in term order; a constant-score rewrite keeps
+/// them all; fuzzy options on a field compared whole are refused by name.
+#[tokio::test]
+async fn fuzzy_expansions_are_the_most_alike_terms_of_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path()).unwrap();
+    b.create_index(
+        "t",
+        &json!({"mappings": {"properties": {"w": {"type": "text"}, "k": {"type": "keyword"}}}}),
+    )
+    .await
+    .unwrap();
+    // Two bulk requests: two segments.
+    for (id, w) in [("1", "abe"), ("2", "abd"), ("3", "abc"), ("4", "abcde")] {
+        let nd = format!("{{\"index\":{{\"_id\":\"{id}\"}}}}\n{{\"w\":\"{w}\",\"k\":\"{w}\"}}\n");
+        b.bulk(Some("t"), &nd).await.unwrap();
+    }
+    let ids = |r: Value| -> Vec<String> {
+        let mut v: Vec<String> = r["hits"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["_id"].as_str().unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let search = |q: Value| {
+        let b = b.clone();
+        async move { b.search("t", &json!({"query": q})).await.unwrap() }
+    };
+    // "abc", "abd" and "abe" (in three segments) are as alike to "abf"; "abc" comes first in
+    // term order.
+    assert_eq!(
+        ids(
+            search(json!({"fuzzy": {"w": {"value": "abf", "fuzziness": 1, "max_expansions": 1}}}))
+                .await
+        ),
+        ["3"]
+    );
+    // "abcde" (1 - 1/4) is more alike to "abcd" than "abc" (1 - 1/3).
+    assert_eq!(
+        ids(search(
+            json!({"match": {"w": {"query": "abcd", "fuzziness": 1, "max_expansions": 1}}})
+        )
+        .await),
+        ["4"]
+    );
+    assert_eq!(
+        ids(search(
+            json!({"fuzzy": {"w": {"value": "abf", "fuzziness": 1, "max_expansions": 1,
+            "rewrite": "constant_score"}}})
+        )
+        .await),
+        ["1", "2", "3"]
+    );
+    // A keyword's whole value matched fuzzily; an analyzer on it is refused by name.
+    assert_eq!(
+        ids(search(json!({"match": {"k": {"query": "abcdf", "fuzziness": 1}}})).await),
+        ["4"]
+    );
+    let err = b
+        .search(
+            "t",
+            &json!({"query": {"match": {"k": {"query": "abd", "analyzer": "standard"}}}}),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("analyzer on a field that is not text"),
+        "{err}"
+    );
+    let err = b
+        .search("t", &json!({"query": {"match": {"w": {"query": "abd", "fuzziness": 1, "max_expansions": 5000}}}}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("(search limit max_clause_count)"), "{err}");
+}

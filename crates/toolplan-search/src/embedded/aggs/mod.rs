@@ -128,6 +128,26 @@ fn not_for_aggregation(
     )
 }
 
+/// Whether an `order` names a sub-aggregation (among `children`) that is a search of its own.
+fn order_names_searched(order: &Value, children: Option<&Value>) -> bool {
+    let names: Vec<&str> = match order {
+        Value::Object(o) => o.keys().map(String::as_str).collect(),
+        Value::Array(list) => list
+            .iter()
+            .filter_map(Value::as_object)
+            .flat_map(|o| o.keys().map(String::as_str))
+            .collect(),
+        _ => Vec::new(),
+    };
+    names.iter().any(|path| {
+        let name = path.split(['.', '>', '[']).next().unwrap_or_default();
+        children
+            .and_then(|c| c.get(name))
+            .and_then(Value::as_object)
+            .is_some_and(|child| child.keys().any(|k| SEARCHED.contains(&k.as_str())))
+    })
+}
+
 /// Bucket aggregations run as searches of their own ([`filtered`]).
 const SEARCHED: &[&str] = &[
     "auto_date_histogram",
@@ -505,6 +525,9 @@ struct AggregationPlan {
     hdr: Option<percentiles::Hdr>,
     /// `median_absolute_deviation`: run as a listing of the field's values ([`mad`]).
     mad: Option<mad::Mad>,
+    /// `terms` ordered by a sub-aggregation that is a search of its own (`filter` …): every term
+    /// is asked for, then ordered once those searches are done and cut to the size asked.
+    order_after_searches: Option<(order::BucketOrder, usize)>,
     /// A histogram's `order`, applied to its buckets ([`order`]).
     bucket_order: Option<order::BucketOrder>,
     /// A `histogram`'s `format`, for its keys' text.
@@ -1094,6 +1117,26 @@ impl Rewrite<'_> {
             if matches!(tantivy_kind.as_str(), "terms" | "multi_terms") {
                 order::rename_old_keys(&mut body);
             }
+            // Ordered by a sub-aggregation tantivy does not run (`filter`, `filters`, `missing`):
+            // every term now, ordered when their searches are done.
+            let mut order_after_searches = None;
+            if kind == "terms"
+                && let Some(spec) = body.get("order").cloned()
+                && order_names_searched(&spec, children)
+            {
+                let at = format!("{kind_path}.order");
+                let parsed = order::BucketOrder::parse(&spec, &at)?;
+                let size = body
+                    .get("size")
+                    .and_then(Value::as_u64)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or(10);
+                if let Some(o) = body.as_object_mut() {
+                    o.remove("order");
+                    o.insert("size".into(), json!(self.limits.max_buckets));
+                }
+                order_after_searches = Some((parsed, size));
+            }
             let mut key_format = None;
             if kind == "date_histogram" {
                 key_format = crate::datemath::format_option(
@@ -1196,6 +1239,7 @@ impl Rewrite<'_> {
                 min_doc_count,
                 hdr,
                 mad,
+                order_after_searches,
                 bucket_order,
                 number_format,
                 keyed_buckets,
@@ -1423,6 +1467,7 @@ impl AggregationPlan {
             pipeline: None,
             hdr: None,
             mad: None,
+            order_after_searches: None,
             bucket_order: None,
             number_format: None,
             keyed_buckets: false,

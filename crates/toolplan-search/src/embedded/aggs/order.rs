@@ -156,7 +156,12 @@ fn value_of(bucket: &Value, target: &Target) -> Value {
                     .or_else(|| agg.get("values").and_then(|vs| vs.get(m.as_str())))
                     .cloned()
                     .unwrap_or(Value::Null),
-                None => agg.get("value").cloned().unwrap_or(Value::Null),
+                // A single-bucket aggregation (`filter`) orders by its count.
+                None => agg
+                    .get("value")
+                    .or_else(|| agg.get("doc_count"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
             }
         }
     }

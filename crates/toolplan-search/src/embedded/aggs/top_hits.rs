@@ -81,8 +81,42 @@ impl Rewrite<'_> {
             }
             filters.pop();
         }
+        if let Some((order, size)) = &plan.order_after_searches {
+            order_and_cut(v, order, *size, plan)?;
+        }
         Ok(())
     }
+}
+
+/// Orders `terms` buckets (all of the field's) by `order`, then keeps `size` of them, the others
+/// counted in `sum_other_doc_count`.
+fn order_and_cut(
+    v: &mut Value,
+    order: &super::order::BucketOrder,
+    size: usize,
+    plan: &AggregationPlan,
+) -> Result<(), SearchError> {
+    if v.get("sum_other_doc_count")
+        .and_then(Value::as_u64)
+        .is_some_and(|n| n > 0)
+    {
+        return Err(SearchError::dsl(
+            format!("aggs.{}.terms", plan.name),
+            "the field has more distinct values than an order by a filter sub-aggregation can sort (search limit max_buckets)",
+        ));
+    }
+    order.apply(v);
+    let Some(Value::Array(buckets)) = v.get_mut("buckets") else {
+        return Ok(());
+    };
+    let cut: u64 = buckets
+        .iter()
+        .skip(size)
+        .map(|b| b["doc_count"].as_u64().unwrap_or(0))
+        .sum();
+    buckets.truncate(size);
+    v["sum_other_doc_count"] = json!(cut);
+    Ok(())
 }
 
 /// The query DSL that selects a bucket's documents.
@@ -196,7 +230,10 @@ impl Rewrite<'_> {
         size: usize,
     ) -> Result<(), SearchError> {
         self.count_searches(1, "aggs")?;
-        let all = (self.sub)(&serde_json::json!({"size": 0, "aggs": {"every": every}}))?;
+        // Every document of the index, whatever its score.
+        let all = (self.sub)(
+            &serde_json::json!({"size": 0, "min_score": null, "aggs": {"every": every}}),
+        )?;
         let Some(Value::Array(buckets)) = v.get_mut("buckets") else {
             return Ok(());
         };

@@ -103,6 +103,18 @@ impl QueryTranslator<'_> {
             // On exact fields, match compares the whole value. A value the field cannot hold
             // ("average" on a number field) is an error, as in OpenSearch, unless `lenient`.
             let lenient = options.get("lenient").and_then(Value::as_bool) == Some(true);
+            // A keyword's whole value may be matched fuzzily, as OpenSearch does.
+            if indexed.spec.kind == FieldKind::Keyword
+                && options.contains_key("fuzziness")
+                && !options.contains_key("analyzer")
+                && let Some(whole) = scalar_text(value)
+            {
+                let whole = self.normalized(indexed, &whole);
+                return self.maybe_fuzzy(indexed, &whole, options, "fuzzy_transpositions", path);
+            }
+            if let Err(e) = refuse_text_options(options, path) {
+                return if lenient { Ok(match_nothing()) } else { Err(e) };
+            }
             return self
                 .term_query(indexed, options, path)
                 .or_else(|e| if lenient { Ok(match_nothing()) } else { Err(e) });
@@ -135,6 +147,17 @@ impl QueryTranslator<'_> {
     ) -> Result<BoxedQuery, SearchError> {
         let term = Term::from_field_text(indexed.field, token);
         let fuzziness = fuzziness_of(options, token, transpositions, path)?;
+        if let Some(f) = &fuzziness
+            && f.max_expansions != usize::MAX
+        {
+            let max = self.limits.max_clause_count;
+            crate::limits::within(f.max_expansions, max, "max_clause_count", path, || {
+                format!(
+                    "max_expansions {} is more than {max} terms",
+                    f.max_expansions
+                )
+            })?;
+        }
         Ok(match fuzziness {
             None => Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
             Some(f) => Box::new(FuzzyQuery::new(indexed.field, token, f)),
@@ -166,6 +189,7 @@ impl QueryTranslator<'_> {
             .ok_or_else(|| SearchError::dsl(path, "the phrase must be text"))?;
         let zero_terms = zero_terms(options, path)?;
         if indexed.spec.kind != FieldKind::Text {
+            refuse_text_options(options, path)?;
             let mut exact = Map::new();
             exact.insert("value".into(), Value::String(text));
             return self.term_query(indexed, &exact, path);
@@ -268,6 +292,7 @@ impl QueryTranslator<'_> {
             .and_then(scalar_text)
             .ok_or_else(|| SearchError::dsl(path, "match_bool_prefix needs text"))?;
         if indexed.spec.kind != FieldKind::Text {
+            refuse_text_options(options, path)?;
             let mut exact = Map::new();
             exact.insert("value".into(), Value::String(text));
             return self.term_query(indexed, &exact, path);
@@ -508,6 +533,19 @@ impl QueryTranslator<'_> {
     }
 }
 
+/// Refuses, on a field that is not analysed text (compared whole), the options that only
+/// analysed text reads here (`analyzer`, the fuzzy ones).
+fn refuse_text_options(options: &Map<String, Value>, path: &str) -> Result<(), SearchError> {
+    let text_only = std::iter::once(&"analyzer").chain(FUZZY_OPTIONS);
+    if let Some(key) = text_only.into_iter().find(|k| options.contains_key(**k)) {
+        return Err(SearchError::Unsupported {
+            path: format!("{path}.{key}"),
+            clause: format!("{key} on a field that is not text"),
+        });
+    }
+    Ok(())
+}
+
 /// The options of `match` this engine implements, beside [`FUZZY_OPTIONS`].
 const MATCH_OPTIONS: &[&str] = &[
     "query",
@@ -636,9 +674,13 @@ pub(super) fn fuzziness_of(
     };
     let prefix_length = whole("prefix_length", 0, 0)?;
     let max_expansions = whole("max_expansions", super::fuzzy::DEFAULT_MAX_EXPANSIONS, 1)?;
+    let mut max_expansions = max_expansions;
     for key in ["fuzzy_rewrite", "rewrite"] {
         match options.get(key).and_then(Value::as_str) {
-            None | Some("constant_score" | "constant_score_boolean" | "constant_score_blended") => {
+            None => {}
+            // Constant-score rewrites match every term the automaton accepts.
+            Some("constant_score" | "constant_score_boolean" | "constant_score_blended") => {
+                max_expansions = usize::MAX;
             }
             Some(other) => {
                 return Err(SearchError::Unsupported {

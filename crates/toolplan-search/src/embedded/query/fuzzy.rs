@@ -1,12 +1,13 @@
 //! Fuzzy term matching as Lucene's `FuzzyQuery` does it: the terms within `distance` edits of a
 //! term (a transposition one edit or two) that share its first `prefix_length` characters, at
-//! most `max_expansions` of them over the index — the closest, then the first in term order —,
-//! each scored as a `term` query weighted by its likeness (`1 - edits / the shorter length`, as
-//! Lucene's top-terms rewrite weighs them; document frequencies are each term's own, not
-//! blended). `match`, `match_bool_prefix`, `multi_match` and `fuzzy` use it.
+//! most `max_expansions` of them over the index — the most alike (`1 - edits / the shorter
+//! length`), then the first in term order, as Lucene's top-terms rewrite keeps them; all of them
+//! with a constant-score rewrite —, each scored as a `term` query weighted by its likeness
+//! (document frequencies are each term's own, not blended as Lucene blends them). `match`, `match_bool_prefix`, `multi_match` and `fuzzy` use it.
 
 use std::collections::BinaryHeap;
 use std::fmt;
+use std::sync::OnceLock;
 
 use levenshtein_automata::{DFA, Distance, LevenshteinAutomatonBuilder, SINK_STATE};
 use tantivy::postings::TermInfo;
@@ -78,10 +79,11 @@ impl Query for FuzzyQuery {
         // The closest terms of each segment, then of them all.
         let mut found: Vec<(u8, Vec<u8>)> = Vec::new();
         for reader in searcher.segment_readers() {
+            // Every term of the segment: they are ranked over the index below.
             let weight = FuzzyWeight {
                 field: self.field,
                 automaton: Prefixed::new(&self.term, &self.fuzziness),
-                max_expansions: max,
+                max_expansions: usize::MAX,
             };
             found.extend(
                 weight
@@ -90,17 +92,28 @@ impl Query for FuzzyQuery {
                     .map(|(d, key, _)| (d, key)),
             );
         }
-        // A term's edits depend on it alone: the same term from two segments sorts together.
-        found.sort();
-        found.dedup_by(|a, b| a.1 == b.1);
-        found.truncate(max);
+        // Ranked as Lucene's top-terms rewrite ranks them: the most alike (1 - edits / the
+        // shorter length), then the first in term order; a term found in two segments once.
         let length = self.term.chars().count();
+        let likeness = |distance: u8, key: &[u8]| {
+            let shorter = length
+                .min(String::from_utf8_lossy(key).chars().count())
+                .max(1);
+            1.0 - f32::from(distance) / shorter as f32
+        };
+        found.sort_by(|a, b| a.1.cmp(&b.1));
+        found.dedup_by(|a, b| a.1 == b.1);
+        found.sort_by(|a, b| {
+            likeness(b.0, &b.1)
+                .total_cmp(&likeness(a.0, &a.1))
+                .then_with(|| a.1.cmp(&b.1))
+        });
+        found.truncate(max);
         let clauses: Vec<(Occur, Box<dyn Query>)> = found
             .into_iter()
             .map(|(distance, key)| {
+                let likeness = likeness(distance, &key);
                 let text = String::from_utf8_lossy(&key).into_owned();
-                let shorter = length.min(text.chars().count()).max(1);
-                let likeness = 1.0 - f32::from(distance) / shorter as f32;
                 let term = TermQuery::new(
                     Term::from_field_text(self.field, &text),
                     IndexRecordOption::WithFreqs,
@@ -121,6 +134,16 @@ pub(crate) struct Prefixed {
     dfa: DFA,
 }
 
+/// The Levenshtein automaton builder of a distance (0 to 2) and transposition rule, made once:
+/// making one takes milliseconds at distance 2.
+fn builder(distance: u8, transpositions: bool) -> &'static LevenshteinAutomatonBuilder {
+    static BUILDERS: [[OnceLock<LevenshteinAutomatonBuilder>; 2]; 3] =
+        [const { [const { OnceLock::new() }; 2] }; 3];
+    let d = distance.min(2);
+    BUILDERS[usize::from(d)][usize::from(transpositions)]
+        .get_or_init(|| LevenshteinAutomatonBuilder::new(d, transpositions))
+}
+
 /// Where [`Prefixed`] is: inside the prefix, in the automaton, or out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum State {
@@ -137,11 +160,9 @@ impl Prefixed {
             .nth(fuzziness.prefix_length)
             .map_or(term.len(), |(at, _)| at);
         let (prefix, rest) = term.split_at(split);
-        let builder =
-            LevenshteinAutomatonBuilder::new(fuzziness.distance, fuzziness.transpositions);
         Prefixed {
             prefix: prefix.as_bytes().to_vec(),
-            dfa: builder.build_dfa(rest),
+            dfa: builder(fuzziness.distance, fuzziness.transpositions).build_dfa(rest),
         }
     }
 

@@ -248,6 +248,18 @@ impl QueryTranslator<'_> {
         with_default
             .entry("fuzziness")
             .or_insert_with(|| Value::from("AUTO"));
+        if let Some(f) =
+            super::full_text::fuzziness_of(&with_default, &value, "transpositions", path)?
+            && f.max_expansions != usize::MAX
+        {
+            let max = self.limits.max_clause_count;
+            within(f.max_expansions, max, "max_clause_count", path, || {
+                format!(
+                    "max_expansions {} is more than {max} terms",
+                    f.max_expansions
+                )
+            })?;
+        }
         // No edits left for a short term: the term itself, scored as the fuzzy terms are.
         let fuzziness =
             super::full_text::fuzziness_of(&with_default, &value, "transpositions", path)?
