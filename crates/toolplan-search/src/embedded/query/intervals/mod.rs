@@ -457,35 +457,25 @@ fn combine(mut rules: Vec<Rule>, mode: Mode, max_gaps: Option<i64>) -> Rule {
     if rules.len() == 1 {
         return rules.remove(0);
     }
-    if mode == Mode::Ordered {
-        // An ordered rule without `max_gaps` among the parts gives its parts, as Lucene builds it.
+    // A rule of the same mode without `max_gaps` among the parts gives its parts, as Lucene
+    // builds ordered and unordered rules.
+    if mode != Mode::UnorderedNoOverlap {
         let mut flat: Vec<Rule> = Vec::with_capacity(rules.len());
         for rule in rules {
             match rule {
                 Rule::Combine {
                     rules: inner,
-                    mode: Mode::Ordered,
+                    mode: inner_mode,
                     max_gaps: None,
-                } => flat.extend(inner),
+                } if inner_mode == mode => flat.extend(inner),
                 other => flat.push(other),
             }
         }
         rules = flat;
     }
     if mode == Mode::Unordered {
-        let mut flat: Vec<Rule> = Vec::with_capacity(rules.len());
+        let mut counted: Vec<(Rule, usize)> = Vec::with_capacity(rules.len());
         for rule in rules {
-            match rule {
-                Rule::Combine {
-                    rules: inner,
-                    mode: Mode::Unordered,
-                    max_gaps: None,
-                } => flat.extend(inner),
-                other => flat.push(other),
-            }
-        }
-        let mut counted: Vec<(Rule, usize)> = Vec::with_capacity(flat.len());
-        for rule in flat {
             match counted.iter_mut().find(|(seen, _)| *seen == rule) {
                 Some((_, n)) => *n += 1,
                 None => counted.push((rule, 1)),
