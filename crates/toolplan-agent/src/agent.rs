@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolplan_core::{EXECUTE_TOOL_PLAN, Engine, InvalidPlan, Problem, StreamedStart};
 use toolplan_llm::{
-    ChatModel, ChatRequest, LlmError, Message, ReplyStart, StopReason, ToolCall, ToolChoice,
+    ChatModel, ChatRequest, LlmError, Message, ReplyStart, Role, StopReason, ToolCall, ToolChoice,
     ToolDefinition,
 };
 use toolplan_planner::{
@@ -22,7 +22,9 @@ use toolplan_planner::{
     tools_left_out, unasked_plan, unasked_steps, unused_numbers,
 };
 
-use crate::answer::{ANSWER_TOOL, forget_unused_answer, without_echoed_question};
+use crate::answer::{
+    ANSWER_TOOL, answer_shaped, forget_unused_answer, prepare_answers, without_echoed_question,
+};
 use crate::compact::{asked_for_more, compact_request, more_tools_note};
 use crate::earlier::EarlierResults;
 use crate::error::AgentError;
@@ -557,7 +559,14 @@ impl Agent {
                     return Ok(());
                 }
                 match &self.planner {
-                    Some(planner) => planner.compile(c.arguments.clone()).map(|_| ()),
+                    // As a run takes it: the answer field becomes the plan's last step.
+                    Some(planner) => planner
+                        .compile(if self.answer_in_plan {
+                            prepare_answers(c.arguments.clone())
+                        } else {
+                            c.arguments.clone()
+                        })
+                        .map(|_| ()),
                     None => Err(InvalidPlan {
                         problems: vec![Problem::UnknownTool {
                             step: String::new(),
@@ -744,9 +753,18 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<Asked, LlmError> {
         record.turns += 1;
+        // The question is the conversation's first user message (`opening`).
+        let question = messages
+            .iter()
+            .find(|m| m.role == Role::User)
+            .map_or("", |m| m.content.as_str());
+        let tools = self
+            .answer_in_plan
+            .then(|| answer_shaped(&self.definitions, question))
+            .flatten();
         let request = ChatRequest {
             messages: messages.to_vec(),
-            tools: self.definitions.clone(),
+            tools: tools.unwrap_or_else(|| self.definitions.clone()),
             tool_choice: match choice {
                 _ if self.definitions.is_empty() => ToolChoice::None,
                 Choice::Answer => ToolChoice::None,

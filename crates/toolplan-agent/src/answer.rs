@@ -16,9 +16,11 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use toolplan_core::EXECUTE_TOOL_PLAN;
 use toolplan_core::reference::{Piece, REF_PREFIX, Reference, split_pieces};
 use toolplan_core::{FnTool, Tool, ToolAnnotations, ToolError, ToolResult, value_as_text};
-use toolplan_planner::copies_example_answer;
+use toolplan_llm::ToolDefinition;
+use toolplan_planner::{copies_example_answer, final_steps};
 
 /// The name of the built-in answer tool, and of the plan field that becomes its step.
 pub const ANSWER_TOOL: &str = toolplan_planner::ANSWER_FIELD;
@@ -166,7 +168,13 @@ fn usable_answer(text: &Value, steps: &[Value]) -> bool {
     // An answer that refers to a step the plan does not have (copied from the example, or a step
     // left out) would make the whole plan invalid: the steps run without it, and the model answers
     // from their results.
-    !refs.is_empty() && refs.iter().all(|r| has_step(steps, &r.step))
+    // An answer that inserts no result of a final step (one no other step reads) was written
+    // without what the plan finds out ("The weather in $ref:u.city is sunny."): a guess too.
+    !refs.is_empty()
+        && refs.iter().all(|r| has_step(steps, &r.step))
+        && final_steps(steps)
+            .iter()
+            .all(|id| refs.iter().any(|r| &r.step == id))
 }
 
 /// Whether one of a plan's `steps` has the id `id`.
@@ -202,6 +210,39 @@ pub(crate) fn forget_unused_answer(plan: &mut Value, question: &str) -> bool {
         object.insert(ANSWER_TOOL.into(), Value::Null);
     }
     !usable
+}
+
+/// The plan tool's decoding schema with the answer field a question that needs a judgement on the
+/// results ([`needs_judgement`]) can take: null. Such an answer, written before the results, is
+/// never taken (it can only guess), so the model need not write it. Only the
+/// [`strict_parameters`](ToolDefinition::strict_parameters) change (what a provider that constrains
+/// decoding enforces); the schema and description shown stay as they are. `None` when the question
+/// needs no judgement or no definition has an answer field to narrow.
+///
+/// The other way round, forcing text for the other questions, was tried and dropped: the 1.5B model,
+/// which writes null when it cannot put the results into words before it has them, then wrote a
+/// guess ("sunny and warm, with a temperature of 22°C") with a reference or two tacked on.
+pub(crate) fn answer_shaped(
+    definitions: &[ToolDefinition],
+    question: &str,
+) -> Option<Vec<ToolDefinition>> {
+    if !needs_judgement(question) {
+        return None;
+    }
+    let mut shaped = definitions.to_vec();
+    let mut changed = false;
+    for definition in shaped.iter_mut().filter(|d| d.name == EXECUTE_TOOL_PLAN) {
+        let field = definition
+            .strict_parameters
+            .as_mut()
+            .and_then(|s| s.get_mut("properties"))
+            .and_then(|p| p.get_mut(ANSWER_TOOL));
+        if let Some(field) = field {
+            *field = json!({"type": "null"});
+            changed = true;
+        }
+    }
+    changed.then_some(shaped)
 }
 
 /// The words that open a question answered by yes or no ("Is it raining …?", "Does Bob …?").
@@ -268,11 +309,16 @@ mod tests {
 
     #[test]
     fn only_answers_that_would_be_dropped_are_forgotten() {
-        let steps = json!([{"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}}]);
+        let steps = json!([
+            {"id": "u", "tool": "get_user", "arguments": {"name": "Dave"}},
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}}]);
         for (answer, forgotten) in [
             (json!("It is $ref:w.temp °C."), false),
             (json!("It is 3 °C."), true),
             (json!("It is $ref:e euros."), true),
+            // A reference, but to no final step: the rest is a guess.
+            (json!("It is sunny in $ref:u.city."), true),
+            (json!("$ref:u.name: $ref:w.condition"), false),
             // The worked example's answer, copied with the plan's own step.
             (json!("The product of order A7 costs $ref:w euros."), true),
             (Value::Null, false),
@@ -302,6 +348,27 @@ mod tests {
             assert!(!forget_unused_answer(&mut changed, ""));
             assert_eq!(changed, plan);
         }
+    }
+
+    #[test]
+    fn only_a_judgement_narrows_the_answer_field_to_null() {
+        let plan = ToolDefinition::new(EXECUTE_TOOL_PLAN, "plans", json!({"type": "object"}))
+            .with_strict_parameters(json!({"type": "object", "properties": {
+                "steps": {"type": "array"},
+                "answer": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}));
+        let other = ToolDefinition::new("get_weather", "weather", json!({"type": "object"}));
+        let definitions = [other.clone(), plan.clone()];
+        let shaped = answer_shaped(&definitions, "Is it raining in Oslo? Answer yes or no.")
+            .expect("narrowed");
+        assert_eq!(shaped[0], other);
+        let strict = shaped[1].strict_parameters.as_ref().unwrap();
+        assert_eq!(strict["properties"]["answer"], json!({"type": "null"}));
+        assert_eq!(strict["properties"]["steps"], json!({"type": "array"}));
+        // The schema shown is not changed.
+        assert_eq!(shaped[1].parameters, plan.parameters);
+        // A question answered by the results in words, or a plan without an answer field: as is.
+        assert!(answer_shaped(&definitions, "How cold is it in Oslo?").is_none());
+        assert!(answer_shaped(&[other], "Is it raining in Oslo?").is_none());
     }
 
     #[test]

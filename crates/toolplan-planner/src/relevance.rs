@@ -296,6 +296,38 @@ pub fn unasked_steps(
         .collect()
 }
 
+/// The ids of a plan's final steps: those whose results no other step reads (its `steps` as JSON;
+/// a step's own references to itself do not count). What the plan finds out ends there, so a reply
+/// written before the results ([`ANSWER_FIELD`](crate::ANSWER_FIELD)) that inserts none of a final
+/// step's results says something the plan was not asked to find out: a guess.
+pub fn final_steps(steps: &[Value]) -> Vec<String> {
+    let mut read: Vec<String> = Vec::new();
+    for step in steps {
+        let id = step.get("id").and_then(Value::as_str);
+        let before = read.len();
+        if let Some(arguments) = step.get("arguments") {
+            referenced_ids(arguments, &mut read, 0);
+        }
+        if let Some(id) = id {
+            // A reference to itself is a plan problem the validator names, not a reader.
+            let mut i = before;
+            while i < read.len() {
+                if read[i] == id {
+                    read.swap_remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
+    steps
+        .iter()
+        .filter_map(|s| s.get("id").and_then(Value::as_str))
+        .filter(|id| !read.iter().any(|r| r == id))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Deepest nesting of arguments that [`referenced_ids`] walks.
 const MAX_DEPTH: usize = 64;
 
@@ -351,6 +383,26 @@ pub fn unasked_plan(unasked: &[UnaskedStep]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn final_steps_are_those_no_other_step_reads() {
+        let steps = json!([
+            {"id": "u", "tool": "get_user", "arguments": {"name": "Erin"}},
+            {"id": "d", "tool": "get_user", "arguments": {"name": "Dave"}},
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}},
+            {"id": "c", "tool": "calculator", "arguments": {"expression": "$ref:w.temp - 1"}},
+            // Reading itself does not make a step read by another.
+            {"id": "s", "tool": "echo", "arguments": {"text": {"x": ["$ref:s"]}}},
+        ]);
+        let steps = steps.as_array().unwrap();
+        assert_eq!(final_steps(steps), ["d", "c", "s"]);
+        // Steps without ids are not listed; nothing read makes every step final.
+        assert_eq!(
+            final_steps(&[json!({"tool": "x"}), json!("odd")]),
+            Vec::<String>::new()
+        );
+        assert!(final_steps(&[]).is_empty());
+    }
 
     fn tools(name: &str) -> Option<String> {
         let (description, parameters) = match name {

@@ -220,3 +220,69 @@ async fn an_answer_that_refers_to_nothing_goes_back_to_the_model() {
         "{result}"
     );
 }
+
+#[tokio::test]
+async fn an_answer_that_leaves_out_the_final_step_is_a_guess() {
+    // The answer inserts where Dave lives but not its weather, the last thing the plan finds out:
+    // "sunny" was written before the results.
+    let (_, result) = plan_then_reply(
+        json!({"thought": "Where Dave lives, then its weather.", "steps": [
+            {"id": "u", "tool": "get_user", "arguments": {"name": "Dave"}},
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}}],
+            "answer": "It is sunny in $ref:u.city."}),
+        "It is clear in Oslo.",
+        "What is the weather like where Dave lives?",
+    )
+    .await;
+    assert!(result.contains("\"Oslo\""), "{result}");
+}
+
+#[tokio::test]
+async fn a_question_that_needs_a_judgement_is_decoded_with_a_null_answer() {
+    let plan = json!({"thought": "Bob's city, then its weather.", "steps": [
+        {"id": "u", "tool": "get_user", "arguments": {"name": "Bob"}},
+        {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}}],
+        "answer": null});
+    let (model, _) = plan_then_reply(plan, "Yes", "Is it raining where Bob lives?").await;
+    let answer_field = |r: &toolplan_llm::ChatRequest| {
+        r.tools[0].strict_parameters.as_ref().unwrap()["properties"]["answer"].clone()
+    };
+    let requests = model.requests();
+    assert_eq!(answer_field(&requests[0]), json!({"type": "null"}));
+    // The schema shown is the same for every question.
+    assert!(
+        requests[0].tools[0].parameters["properties"]["answer"]["type"]
+            == json!(["string", "null"])
+    );
+
+    // A question answered by the results in words may take text.
+    let (model, _) = plan_then_reply(
+        json!({"steps": [{"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}}],
+               "answer": null}),
+        "3 °C.",
+        "How cold is it in Oslo?",
+    )
+    .await;
+    assert!(answer_field(&model.requests()[0])["anyOf"].is_array());
+}
+
+#[tokio::test]
+async fn a_dry_run_takes_the_answer_field_as_a_run_does() {
+    let model = Arc::new(ScriptedModel::new([ScriptedModel::calls(&[(
+        "execute_tool_plan",
+        json!({"thought": "Oslo's weather.", "steps": [
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "Oslo"}}],
+            "answer": "It is $ref:w.temp °C in Oslo."}),
+    )])]));
+    let proposal = answering_agent(Arc::clone(&model))
+        .propose("How cold is it in Oslo?", &Default::default())
+        .await
+        .unwrap();
+    // No problem, so nothing was sent back to be fixed; the answer stays in the call.
+    assert_eq!(proposal.plan_problems, vec![Vec::<String>::new()]);
+    assert_eq!((proposal.record.llm_calls, proposal.record.repairs), (1, 0));
+    assert_eq!(
+        proposal.calls[0].arguments["answer"],
+        json!("It is $ref:w.temp °C in Oslo.")
+    );
+}
