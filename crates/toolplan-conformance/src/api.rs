@@ -721,6 +721,10 @@ fn totals_as_numbers(v: &mut Value) {
     }
 }
 
+/// The header keys of an `msearch` line the runner takes: the index, and those that change nothing
+/// on a single shard.
+const MSEARCH_HEADER_KEYS: &[&str] = &["index", "routing", "preference", "request_cache"];
+
 async fn msearch(
     backend: &dyn SearchBackend,
     names: &[String],
@@ -734,7 +738,21 @@ async fn msearch(
             "msearch needs a body of header and body lines",
         );
     };
-    // Each search is read before any runs: one the REST layer refuses fails them all.
+    // Each search is read before any runs: one the REST layer refuses fails them all. A header
+    // key the runner does not act on (`ignore_unavailable`, `expand_wildcards` …) is refused, not
+    // dropped: it would change which indices answer.
+    for header in lines.iter().step_by(2) {
+        if let Some(key) = header.as_object().and_then(|h| {
+            h.keys()
+                .find(|k| !MSEARCH_HEADER_KEYS.contains(&k.as_str()))
+        }) {
+            return error(
+                400,
+                "illegal_argument_exception",
+                format!("msearch: key [{key}] is not supported in the metadata section"),
+            );
+        }
+    }
     for request in lines.iter().skip(1).step_by(2) {
         if let Some(refusal) = request
             .as_object()

@@ -1,6 +1,9 @@
 //! Embedded-backend benchmark: bulk-loads N generated documents (default 100,000: text, keyword,
 //! numeric, date and boolean fields) into a fresh index, then runs term, match, range, bool and
-//! terms-aggregation queries many times each and prints bulk throughput and query latency p50/p99.
+//! terms-aggregation queries many times each and prints bulk throughput and query latency p50/p99,
+//! then what the indexed data costs: the index's bytes on disk, and the process's resident memory
+//! (Linux: `VmRSS` and its peak `VmHWM` from `/proc/self/status`) before the load, after it and after
+//! the searches, beside the size of the documents' JSON.
 //!
 //! ```text
 //! cargo run --release -p toolplan-search --example search_bench -- [--docs 100000] [--runs 200]
@@ -85,6 +88,37 @@ fn arg(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// A `/proc/self/status` field in MiB (`VmRSS`, `VmHWM`), where there is one.
+fn status_mib(field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Resident memory now and at its peak, as text.
+fn memory() -> String {
+    match (status_mib("VmRSS:"), status_mib("VmHWM:")) {
+        (Some(rss), Some(peak)) => format!("{rss:.0} MiB resident (peak {peak:.0} MiB)"),
+        _ => "unknown (no /proc/self/status)".into(),
+    }
+}
+
+/// Bytes of the files under `dir`.
+fn disk_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => disk_bytes(&e.path()),
+            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)].as_secs_f64() * 1000.0
@@ -94,6 +128,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let docs = arg("--docs", 100_000);
     let runs = arg("--runs", 200).max(1);
+    let at_start = memory();
     let dir = tempfile::tempdir()?;
     let backend = EmbeddedBackend::open(dir.path())?;
     backend
@@ -126,9 +161,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             json!({"index": {"_id": i.to_string()}})
         ));
     }
+    let source_bytes = body.len();
     let started = Instant::now();
     let summary = backend.bulk(Some("products"), &body).await?;
     let load = started.elapsed();
+    drop(body);
+    let after_load = memory();
     println!("# embedded backend: {docs} documents, {runs} runs per query, release build");
     println!(
         "bulk load: {} documents in {:.2} s = {:.0} documents/s ({} errors)",
@@ -185,5 +223,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             first["hits"]["total"]["value"]
         );
     }
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    println!();
+    println!(
+        "bulk body: {:.1} MiB; index on disk: {:.1} MiB",
+        mib(source_bytes as u64),
+        mib(disk_bytes(dir.path()))
+    );
+    println!("memory before the load: {at_start}");
+    println!("memory after the load: {after_load}");
+    println!("memory after the searches: {}", memory());
     Ok(())
 }

@@ -16,7 +16,8 @@
 use tantivy::Index;
 use tantivy::tokenizer::{
     Language, LowerCaser, RawTokenizer, RegexTokenizer, RemoveLongFilter, SimpleTokenizer, Stemmer,
-    StopWordFilter, TextAnalyzer, Token, TokenStream, Tokenizer, WhitespaceTokenizer,
+    StopWordFilter, TextAnalyzer, Token, TokenStream, Tokenizer, TokenizerManager,
+    WhitespaceTokenizer,
 };
 
 /// Lucene's English stop words (OpenSearch's `_english_`).
@@ -43,7 +44,24 @@ pub fn normalizer_tokenizer(name: &str) -> String {
 
 /// Registers every analyzer and normalizer on `index`.
 pub fn register(index: &Index) {
-    let manager = index.tokenizers();
+    // Analyzers also shape the columns of text fields with field data (what their aggregations
+    // read), which tantivy writes with its own set of tokenizers.
+    for manager in [index.tokenizers(), index.fast_field_tokenizer()] {
+        register_analyzers(manager);
+    }
+    // Normalizers also shape keyword columns (what aggregations and sorting read).
+    for manager in [index.tokenizers(), index.fast_field_tokenizer()] {
+        manager.register(
+            &normalizer_tokenizer("lowercase"),
+            TextAnalyzer::builder(RawTokenizer::default())
+                .filter(LowerCaser)
+                .build(),
+        );
+    }
+}
+
+/// Registers every analyzer on `manager`.
+fn register_analyzers(manager: &TokenizerManager) {
     let stop = || StopWordFilter::remove(ENGLISH_STOP_WORDS.iter().map(|w| (*w).to_owned()));
     let letters = || RegexTokenizer::new(r"\p{L}+").ok();
     manager.register(
@@ -85,16 +103,6 @@ pub fn register(index: &Index) {
             .filter(Stemmer::new(Language::English))
             .build(),
     );
-    // Normalizers also shape keyword columns (what aggregations and sorting read), which tantivy
-    // writes with its own set of tokenizers.
-    for manager in [manager, index.fast_field_tokenizer()] {
-        manager.register(
-            &normalizer_tokenizer("lowercase"),
-            TextAnalyzer::builder(RawTokenizer::default())
-                .filter(LowerCaser)
-                .build(),
-        );
-    }
 }
 
 /// A tokenizer whose words lose a trailing `'s` (OpenSearch's English possessive filter): the

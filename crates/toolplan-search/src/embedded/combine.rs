@@ -25,6 +25,11 @@ pub fn aggregations(request: &Value, responses: &[Value]) -> Result<Option<Value
     else {
         return Ok(None);
     };
+    // No index searched (a pattern that matched none): OpenSearch, with no shard to answer,
+    // leaves `aggregations` out.
+    if responses.is_empty() {
+        return Ok(None);
+    }
     let matched: Vec<&Value> = responses.iter().filter(|r| has_matches(r)).collect();
     let unmatched: Vec<&Value> = responses.iter().filter(|r| !has_matches(r)).collect();
     let parts: Vec<&Map<String, Value>> = match matched.as_slice() {

@@ -66,6 +66,15 @@ impl Fetch {
         )?;
         for a in &docvalues {
             for spec in matching(schema, &a.pattern) {
+                if spec.kind == FieldKind::Text && spec.fielddata {
+                    return Err(SearchError::Unsupported {
+                        path: "docvalue_fields".into(),
+                        clause: format!(
+                            "docvalue_fields of the text field [{}] (fielddata)",
+                            spec.path
+                        ),
+                    });
+                }
                 if spec.kind == FieldKind::Text {
                     return Err(SearchError::dsl(
                         "docvalue_fields",

@@ -117,6 +117,11 @@ impl IndexSchema {
                 _ => None,
             };
             let field = match spec.kind {
+                // Field data: the analysed words as a column too, for aggregations.
+                FieldKind::Text if spec.fielddata => b.add_text_field(
+                    &name,
+                    text_options(&analyzer, true).set_fast(analyzer.as_str()),
+                ),
                 FieldKind::Text => b.add_text_field(&name, text_options(&analyzer, true)),
                 FieldKind::Keyword => match &normalizer {
                     Some(n) => b.add_text_field(&name, text_options(n, false).set_fast(n.as_str())),
@@ -168,6 +173,7 @@ impl IndexSchema {
                     format: None,
                     ignore_malformed: false,
                     store: false,
+                    fielddata: false,
                 },
                 field: ignored,
                 name: IGNORED.to_owned(),
@@ -191,9 +197,13 @@ impl IndexSchema {
     /// Whether an index's tantivy schema is the one this build makes for its mapping (an index
     /// made by an earlier build may lack fields added since; it is rebuilt when opened).
     pub fn matches(&self, on_disk: &Schema) -> bool {
-        self.schema
-            .fields()
-            .all(|(_, entry)| on_disk.get_field(entry.name()).is_ok())
+        // Each field there, with a column where this build makes one (`fielddata` on an index
+        // made before it was read).
+        self.schema.fields().all(|(_, entry)| {
+            on_disk
+                .get_field(entry.name())
+                .is_ok_and(|f| on_disk.get_field_entry(f).is_fast() == entry.is_fast())
+        })
     }
 
     /// The fields whose values a document had ignored, as stored.

@@ -102,6 +102,9 @@ pub struct FieldSpec {
     pub ignore_malformed: bool,
     /// Whether the field is kept apart from `_source` (`store`): `stored_fields` returns it.
     pub store: bool,
+    /// Whether a text field's words can be aggregated on (`fielddata: true`): each word of the
+    /// analysed text is a value of the field's column, as OpenSearch's field data loads them.
+    pub fielddata: bool,
 }
 
 /// The analyzers a mapping can name: OpenSearch's built-in ones this engine has.
@@ -136,8 +139,6 @@ pub const NO_EFFECT_OPTIONS: &[&str] = &[
     "position_increment_gap",
     "scaling_factor",
     "split_queries_on_whitespace",
-    "fielddata",
-    "fielddata_frequency_filter",
     "locale",
     "ignore_z_value",
 ];
@@ -155,6 +156,7 @@ const READ_OPTIONS: &[&str] = &[
     "index",
     "format",
     "ignore_malformed",
+    "fielddata",
 ];
 
 /// The options of an object (a `properties` without a leaf `type`).
@@ -618,6 +620,10 @@ fn field_spec(
             )));
         }
     }
+    let fielddata = flag("fielddata", false)?;
+    if strict && fielddata && kind != FieldKind::Text {
+        return Err(bad("[fielddata] applies to text fields only".into()));
+    }
     let format = text("format")?;
     if strict && let Some(f) = &format {
         if kind != FieldKind::Date {
@@ -637,6 +643,7 @@ fn field_spec(
         format,
         ignore_malformed: flag("ignore_malformed", false)?,
         store: flag("store", false)?,
+        fielddata,
     })
 }
 

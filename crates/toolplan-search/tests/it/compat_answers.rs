@@ -1488,3 +1488,164 @@ async fn fuzzy_expansions_are_the_most_alike_terms_of_the_index() {
         .to_string();
     assert!(err.contains("(search limit max_clause_count)"), "{err}");
 }
+
+/// Found by a held-out check (another engine's Elasticsearch compatibility suite, run once): each
+/// answered here as Elasticsearch and OpenSearch answer.
+mod held_out {
+    use super::*;
+
+    async fn events() -> (tempfile::TempDir, EmbeddedBackend) {
+        let mapping = json!({"properties": {
+            "type": {"type": "text", "fielddata": true},
+            "message": {"type": "text"},
+            "login": {"type": "keyword"},
+            "size": {"type": "integer"}}});
+        let docs = [
+            json!({"type": "PushEvent", "message": "fix the parser", "login": "ann", "size": 1}),
+            json!({"type": "PushEvent", "message": "fixes for docs", "login": "bob", "size": 2}),
+            json!({"type": "IssuesEvent", "message": "fixture added", "login": "ann", "size": 3}),
+            json!({"type": "WatchEvent", "message": "fixed", "login": "cid", "size": 4}),
+        ];
+        index(mapping, &docs).await
+    }
+
+    #[tokio::test]
+    async fn minimum_should_match_above_the_should_clauses_matches_nothing() {
+        let (_d, b) = events().await;
+        let query = |msm: Value| {
+            json!({"bool": {"must": [{"match": {"type": "PushEvent"}}],
+                            "should": [{"term": {"login": "ann"}}],
+                            "minimum_should_match": msm}})
+        };
+        assert_eq!(ids(&b, query(json!(1))).await, ["0"]);
+        assert!(ids(&b, query(json!(2))).await.is_empty());
+        // The same in a match query: three words cannot match four.
+        let words = json!({"match": {"message": {"query": "fix the parser",
+                                                  "minimum_should_match": 4}}});
+        assert!(ids(&b, words).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn query_string_refuses_default_field_beside_fields() {
+        let (_d, b) = events().await;
+        let e = refused(
+            &b,
+            json!({"query_string": {"query": "fix", "default_field": "message",
+                                    "fields": ["type"]}}),
+        )
+        .await;
+        assert!(
+            e.contains("cannot use [fields] parameter in conjunction with [default_field]"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn one_word_of_match_phrase_prefix_expands_to_max_expansions_words() {
+        let (_d, b) = events().await;
+        let prefix = |n: Option<u64>| {
+            let mut body = json!({"query": "fix"});
+            if let Some(n) = n {
+                body["max_expansions"] = json!(n);
+            }
+            json!({"match_phrase_prefix": {"message": body}})
+        };
+        // fix, fixed, fixes, fixture: all four by default (50), the first two in term order
+        // (fix, fixed) with max_expansions 2.
+        assert_eq!(ids(&b, prefix(None)).await.len(), 4);
+        let mut two = ids(&b, prefix(Some(2))).await;
+        two.sort();
+        assert_eq!(two, ["0", "3"]);
+    }
+
+    #[tokio::test]
+    async fn multi_match_phrase_takes_lenient() {
+        let (_d, b) = events().await;
+        let query = json!({"multi_match": {"query": "fix the", "type": "phrase",
+                                           "fields": ["message", "size"], "lenient": true}});
+        assert_eq!(ids(&b, query).await, ["0"]);
+        // Without it, the number field cannot take the text.
+        let strict = json!({"multi_match": {"query": "fix the", "type": "phrase",
+                                            "fields": ["message", "size"]}});
+        refused(&b, strict).await;
+    }
+
+    #[tokio::test]
+    async fn a_text_field_with_fielddata_is_aggregated_by_its_words() {
+        let (_d, b) = events().await;
+        let r = b
+            .search(
+                "t",
+                &json!({"size": 0, "aggs": {"types": {"terms": {"field": "type"}}}}),
+            )
+            .await
+            .unwrap();
+        let buckets: Vec<(String, u64)> = r["aggregations"]["types"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    b["key"].as_str().unwrap().to_owned(),
+                    b["doc_count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        // The analysed words (lowercased), as OpenSearch's field data holds them.
+        assert_eq!(
+            buckets,
+            [
+                ("pushevent".into(), 2),
+                ("issuesevent".into(), 1),
+                ("watchevent".into(), 1)
+            ]
+        );
+        // Without field data, still refused by name.
+        let e = b
+            .search(
+                "t",
+                &json!({"size": 0, "aggs": {"m": {"terms": {"field": "message"}}}}),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot be aggregated"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn fielddata_is_read_strictly() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = EmbeddedBackend::open(dir.path()).unwrap();
+        for (mapping, says) in [
+            (
+                json!({"login": {"type": "keyword", "fielddata": true}}),
+                "text fields only",
+            ),
+            (
+                json!({"t": {"type": "text", "fielddata_frequency_filter": {"min": 0.1}}}),
+                "[fielddata_frequency_filter] is not supported",
+            ),
+        ] {
+            let e = b
+                .create_index("x", &json!({"properties": mapping}))
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn aggregations_over_a_pattern_that_matches_no_index_are_left_out() {
+        let (_d, b) = events().await;
+        let r = b
+            .search(
+                "nothing-*",
+                &json!({"aggs": {"logins": {"terms": {"field": "login"}}}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r["hits"]["total"]["value"], 0);
+        assert!(r.get("aggregations").is_none(), "{r}");
+    }
+}

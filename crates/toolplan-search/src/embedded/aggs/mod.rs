@@ -1011,7 +1011,7 @@ impl Rewrite<'_> {
                     });
                     continue;
                 };
-                if indexed.spec.kind == FieldKind::Text {
+                if indexed.spec.kind == FieldKind::Text && !indexed.spec.fielddata {
                     let hint = schema.keyword_hint(&field);
                     return Err(SearchError::dsl(
                         &kind_path,
@@ -1029,7 +1029,11 @@ impl Rewrite<'_> {
                     ));
                 }
                 date_field = indexed.spec.kind == FieldKind::Date;
-                field_kind = Some(indexed.spec.kind.clone());
+                // A text field with field data is aggregated on as its words: keyword values.
+                field_kind = Some(match indexed.spec.kind {
+                    FieldKind::Text => FieldKind::Keyword,
+                    ref other => other.clone(),
+                });
                 date_format = indexed.format.clone();
                 body["field"] = json!(indexed.name);
             } else if kind == "multi_terms" {
@@ -1326,6 +1330,7 @@ impl Rewrite<'_> {
                     | FieldKind::Boolean
                     | FieldKind::Date
                     | FieldKind::Ip => indexed.name.clone(),
+                    FieldKind::Text if indexed.spec.fielddata => indexed.name.clone(),
                     FieldKind::Text => {
                         let hint = self.schema.keyword_hint(&field);
                         return Err(SearchError::dsl(

@@ -107,7 +107,8 @@ impl QueryTranslator<'_> {
     }
 }
 
-/// OpenSearch's `minimum_should_match` for `n` optional clauses: `2`, `-1`, `"75%"`, `"-25%"`.
+/// OpenSearch's `minimum_should_match` for `n` optional clauses: `2`, `-1`, `"75%"`, `"-25%"`; more
+/// than `n` when it asks for more (nothing then matches).
 pub(super) fn minimum_should_match(v: &Value, n: usize, path: &str) -> Result<usize, SearchError> {
     let bad = || {
         SearchError::dsl(
@@ -131,7 +132,8 @@ pub(super) fn minimum_should_match(v: &Value, n: usize, path: &str) -> Result<us
         _ => return Err(bad()),
     };
     let count = if count < 0 { n_i + count } else { count };
-    Ok(count.clamp(0, n_i) as usize)
+    // Not cut to `n`, as OpenSearch does not cut it: asking for more than there are matches nothing.
+    Ok(count.max(0) as usize)
 }
 
 #[cfg(test)]
@@ -145,7 +147,8 @@ mod tests {
         assert_eq!(minimum_should_match(&json!(-1), 4, "q").ok(), Some(3));
         assert_eq!(minimum_should_match(&json!("75%"), 4, "q").ok(), Some(3));
         assert_eq!(minimum_should_match(&json!("-25%"), 4, "q").ok(), Some(3));
-        assert_eq!(minimum_should_match(&json!(9), 4, "q").ok(), Some(4));
+        assert_eq!(minimum_should_match(&json!(9), 4, "q").ok(), Some(9));
+        assert_eq!(minimum_should_match(&json!(-9), 4, "q").ok(), Some(0));
         assert!(minimum_should_match(&json!("3<90%"), 4, "q").is_err());
     }
 }

@@ -227,19 +227,17 @@ impl QueryTranslator<'_> {
                 terms[0].clone(),
                 IndexRecordOption::WithFreqs,
             )),
+            // One word: its first `max_expansions` completions in term order (50 by default, as
+            // OpenSearch's), not every word it begins.
             (1, true) => {
-                let t = terms[0].value().as_str().unwrap_or_default().to_owned();
-                Box::new(
-                    RegexQuery::from_pattern(&format!("{}.*", regex_escape(&t)), indexed.field)
-                        .map_err(|e| SearchError::dsl(path, e.to_string()))?,
-                )
+                let mut query = PhrasePrefixQuery::new(terms);
+                query.set_max_expansions(max_expansions.unwrap_or(DEFAULT_PHRASE_EXPANSIONS));
+                Box::new(query)
             }
             (_, true) => {
                 self.made_phrase_query.set(true);
                 let mut query = PhrasePrefixQuery::new(terms);
-                if let Some(n) = max_expansions {
-                    query.set_max_expansions(n);
-                }
+                query.set_max_expansions(max_expansions.unwrap_or(DEFAULT_PHRASE_EXPANSIONS));
                 Box::new(query)
             }
             (_, false) => {
@@ -473,6 +471,10 @@ impl QueryTranslator<'_> {
                 if phrase && !phrase_prefix {
                     options.remove("max_expansions");
                 }
+                // `lenient` on the phrase types: a field that cannot hold the text (a number
+                // field) matches nothing instead of failing the query.
+                let lenient =
+                    phrase && options.remove("lenient").and_then(|v| v.as_bool()) == Some(true);
                 if phrase {
                     options.remove("auto_generate_synonyms_phrase_query");
                     for key in MATCH_ONLY {
@@ -487,7 +489,12 @@ impl QueryTranslator<'_> {
                     // OpenSearch reads slop only for the phrase types.
                 }
                 let one = if phrase {
-                    self.match_phrase(indexed, &options, path, phrase_prefix)?
+                    match self.match_phrase(indexed, &options, path, phrase_prefix) {
+                        Err(_) if lenient && indexed.spec.kind != FieldKind::Text => {
+                            match_nothing()
+                        }
+                        other => other?,
+                    }
                 } else if bool_prefix {
                     for key in ["lenient", "zero_terms_query"] {
                         if options.contains_key(key) {
@@ -594,6 +601,10 @@ const FUZZY_OPTIONS: &[&str] = &[
     "max_expansions",
     "fuzzy_rewrite",
 ];
+
+/// How many words the last word of a `match_phrase_prefix` stands for when `max_expansions` is not
+/// given (OpenSearch's default).
+const DEFAULT_PHRASE_EXPANSIONS: u32 = 50;
 
 /// The options of `match_phrase`.
 const PHRASE_OPTIONS: &[&str] = &["query", "analyzer", "slop", "zero_terms_query"];

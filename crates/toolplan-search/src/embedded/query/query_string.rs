@@ -778,6 +778,12 @@ impl QueryTranslator<'_> {
     ) -> Result<Settings, SearchError> {
         let mut names: Vec<String> = Vec::new();
         match (options.get("fields"), options.get("default_field")) {
+            (Some(_), Some(_)) => {
+                return Err(SearchError::dsl(
+                    path,
+                    "cannot use [fields] parameter in conjunction with [default_field]",
+                ));
+            }
             (Some(Value::Array(list)), _) => {
                 names.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
             }
