@@ -5,8 +5,12 @@
 //! the backend's own limit of that name for the index, never raises it. Shard and refresh
 //! settings (`number_of_shards`, `number_of_replicas`, `number_of_routing_shards`,
 //! `refresh_interval`, `auto_expand_replicas`) are accepted and kept: one embedded index is one
-//! shard, refreshed after every write, so they change no answer. Any other setting, custom
-//! `analysis` among them, is refused by name rather than ignored.
+//! shard, refreshed after every write, so they change no answer. Custom normalizers
+//! (`analysis.normalizer.NAME`: `type: custom`, a `filter` list of `lowercase` and `asciifolding`,
+//! no `char_filter`) are read, for keyword fields to name ([`IndexSettings::normalizers`]). Any
+//! other setting, custom analyzers among them, is refused by name rather than ignored.
+
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
@@ -53,6 +57,11 @@ impl IndexSettings {
         let mut out = Map::new();
         for (key, value) in flat {
             let key = key.strip_prefix("index.").unwrap_or(&key).to_owned();
+            if let Some(rest) = key.strip_prefix("analysis.normalizer.") {
+                check_normalizer_key(rest, &value)?;
+                out.insert(key, value);
+                continue;
+            }
             if NO_EFFECT.contains(&key.as_str()) {
                 out.insert(key, value);
                 continue;
@@ -82,6 +91,25 @@ impl IndexSettings {
         Ok(IndexSettings(out))
     }
 
+    /// The custom normalizers (`analysis.normalizer.NAME`), by name, each with its filters in
+    /// order (none: the value as it is).
+    pub fn normalizers(&self) -> BTreeMap<String, Vec<String>> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (key, value) in &self.0 {
+            let Some(rest) = key.strip_prefix("analysis.normalizer.") else {
+                continue;
+            };
+            let Some((name, option)) = rest.split_once('.') else {
+                continue;
+            };
+            let filters = out.entry(name.to_owned()).or_default();
+            if option == "filter" {
+                filters.extend(filter_names(value));
+            }
+        }
+        out
+    }
+
     /// The settings as an object of `index.`-less keys (what `mapping.json`'s neighbour
     /// `settings.json` holds).
     pub fn to_json(&self) -> Value {
@@ -109,6 +137,73 @@ impl IndexSettings {
             *slot = (*slot).min(n);
         }
         limits
+    }
+}
+
+/// The token filters a custom normalizer can use.
+pub const NORMALIZER_FILTERS: &[&str] = &["lowercase", "asciifolding"];
+
+/// A filter list's names: a list of names, or one name.
+fn filter_names(value: &Value) -> Vec<String> {
+    match value {
+        Value::String(one) => vec![one.clone()],
+        Value::Array(list) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Checks one key of a custom normalizer (`NAME.option`, after `analysis.normalizer.`) and its
+/// value.
+fn check_normalizer_key(rest: &str, value: &Value) -> Result<(), SearchError> {
+    let refuse = |what: String| {
+        Err(SearchError::Unsupported {
+            path: format!("settings.index.analysis.normalizer.{rest}"),
+            clause: what,
+        })
+    };
+    let Some((name, option)) = rest.split_once('.') else {
+        return refuse(format!("normalizer [{rest}] without a definition"));
+    };
+    if name.is_empty() || name.starts_with("tp_") {
+        return refuse(format!("the normalizer name [{name}]"));
+    }
+    match option {
+        "type" if value.as_str() == Some("custom") => Ok(()),
+        "type" => refuse(format!(
+            "normalizer [{name}] of type [{}] (custom only)",
+            value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned)
+        )),
+        "filter" => {
+            if !matches!(value, Value::String(_) | Value::Array(_))
+                || value
+                    .as_array()
+                    .is_some_and(|l| l.iter().any(|f| !f.is_string()))
+            {
+                return Err(SearchError::InvalidParameter(format!(
+                    "normalizer [{name}]: [filter] must be a list of filter names"
+                )));
+            }
+            match filter_names(value)
+                .into_iter()
+                .find(|f| !NORMALIZER_FILTERS.contains(&f.as_str()))
+            {
+                Some(f) => refuse(format!(
+                    "the token filter [{f}] in normalizer [{name}] (the embedded engine has {})",
+                    NORMALIZER_FILTERS.join(", ")
+                )),
+                None => Ok(()),
+            }
+        }
+        "char_filter" if value.as_array().is_some_and(Vec::is_empty) => Ok(()),
+        other => refuse(format!(
+            "the normalizer option [{other}] in normalizer [{name}]"
+        )),
     }
 }
 

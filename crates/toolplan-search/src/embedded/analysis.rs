@@ -15,9 +15,9 @@
 
 use tantivy::Index;
 use tantivy::tokenizer::{
-    Language, LowerCaser, RawTokenizer, RegexTokenizer, RemoveLongFilter, SimpleTokenizer, Stemmer,
-    StopWordFilter, TextAnalyzer, Token, TokenStream, Tokenizer, TokenizerManager,
-    WhitespaceTokenizer,
+    AsciiFoldingFilter, Language, LowerCaser, RawTokenizer, RegexTokenizer, RemoveLongFilter,
+    SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenStream, Tokenizer,
+    TokenizerManager, WhitespaceTokenizer,
 };
 
 /// Lucene's English stop words (OpenSearch's `_english_`).
@@ -57,6 +57,28 @@ pub fn register(index: &Index) {
                 .filter(LowerCaser)
                 .build(),
         );
+    }
+}
+
+/// Registers an index's custom normalizers (name → filters, from its settings) on `index`, beside
+/// the built-in ones; filters other than `lowercase` and `asciifolding` were refused with the
+/// settings.
+pub fn register_normalizers(
+    index: &Index,
+    normalizers: &std::collections::BTreeMap<String, Vec<String>>,
+) {
+    for (name, filters) in normalizers {
+        for manager in [index.tokenizers(), index.fast_field_tokenizer()] {
+            let mut builder = TextAnalyzer::builder(RawTokenizer::default()).dynamic();
+            for filter in filters {
+                builder = match filter.as_str() {
+                    "lowercase" => builder.filter_dynamic(LowerCaser),
+                    "asciifolding" => builder.filter_dynamic(AsciiFoldingFilter),
+                    _ => builder,
+                };
+            }
+            manager.register(&normalizer_tokenizer(name), builder.build());
+        }
     }
 }
 

@@ -32,6 +32,9 @@ pub fn aggregations(request: &Value, responses: &[Value]) -> Result<Option<Value
     }
     let matched: Vec<&Value> = responses.iter().filter(|r| has_matches(r)).collect();
     let unmatched: Vec<&Value> = responses.iter().filter(|r| !has_matches(r)).collect();
+    if responses.len() > 1 && !unmatched.is_empty() {
+        refuse_empty_buckets_below_the_top(defs, "aggs", true)?;
+    }
     let parts: Vec<&Map<String, Value>> = match matched.as_slice() {
         [] => responses.first().into_iter().collect(),
         more => more.to_vec(),
@@ -87,6 +90,45 @@ fn add_empty_terms_buckets(
             buckets.truncate(usize::try_from(size).unwrap_or(usize::MAX));
         }
     }
+}
+
+/// Refuses what [`add_empty_terms_buckets`] cannot do: the empty buckets (`min_doc_count: 0`) of
+/// indices without matches are added to top-level `terms` only, so a `multi_terms` asking for them,
+/// or a `terms` inside another aggregation, would miss them without a word.
+fn refuse_empty_buckets_below_the_top(
+    defs: &Map<String, Value>,
+    path: &str,
+    top: bool,
+) -> Result<(), SearchError> {
+    for (name, def) in defs {
+        let Some(def) = def.as_object() else {
+            continue;
+        };
+        for (kind, body) in def {
+            let here = format!("{path}.{name}.{kind}");
+            if matches!(kind.as_str(), "aggs" | "aggregations") {
+                if let Some(children) = body.as_object() {
+                    refuse_empty_buckets_below_the_top(children, &format!("{path}.{name}"), false)?;
+                }
+                continue;
+            }
+            let empty_buckets = body.get("min_doc_count").and_then(Value::as_u64) == Some(0);
+            if empty_buckets && (kind == "multi_terms" || (kind == "terms" && !top)) {
+                return Err(SearchError::Unsupported {
+                    path: here,
+                    clause: format!(
+                        "{kind} with min_doc_count 0 {}over several indices, some without matches",
+                        if top {
+                            ""
+                        } else {
+                            "inside another aggregation "
+                        }
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether an index's response matched any document.

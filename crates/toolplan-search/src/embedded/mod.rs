@@ -108,6 +108,13 @@ fn next_seq_no(index: &Index, searcher: &tantivy::Searcher) -> Result<u64, Searc
 }
 
 impl OpenIndex {
+    /// Gives the index its settings, and registers the custom normalizers they define (before
+    /// anything is written with them).
+    fn set_settings(&mut self, settings: IndexSettings) {
+        analysis::register_normalizers(&self.index, &settings.normalizers());
+        self.settings = settings;
+    }
+
     /// A sequence number for a write.
     fn take_seq_no(&self) -> u64 {
         self.next_seq_no.fetch_add(1, Ordering::Relaxed)
@@ -342,7 +349,7 @@ impl Inner {
         let index = Index::open_in_dir(dir.join(state.tantivy_dir())).map_err(tv)?;
         let made_by_an_earlier_build = !schema.matches(&index.schema());
         let mut ix = Self::wrap(schema, index, state.generation)?;
-        ix.settings = read_settings(dir)?;
+        ix.set_settings(read_settings(dir)?);
         if made_by_an_earlier_build {
             // Made before fields this build keeps for every document (`_version`, `_seq_no`,
             // `_ignored`): rebuilt once; a document without a version gets version 1 (what it
@@ -361,7 +368,7 @@ impl Inner {
         // rebuild fail here, instead of losing that process's writes.
         old.write(|_| Ok(()))?;
         let mut new = Self::build(dir, mapping, generation)?;
-        new.settings = old.settings.clone();
+        new.set_settings(old.settings.clone());
         let searcher = old.reader.searcher();
         let mut next = old.next_seq_no.load(Ordering::Relaxed);
         if searcher.num_docs() > 0 {
@@ -479,6 +486,7 @@ impl Inner {
             _ => Mapping::parse_strict(mapping)?,
         };
         let settings = IndexSettings::parse(mapping.get("settings"))?;
+        parsed.check_normalizers(settings.normalizers().keys())?;
         self.check_size(&parsed)?;
         if self.aliases()?.contains(name) {
             return Err(SearchError::InvalidIndexName {
@@ -493,7 +501,7 @@ impl Inner {
         let dir = self.index_dir(name);
         let made = Self::build(&dir, parsed, 0).and_then(|mut ix| {
             write_settings(&dir, &settings)?;
-            ix.settings = settings;
+            ix.set_settings(settings);
             // The state file is written last: its presence is what makes the index exist.
             State::write(&dir, &ix.schema.mapping, 0)?;
             Ok(ix)

@@ -284,6 +284,31 @@ impl Mapping {
         Ok(Mapping { root, fields })
     }
 
+    /// Checks that every normalizer a field names is one there is: built in ([`NORMALIZERS`]) or
+    /// among `custom` (the index's own, from its settings).
+    pub fn check_normalizers<'n>(
+        &self,
+        custom: impl IntoIterator<Item = &'n String> + Clone,
+    ) -> Result<(), SearchError> {
+        for spec in &self.fields {
+            let Some(name) = &spec.normalizer else {
+                continue;
+            };
+            if NORMALIZERS.contains(&name.as_str()) || custom.clone().into_iter().any(|c| c == name)
+            {
+                continue;
+            }
+            let mut known: Vec<&str> = NORMALIZERS.to_vec();
+            known.extend(custom.clone().into_iter().map(String::as_str));
+            return Err(SearchError::InvalidMapping(format!(
+                "field '{}': normalizer [{name}] has not been configured (the index has {})",
+                spec.path,
+                known.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
     /// The fields, in mapping order, sub-fields after their parent.
     pub fn fields(&self) -> &[FieldSpec] {
         &self.fields
@@ -609,16 +634,10 @@ fn field_spec(
         }
     }
     let normalizer = text("normalizer")?;
-    if strict && let Some(name) = &normalizer {
-        if kind != FieldKind::Keyword {
-            return Err(bad("[normalizer] applies to keyword fields only".into()));
-        }
-        if !NORMALIZERS.contains(&name.as_str()) {
-            return Err(bad(format!(
-                "normalizer [{name}] has not been configured (the embedded engine has {})",
-                NORMALIZERS.join(", ")
-            )));
-        }
+    // Which names exist depends on the index's settings too (custom normalizers):
+    // [`Mapping::check_normalizers`] is asked with them.
+    if strict && normalizer.is_some() && kind != FieldKind::Keyword {
+        return Err(bad("[normalizer] applies to keyword fields only".into()));
     }
     let fielddata = flag("fielddata", false)?;
     if strict && fielddata && kind != FieldKind::Text {

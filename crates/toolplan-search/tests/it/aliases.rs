@@ -367,6 +367,25 @@ async fn terms_on_index_and_bounded_totals_across_indices() {
         r["aggregations"]["i"]["buckets"].as_array().unwrap().len(),
         2
     );
+    // The empty buckets of an index without matches reach only top-level terms: deeper, or in
+    // multi_terms, they would be missed without a word, so that is refused by name.
+    for aggs in [
+        json!({"f": {"filter": {"match_all": {}},
+                     "aggs": {"l": {"terms": {"field": "level", "min_doc_count": 0}}}}}),
+        json!({"m": {"multi_terms": {"terms": [{"field": "level"}, {"field": "level"}],
+                                     "min_doc_count": 0}}}),
+    ] {
+        let body = json!({"size": 0, "query": {"term": {"level": "warn"}}, "aggs": aggs});
+        let e = b.search("logs-*", &body).await.unwrap_err().to_string();
+        assert!(
+            e.contains("with min_doc_count 0") && e.contains("over several indices"),
+            "{e}"
+        );
+        // One index, or every index with matches: answered.
+        b.search("logs-2", &body).await.unwrap();
+        let all = json!({"size": 0, "aggs": body["aggs"]});
+        b.search("logs-*", &all).await.unwrap();
+    }
     // A bound on the count holds for the sum over indices too.
     let r = b
         .search("logs-*", &json!({"size": 0, "track_total_hits": 3}))

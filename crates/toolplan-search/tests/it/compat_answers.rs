@@ -1636,6 +1636,84 @@ mod held_out {
     }
 
     #[tokio::test]
+    async fn custom_normalizers_from_the_settings_apply_to_keywords() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = EmbeddedBackend::open(dir.path()).unwrap();
+        let body = json!({
+            "settings": {"analysis": {"normalizer": {
+                "folded": {"type": "custom", "filter": ["lowercase", "asciifolding"]},
+                "keepcase": {"type": "custom"}}}},
+            "mappings": {"properties": {
+                "city": {"type": "keyword", "normalizer": "folded"},
+                "code": {"type": "keyword", "normalizer": "keepcase"}}}});
+        b.create_index("t", &body).await.unwrap();
+        let docs = "{\"index\":{\"_id\":\"0\"}}\n{\"city\":\"Zürich\",\"code\":\"AbC\"}\n";
+        assert!(b.bulk(Some("t"), docs).await.unwrap().errors.is_empty());
+        assert_eq!(ids(&b, json!({"term": {"city": "ZURICH"}})).await, ["0"]);
+        assert_eq!(ids(&b, json!({"term": {"code": "AbC"}})).await, ["0"]);
+        assert!(ids(&b, json!({"term": {"code": "abc"}})).await.is_empty());
+        // The aggregation reads the normalized value.
+        let r = b
+            .search(
+                "t",
+                &json!({"size": 0, "aggs": {"c": {"terms": {"field": "city"}}}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r["aggregations"]["c"]["buckets"][0]["key"], "zurich");
+        // Reopened from disk, the normalizers are there again.
+        drop(b);
+        let b = EmbeddedBackend::open(dir.path()).unwrap();
+        assert_eq!(ids(&b, json!({"term": {"city": "zurich"}})).await, ["0"]);
+        // A mapping update may name them; a name the index lacks is refused.
+        b.put_mapping(
+            "t",
+            &json!({"properties": {"town": {"type": "keyword", "normalizer": "folded"}}}),
+        )
+        .await
+        .unwrap();
+        let e = b
+            .put_mapping(
+                "t",
+                &json!({"properties": {"x": {"type": "keyword", "normalizer": "nope"}}}),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("normalizer [nope] has not been configured"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn what_a_custom_normalizer_cannot_do_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = EmbeddedBackend::open(dir.path()).unwrap();
+        for (normalizer, says) in [
+            (
+                json!({"type": "custom", "filter": ["uppercase"]}),
+                "[uppercase]",
+            ),
+            (
+                json!({"type": "custom", "char_filter": ["html_strip"]}),
+                "[char_filter]",
+            ),
+            (json!({"type": "pattern"}), "of type [pattern]"),
+        ] {
+            let body = json!({"settings": {"analysis": {"normalizer": {"n": normalizer}}},
+                              "mappings": {"properties": {"k": {"type": "keyword", "normalizer": "n"}}}});
+            let e = b.create_index("x", &body).await.unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
+        // A normalizer the settings do not define.
+        let body =
+            json!({"mappings": {"properties": {"k": {"type": "keyword", "normalizer": "n"}}}});
+        let e = b.create_index("x", &body).await.unwrap_err().to_string();
+        assert!(e.contains("normalizer [n] has not been configured"), "{e}");
+    }
+
+    #[tokio::test]
     async fn aggregations_over_a_pattern_that_matches_no_index_are_left_out() {
         let (_d, b) = events().await;
         let r = b
