@@ -347,11 +347,18 @@ impl Inner {
         let state = State::read(dir)?;
         let schema = IndexSchema::build(Mapping::parse_strict(&state.mappings)?);
         let index = Index::open_in_dir(dir.join(state.tantivy_dir())).map_err(tv)?;
-        let made_by_an_earlier_build = !schema.matches(&index.schema());
+        let analysed_differently = state.analysis < ANALYSIS_VERSION
+            && schema.mapping.fields().iter().any(|f| {
+                f.analyzer
+                    .as_deref()
+                    .is_some_and(|a| ANALYZERS_CHANGED.contains(&a))
+            });
+        let made_by_an_earlier_build = !schema.matches(&index.schema()) || analysed_differently;
         let mut ix = Self::wrap(schema, index, state.generation)?;
         ix.set_settings(read_settings(dir)?);
         if made_by_an_earlier_build {
-            // Made before fields this build keeps for every document (`_version`, `_seq_no`,
+            // Made with analyzers that have changed since, or before fields this build keeps for
+            // every document (`_version`, `_seq_no`,
             // `_ignored`): rebuilt once; a document without a version gets version 1 (what it
             // would have answered), numbered in index order.
             return Self::rebuild(dir, &ix, ix.schema.mapping.clone());
@@ -551,7 +558,17 @@ fn read_settings(dir: &Path) -> Result<IndexSettings, SearchError> {
 struct State {
     mappings: Value,
     generation: u64,
+    /// The [`ANALYSIS_VERSION`] of the build that indexed the documents (1 when not written).
+    analysis: u64,
 }
+
+/// The version of the analyzers' output: raised when an analyzer makes different tokens or
+/// positions of the same text, so that an index made before is indexed again when opened. 2: the
+/// `english` analyzer's possessive `'s` no longer leaves a position gap (2026-11-28).
+const ANALYSIS_VERSION: u64 = 2;
+
+/// The analyzers whose output changed at each [`ANALYSIS_VERSION`] after 1.
+const ANALYZERS_CHANGED: &[&str] = &["english"];
 
 impl State {
     /// The tantivy directory of a generation: `tantivy`, then `tantivy.1`, `tantivy.2` …
@@ -574,6 +591,7 @@ impl State {
         let json: Value = serde_json::from_str(&text)
             .map_err(|e| SearchError::InvalidMapping(format!("{}: {e}", path.display())))?;
         let generation = json.get("generation").and_then(Value::as_u64).unwrap_or(0);
+        let analysis = json.get("analysis").and_then(Value::as_u64).unwrap_or(1);
         let mappings = match json.get("mappings") {
             Some(m) => m.clone(),
             None => json,
@@ -581,6 +599,7 @@ impl State {
         Ok(State {
             mappings,
             generation,
+            analysis,
         })
     }
 
@@ -590,7 +609,10 @@ impl State {
         let path = dir.join(MAPPING_FILE);
         let staged = dir.join(format!("{MAPPING_FILE}.new"));
         let text = serde_json::to_string_pretty(
-            &serde_json::json!({"mappings": mapping.to_json(), "generation": generation}),
+            // Every index this build writes the state of was made, or indexed again when opened,
+            // by this build's analyzers.
+            &serde_json::json!({"mappings": mapping.to_json(), "generation": generation,
+                                "analysis": ANALYSIS_VERSION}),
         )
         .unwrap_or_default();
         std::fs::write(&staged, text).map_err(io(&staged))?;

@@ -1714,6 +1714,54 @@ mod held_out {
     }
 
     #[tokio::test]
+    async fn an_index_analysed_by_an_earlier_english_analyzer_is_indexed_again_when_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let mapping = json!({"properties": {"t": {"type": "text", "analyzer": "english"},
+                                            "k": {"type": "keyword"}}});
+        let b = EmbeddedBackend::open(dir.path()).unwrap();
+        b.create_index("e", &mapping).await.unwrap();
+        b.create_index("k", &json!({"properties": {"k": {"type": "keyword"}}}))
+            .await
+            .unwrap();
+        for (name, doc) in [
+            ("e", r#"{"t":"the dog's bone","k":"x"}"#),
+            ("k", r#"{"k":"x"}"#),
+        ] {
+            let docs = format!("{{\"index\":{{\"_id\":\"0\"}}}}\n{doc}\n");
+            assert!(b.bulk(Some(name), &docs).await.unwrap().errors.is_empty());
+        }
+        drop(b);
+        // As a build before the analysis version was written left them.
+        let state = |name: &str| -> Value {
+            let text = std::fs::read_to_string(dir.path().join(name).join("mapping.json")).unwrap();
+            serde_json::from_str(&text).unwrap()
+        };
+        for name in ["e", "k"] {
+            let mut old = state(name);
+            assert_eq!(old["analysis"], 2);
+            old.as_object_mut().unwrap().remove("analysis");
+            std::fs::write(dir.path().join(name).join("mapping.json"), old.to_string()).unwrap();
+        }
+        let b = EmbeddedBackend::open(dir.path()).unwrap();
+        let phrase = json!({"match_phrase": {"t": "dog's bone"}});
+        assert_eq!(crate::fixtures::hit_ids(&b, "e", phrase).await, ["0"]);
+        assert_eq!(
+            crate::fixtures::hit_ids(&b, "k", json!({"term": {"k": "x"}})).await,
+            ["0"]
+        );
+        // The index with an English text field was indexed again (a new generation) and says so;
+        // the other was left as it was.
+        assert_eq!(
+            (
+                state("e")["generation"].clone(),
+                state("e")["analysis"].clone()
+            ),
+            (json!(1), json!(2))
+        );
+        assert_eq!(state("k")["generation"], 0);
+    }
+
+    #[tokio::test]
     async fn aggregations_over_a_pattern_that_matches_no_index_are_left_out() {
         let (_d, b) = events().await;
         let r = b
