@@ -551,6 +551,16 @@ impl Agent {
 
     /// For each call, in order: for a plan, whether it passes validation (its problems if not);
     /// other calls pass.
+    /// A plan call's arguments as a run takes them: with plans that end with their answer, the
+    /// answer field becomes the plan's last step ([`prepare_answers`]).
+    pub(crate) fn plan_as_run(&self, arguments: &Value) -> Value {
+        if self.answer_in_plan {
+            prepare_answers(arguments.clone())
+        } else {
+            arguments.clone()
+        }
+    }
+
     fn plan_problems(&self, calls: &[ToolCall]) -> Vec<Result<(), InvalidPlan>> {
         calls
             .iter()
@@ -559,14 +569,7 @@ impl Agent {
                     return Ok(());
                 }
                 match &self.planner {
-                    // As a run takes it: the answer field becomes the plan's last step.
-                    Some(planner) => planner
-                        .compile(if self.answer_in_plan {
-                            prepare_answers(c.arguments.clone())
-                        } else {
-                            c.arguments.clone()
-                        })
-                        .map(|_| ()),
+                    Some(planner) => planner.compile(self.plan_as_run(&c.arguments)).map(|_| ()),
                     None => Err(InvalidPlan {
                         problems: vec![Problem::UnknownTool {
                             step: String::new(),

@@ -14,7 +14,7 @@ use toolplan_llm::{Message, ReplyStart, ToolCall};
 use toolplan_planner::{BUSY_HINT, FIX_PLAN_HINT, REPLAN_HINT, plan_not_run};
 
 use crate::agent::Agent;
-use crate::answer::{ANSWER_TOOL, prepare_answers};
+use crate::answer::ANSWER_TOOL;
 use crate::record::Record;
 use crate::streamed::StreamedPlan;
 
@@ -128,11 +128,7 @@ impl Agent {
         let mut streamed = streamed;
         let plan_runs = futures::future::join_all(plans.iter().map(|(i, planner)| {
             let control = RunControl::with_cancel(cancel.child_token());
-            let arguments = if self.answer_in_plan {
-                prepare_answers(calls[*i].arguments.clone())
-            } else {
-                calls[*i].arguments.clone()
-            };
+            let arguments = self.plan_as_run(&calls[*i].arguments);
             let streamed = streamed.take();
             async move {
                 match streamed {

@@ -304,21 +304,12 @@ pub fn final_steps(steps: &[Value]) -> Vec<String> {
     let mut read: Vec<String> = Vec::new();
     for step in steps {
         let id = step.get("id").and_then(Value::as_str);
-        let before = read.len();
+        let mut reads = Vec::new();
         if let Some(arguments) = step.get("arguments") {
-            referenced_ids(arguments, &mut read, 0);
+            referenced_ids(arguments, &mut reads, 0);
         }
-        if let Some(id) = id {
-            // A reference to itself is a plan problem the validator names, not a reader.
-            let mut i = before;
-            while i < read.len() {
-                if read[i] == id {
-                    read.swap_remove(i);
-                } else {
-                    i += 1;
-                }
-            }
-        }
+        // A reference to itself is a plan problem the validator names, not a reader.
+        read.extend(reads.into_iter().filter(|r| Some(r.as_str()) != id));
     }
     steps
         .iter()

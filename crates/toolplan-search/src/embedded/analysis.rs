@@ -44,20 +44,30 @@ pub fn normalizer_tokenizer(name: &str) -> String {
 
 /// Registers every analyzer and normalizer on `index`.
 pub fn register(index: &Index) {
-    // Analyzers also shape the columns of text fields with field data (what their aggregations
-    // read), which tantivy writes with its own set of tokenizers.
+    // Analyzers and normalizers also shape the columns that aggregations and sorting read (of
+    // keywords, and of text fields with field data), which tantivy writes with its own set of
+    // tokenizers.
     for manager in [index.tokenizers(), index.fast_field_tokenizer()] {
         register_analyzers(manager);
-    }
-    // Normalizers also shape keyword columns (what aggregations and sorting read).
-    for manager in [index.tokenizers(), index.fast_field_tokenizer()] {
         manager.register(
             &normalizer_tokenizer("lowercase"),
-            TextAnalyzer::builder(RawTokenizer::default())
-                .filter(LowerCaser)
-                .build(),
+            normalizer(&["lowercase"]),
         );
     }
+}
+
+/// A normalizer: the whole value as one token, through `filters` in order (`lowercase`,
+/// `asciifolding`; others were refused with the settings).
+fn normalizer<S: AsRef<str>>(filters: &[S]) -> TextAnalyzer {
+    let mut builder = TextAnalyzer::builder(RawTokenizer::default()).dynamic();
+    for filter in filters {
+        builder = match filter.as_ref() {
+            "lowercase" => builder.filter_dynamic(LowerCaser),
+            "asciifolding" => builder.filter_dynamic(AsciiFoldingFilter),
+            _ => builder,
+        };
+    }
+    builder.build()
 }
 
 /// Registers an index's custom normalizers (name → filters, from its settings) on `index`, beside
@@ -67,17 +77,9 @@ pub fn register_normalizers(
     index: &Index,
     normalizers: &std::collections::BTreeMap<String, Vec<String>>,
 ) {
-    for (name, filters) in normalizers {
-        for manager in [index.tokenizers(), index.fast_field_tokenizer()] {
-            let mut builder = TextAnalyzer::builder(RawTokenizer::default()).dynamic();
-            for filter in filters {
-                builder = match filter.as_str() {
-                    "lowercase" => builder.filter_dynamic(LowerCaser),
-                    "asciifolding" => builder.filter_dynamic(AsciiFoldingFilter),
-                    _ => builder,
-                };
-            }
-            manager.register(&normalizer_tokenizer(name), builder.build());
+    for manager in [index.tokenizers(), index.fast_field_tokenizer()] {
+        for (name, filters) in normalizers {
+            manager.register(&normalizer_tokenizer(name), normalizer(filters));
         }
     }
 }

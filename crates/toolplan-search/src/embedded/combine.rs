@@ -105,7 +105,6 @@ fn refuse_empty_buckets_below_the_top(
             continue;
         };
         for (kind, body) in def {
-            let here = format!("{path}.{name}.{kind}");
             if matches!(kind.as_str(), "aggs" | "aggregations") {
                 if let Some(children) = body.as_object() {
                     refuse_empty_buckets_below_the_top(children, &format!("{path}.{name}"), false)?;
@@ -115,7 +114,7 @@ fn refuse_empty_buckets_below_the_top(
             let empty_buckets = body.get("min_doc_count").and_then(Value::as_u64) == Some(0);
             if empty_buckets && (kind == "multi_terms" || (kind == "terms" && !top)) {
                 return Err(SearchError::Unsupported {
-                    path: here,
+                    path: format!("{path}.{name}.{kind}"),
                     clause: format!(
                         "{kind} with min_doc_count 0 {}over several indices, some without matches",
                         if top {

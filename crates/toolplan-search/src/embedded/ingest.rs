@@ -206,7 +206,7 @@ impl Inner {
         let _one_writer = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
         let index = self.get(name)?;
         let mapping = index.schema.mapping.updated(update)?;
-        mapping.check_normalizers(index.settings.normalizers().keys())?;
+        mapping.check_normalizers(&index.settings.normalizers())?;
         if mapping == index.schema.mapping {
             return Ok(());
         }

@@ -493,7 +493,7 @@ impl Inner {
             _ => Mapping::parse_strict(mapping)?,
         };
         let settings = IndexSettings::parse(mapping.get("settings"))?;
-        parsed.check_normalizers(settings.normalizers().keys())?;
+        parsed.check_normalizers(&settings.normalizers())?;
         self.check_size(&parsed)?;
         if self.aliases()?.contains(name) {
             return Err(SearchError::InvalidIndexName {

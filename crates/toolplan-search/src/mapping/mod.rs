@@ -15,6 +15,8 @@
 pub mod dynamic;
 mod update;
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 pub use self::dynamic::{Extender, MappingLimits};
@@ -286,20 +288,16 @@ impl Mapping {
 
     /// Checks that every normalizer a field names is one there is: built in ([`NORMALIZERS`]) or
     /// among `custom` (the index's own, from its settings).
-    pub fn check_normalizers<'n>(
-        &self,
-        custom: impl IntoIterator<Item = &'n String> + Clone,
-    ) -> Result<(), SearchError> {
+    pub fn check_normalizers<V>(&self, custom: &BTreeMap<String, V>) -> Result<(), SearchError> {
         for spec in &self.fields {
             let Some(name) = &spec.normalizer else {
                 continue;
             };
-            if NORMALIZERS.contains(&name.as_str()) || custom.clone().into_iter().any(|c| c == name)
-            {
+            if NORMALIZERS.contains(&name.as_str()) || custom.contains_key(name) {
                 continue;
             }
             let mut known: Vec<&str> = NORMALIZERS.to_vec();
-            known.extend(custom.clone().into_iter().map(String::as_str));
+            known.extend(custom.keys().map(String::as_str));
             return Err(SearchError::InvalidMapping(format!(
                 "field '{}': normalizer [{name}] has not been configured (the index has {})",
                 spec.path,

@@ -227,15 +227,12 @@ impl QueryTranslator<'_> {
                 terms[0].clone(),
                 IndexRecordOption::WithFreqs,
             )),
-            // One word: its first `max_expansions` completions in term order (50 by default, as
-            // OpenSearch's), not every word it begins.
-            (1, true) => {
-                let mut query = PhrasePrefixQuery::new(terms);
-                query.set_max_expansions(max_expansions.unwrap_or(DEFAULT_PHRASE_EXPANSIONS));
-                Box::new(query)
-            }
-            (_, true) => {
-                self.made_phrase_query.set(true);
+            // The last word stands for its first `max_expansions` completions in term order (50
+            // by default, as OpenSearch's), a lone word too.
+            (n, true) => {
+                if n > 1 {
+                    self.made_phrase_query.set(true);
+                }
                 let mut query = PhrasePrefixQuery::new(terms);
                 query.set_max_expansions(max_expansions.unwrap_or(DEFAULT_PHRASE_EXPANSIONS));
                 Box::new(query)
