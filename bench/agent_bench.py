@@ -15,7 +15,7 @@ Kinds: `chain` (a directory lookup whose result the next call needs: get_user ->
 lookups answered from their results).
 
 Usage: python3 bench/agent_bench.py [--model local] [--bin PATH] [--tasks FILE] [--out FILE] [--limit N] [--kinds K,…]
-       [--modes plan-answer,plan-answer/no-stream,plan-answer/compact] [--tool-latency SECS]
+       [--modes plan-answer,plan-answer/no-stream,plan-answer/compact,plan-answer/results] [--tool-latency SECS]
 """
 import argparse
 import json
@@ -53,11 +53,12 @@ def run(binary, model, question, mode, timeout, config=None, latency_config=None
     if latency_config and not config:
         tools += ["--config", latency_config]
     # `MODE/no-stream`: plans run only once the whole reply is written; `MODE/compact`: the
-    # answer turn after a plan is asked compactly (--compact-answer).
+    # answer turn after a plan is asked compactly (--compact-answer); `MODE/results`: a plan that
+    # succeeds without an answer of its own answers with its results (--results-answer).
     mode, *options = mode.split("/")
     # `plan-only:FORM` (and `plan-answer:FORM`): the planner lists the tools in that form.
     base, _, listing = mode.partition(":")
-    flags = MODE_FLAGS[base] + (["--plan-listing", listing] if listing else []) + [{"no-stream": "--no-stream", "compact": "--compact-answer"}[o] for o in options]
+    flags = MODE_FLAGS[base] + (["--plan-listing", listing] if listing else []) + [{"no-stream": "--no-stream", "compact": "--compact-answer", "results": "--results-answer"}[o] for o in options]
     cmd = [binary, "ask", question, "--model", model, "--json"] + tools + flags
     if transcript:
         cmd.append("--verbose")
@@ -106,7 +107,7 @@ def main():
                     help="comma-separated: plan-only (only execute_tool_plan offered), plan-answer (plan-only, plans may end with the answer), plan (planner beside the tools), no-plan; plan-only:FORM and plan-answer:FORM list the tools as --plan-listing FORM")
     ap.add_argument("--tool-latency", type=float, default=0,
                     help="seconds the demo lookups (get_weather, get_user) take, as a remote API would "
-                         "(toolplan.toml's demo_latency); MODE/no-stream runs plans only once written; MODE/compact asks the answer after a plan compactly (--compact-answer)")
+                         "(toolplan.toml's demo_latency); MODE/no-stream runs plans only once written; MODE/compact asks the answer after a plan compactly (--compact-answer); MODE/results answers with a plan's results (--results-answer)")
     ap.add_argument("--transcripts", default="",
                     help="a directory: each ask runs with --verbose and its conversation is kept there as TASK.MODE.txt")
     ap.add_argument("--flaky", default="",
@@ -147,7 +148,7 @@ def main():
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in modes:
         base, *options = m.split("/")
-        if base.partition(":")[0] not in MODE_FLAGS or any(o not in ("no-stream", "compact") for o in options):
+        if base.partition(":")[0] not in MODE_FLAGS or any(o not in ("no-stream", "compact", "results") for o in options):
             ap.error(f"unknown mode {m!r}")
     kinds = sorted({t.get("kind", "-") for t in tasks})
 

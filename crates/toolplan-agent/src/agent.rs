@@ -23,7 +23,8 @@ use toolplan_planner::{
 };
 
 use crate::answer::{
-    ANSWER_TOOL, answer_shaped, forget_unused_answer, prepare_answers, without_echoed_question,
+    ANSWER_TOOL, answer_shaped, forget_unused_answer, needs_judgement, prepare_answers,
+    results_answer, without_echoed_question,
 };
 use crate::compact::{asked_for_more, compact_request, more_tools_note};
 use crate::earlier::EarlierResults;
@@ -191,6 +192,9 @@ pub struct Agent {
     /// Whether the answer turn after a plan that succeeded is asked compactly
     /// ([`AgentBuilder::compact_answer`](crate::AgentBuilder::compact_answer)).
     pub(crate) compact_answer: bool,
+    /// Whether a plan that succeeded without an answer of its own is answered with its results
+    /// ([`AgentBuilder::results_answer`](crate::AgentBuilder::results_answer)).
+    pub(crate) results_answer: bool,
 }
 
 impl Agent {
@@ -362,10 +366,33 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
+            // A plan that succeeded without an answer of its own (none, or one that inserted a
+            // value that was not there) answers with its results, when the agent says so, the
+            // question asks for no judgement on them, the plan was not sent back before (a plan
+            // completed on request may still stop short: the model completed a sum's plan with the
+            // weather of every city and no sum), and it does what its thought says (one that
+            // leaves out a tool its thought names stopped short). The model, reading the results,
+            // may finish the work.
+            let answer = turn.answer.or_else(|| {
+                let one_clean_plan = record.repairs == 0
+                    && calls.len() == 1
+                    && fresh.len() == 1
+                    && turn.clean_plans + turn.clean_but_answer == 1
+                    && fresh[0].name == EXECUTE_TOOL_PLAN
+                    && self.thought_left_out(&fresh).is_none();
+                (self.results_answer && one_clean_plan && !cut_off && !needs_judgement(input))
+                    .then(|| {
+                        results_answer(&fresh[0].arguments, &turn.outputs, self.max_result_bytes)
+                    })
+                    .flatten()
+                    .inspect(|_| record.answered_with_results = true)
+            });
             if repairing && turn.run_plans > 0 && turn.rejected_plans == 0 {
                 record.repaired += 1;
             }
-            repairing = (turn.rejected_plans > 0 || turn.faulty_plans > 0)
+            // A plan answered with its results needs no repair (its answer step may have failed).
+            repairing = answer.is_none()
+                && (turn.rejected_plans > 0 || turn.faulty_plans > 0)
                 && record.repairs < self.max_repairs;
             if repairing {
                 record.repairs += 1;
@@ -373,7 +400,7 @@ impl Agent {
                 reply_start = turn.restart;
             }
             earlier.remember(turn.outputs);
-            let (fresh_results, answer) = (turn.messages, turn.answer);
+            let fresh_results = turn.messages;
             for (call, result) in fresh.iter().zip(&fresh_results) {
                 memory.remember(call, result);
             }
@@ -413,7 +440,7 @@ impl Agent {
             }
             messages.extend(results);
             if let Some(answer) = answer {
-                record.answered_by_plan = true;
+                record.answered_by_plan = !record.answered_with_results;
                 record.elapsed = start.elapsed();
                 messages.push(Message::assistant(answer.clone(), Vec::new()));
                 return Ok(Interaction {

@@ -146,6 +146,100 @@ pub(crate) fn prepare_answers(mut plan: Value) -> Value {
     plan
 }
 
+/// A plan's results written out as the answer to the user
+/// ([`AgentBuilder::results_answer`](crate::AgentBuilder::results_answer)): `plan` is the plan's
+/// arguments as the model wrote them, `outputs` the results of its output steps by id (all its
+/// steps when it names no `output_steps`). The steps it named as outputs, or else its final steps
+/// (those no other step reads: what the plan set out to find) and then the others in plan order,
+/// one line each, `tool(literal arguments): result`; a plan of one result is that result alone. A
+/// result is written as people read it: text as it is, an object as `field: value, …` (an object
+/// of one field as its value). `None` when no step has a result. Cut to `max_bytes`.
+pub(crate) fn results_answer(
+    plan: &Value,
+    outputs: &serde_json::Map<String, Value>,
+    max_bytes: usize,
+) -> Option<String> {
+    let steps = plan.get("steps").and_then(Value::as_array)?;
+    let named = plan
+        .get("output_steps")
+        .and_then(Value::as_array)
+        .is_some_and(|o| !o.is_empty());
+    let finals = final_steps(steps);
+    let id_of = |step: &Value| step.get("id").and_then(Value::as_str).map(str::to_owned);
+    // Final steps first, unless the plan named its outputs (then in the plan's order).
+    let mut order: Vec<&Value> = steps.iter().collect();
+    if !named {
+        order.sort_by_key(|step| id_of(step).is_none_or(|id| !finals.contains(&id)));
+    }
+    let lines: Vec<(String, String)> = order
+        .into_iter()
+        .filter_map(|step| {
+            let id = id_of(step)?;
+            let result = outputs.get(&id)?;
+            let tool = step.get("tool").and_then(Value::as_str).unwrap_or("?");
+            (tool != ANSWER_TOOL).then(|| {
+                let literal = literal_arguments(step.get("arguments"));
+                (format!("{tool}{literal}"), readable(result))
+            })
+        })
+        .collect();
+    let mut text = match lines.as_slice() {
+        [] => return None,
+        [(_, result)] => result.clone(),
+        many => many
+            .iter()
+            .map(|(call, result)| format!("{call}: {result}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    toolplan_core::limits::truncate_string(&mut text, max_bytes);
+    Some(text)
+}
+
+/// A step's arguments that the model wrote as they are (no reference in them), in brackets:
+/// `(Paris, 2)`; empty when there are none.
+fn literal_arguments(arguments: Option<&Value>) -> String {
+    let Some(Value::Object(arguments)) = arguments else {
+        return String::new();
+    };
+    let values: Vec<String> = arguments
+        .values()
+        .filter(|v| match v {
+            Value::String(s) => !s.contains(REF_PREFIX),
+            Value::Number(_) | Value::Bool(_) => true,
+            _ => false,
+        })
+        .map(|v| value_as_text(v).into_owned())
+        .collect();
+    if values.is_empty() {
+        String::new()
+    } else {
+        format!("({})", values.join(", "))
+    }
+}
+
+/// A result as people read it: text as it is, an object as `field: value, …` (one field: its
+/// value), a list of plain values joined by `; `, anything deeper as compact JSON.
+fn readable(value: &Value) -> String {
+    let plain = |v: &Value| match v {
+        Value::Null => "none".to_owned(),
+        Value::Object(_) | Value::Array(_) => v.to_string(),
+        other => value_as_text(other).into_owned(),
+    };
+    match value {
+        Value::Object(fields) if fields.len() == 1 => fields.values().map(plain).collect(),
+        Value::Object(fields) => fields
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", plain(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Array(items) if items.iter().all(|v| !v.is_object() && !v.is_array()) => {
+            items.iter().map(plain).collect::<Vec<_>>().join("; ")
+        }
+        other => plain(other),
+    }
+}
+
 /// The references in an answer's text (none when it is not text).
 fn references(text: Option<&Value>) -> Vec<Reference> {
     text.and_then(Value::as_str)
@@ -306,6 +400,50 @@ mod tests {
     use toolplan_core::ToolContext;
 
     use super::*;
+
+    #[test]
+    fn results_are_written_out_final_steps_first() {
+        let plan = json!({"steps": [
+            {"id": "a", "tool": "get_weather", "arguments": {"location": "Paris"}},
+            {"id": "b", "tool": "get_weather", "arguments": {"location": "Oslo"}},
+            {"id": "c", "tool": "calculator", "arguments": {"expression": "$ref:a.temp - $ref:b.temp"}}]});
+        let outputs = json!({
+            "a": {"temp": 11, "condition": "cloudy"},
+            "b": {"temp": 3, "condition": "snow"},
+            "c": 8});
+        let outputs = outputs.as_object().unwrap();
+        assert_eq!(
+            results_answer(&plan, outputs, 10_000).unwrap(),
+            "calculator: 8\nget_weather(Paris): temp: 11, condition: cloudy\n\
+             get_weather(Oslo): temp: 3, condition: snow"
+        );
+        // Named output steps, in the plan's order; one result alone; an object of one field
+        // as its value.
+        let mut named = plan.clone();
+        named["output_steps"] = json!(["c"]);
+        let only_c = json!({"c": {"result": 8}});
+        assert_eq!(
+            results_answer(&named, only_c.as_object().unwrap(), 10_000).unwrap(),
+            "8"
+        );
+        // Lists of plain values, nested values as JSON, null as "none".
+        let list = json!({"a": ["x", 2, null], "b": {"k": {"n": 1}, "z": null}});
+        assert_eq!(
+            results_answer(&plan, list.as_object().unwrap(), 10_000).unwrap(),
+            "get_weather(Paris): x; 2; none\nget_weather(Oslo): k: {\"n\":1}, z: none"
+        );
+        // Nothing to write: no result, or no steps.
+        assert!(results_answer(&plan, &serde_json::Map::new(), 10_000).is_none());
+        assert!(results_answer(&json!({}), outputs, 10_000).is_none());
+        // Cut to the limit.
+        let long = json!({"c": "x".repeat(5_000)});
+        assert!(
+            results_answer(&plan, long.as_object().unwrap(), 1_000)
+                .unwrap()
+                .len()
+                <= 1_100
+        );
+    }
 
     #[test]
     fn only_answers_that_would_be_dropped_are_forgotten() {

@@ -44,6 +44,7 @@ pub struct AgentBuilder {
     limits: Limits,
     stream_plans: bool,
     compact_answer: Option<bool>,
+    results_answer: bool,
 }
 
 impl AgentBuilder {
@@ -87,6 +88,21 @@ impl AgentBuilder {
     /// of the agent bench's questions right (bench/README.md).
     pub fn compact_answer(mut self, on: bool) -> Self {
         self.compact_answer = Some(on);
+        self
+    }
+
+    /// Whether a plan whose steps all succeeded, and that brings no answer of its own (no
+    /// `answer` field, or one the agent does not take), is answered with its results, written out
+    /// instead of asking the model again (default: off).
+    /// LlamaIndex's `return_direct` tools and `execute_tool_plan`'s output steps return results the
+    /// same way. Not for a question that asks for a judgement on the results (yes or no, one of
+    /// named options), nor for a plan that leaves out a tool its own thought names (it stopped
+    /// short): the model answers those as usual. A plan whose only failed step is its answer (a
+    /// value inserted that was not there) counts as succeeded. The interaction then costs one model call
+    /// when the first plan is whole and succeeds; the answer lists what the plan found out (its
+    /// output steps, or its final steps first and then the steps they read) rather than a sentence.
+    pub fn results_answer(mut self, on: bool) -> Self {
+        self.results_answer = on;
         self
     }
 
@@ -306,6 +322,7 @@ impl AgentBuilder {
             think_first: self.think_first.unwrap_or(!planning.offers_planner()),
             think_after_plan: self.think_first.is_none() && planning.offers_planner(),
             compact_answer,
+            results_answer: self.results_answer,
         })
     }
 }
@@ -330,6 +347,7 @@ impl Agent {
             limits: Limits::default(),
             stream_plans: true,
             compact_answer: None,
+            results_answer: false,
         }
     }
 }

@@ -19,7 +19,8 @@
 //! * `turn` — one turn's tool calls: plans through the planner, the other calls directly on the
 //!   engine (`Engine::run_calls`), each answered with a tool-result message.
 //! * `answer` — the plan's `answer` field that lets a plan end the interaction
-//!   ([`Planning::OnlyWithAnswer`]): the answer step and its tool.
+//!   ([`Planning::OnlyWithAnswer`]): the answer step and its tool; and a plan's results written
+//!   out as the answer ([`AgentBuilder::results_answer`]).
 //! * `compact` — the answer turn after a plan whose steps all succeeded, asked with the question and
 //!   the results instead of the whole prompt again, when [`AgentBuilder::compact_answer`] says so.
 //! * `record` — [`Record`], what an interaction cost.

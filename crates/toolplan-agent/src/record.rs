@@ -64,6 +64,9 @@ pub struct Record {
     pub busy_replans: usize,
     /// Whether the answer was a plan's `answer` step (no model call after the plan).
     pub answered_by_plan: bool,
+    /// Whether the answer was the results of the interaction's last plan, written out, with no
+    /// model call after it ([`AgentBuilder::results_answer`](crate::AgentBuilder::results_answer)).
+    pub answered_with_results: bool,
     /// Answer turns asked compactly, after a plan whose steps all succeeded: the question and the
     /// results, not the tools ([`AgentBuilder::compact_answer`](crate::AgentBuilder::compact_answer)).
     pub compact_answers: usize,

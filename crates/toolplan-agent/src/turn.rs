@@ -31,6 +31,9 @@ pub(crate) struct TurnResults {
     pub run_plans: usize,
     /// Of those, the plans whose every step succeeded.
     pub clean_plans: usize,
+    /// Of those that ran, the plans whose every step succeeded but the `answer` step the plan's
+    /// answer field became (it inserted a value that was not there): their results are whole.
+    pub clean_but_answer: usize,
     /// Plans that ran and whose failed steps all failed on a reference that found no value (the
     /// plan's fault), when `may_fix` was given: their summaries ask for a corrected plan.
     pub faulty_plans: usize,
@@ -152,6 +155,7 @@ impl Agent {
         let mut faulty_plans = 0;
         let mut busy_plans = 0;
         let mut clean_plans = 0;
+        let mut clean_but_answer = 0;
         let mut restart = None;
         let only_call = calls.len() == 1;
         for ((i, _), (began, outcome)) in plans.iter().zip(plan_runs) {
@@ -165,6 +169,12 @@ impl Agent {
                 Ok(run) => {
                     if run.all_ok() {
                         clean_plans += 1;
+                    } else if run.outcome == RunOutcome::Completed
+                        && run
+                            .problems()
+                            .all(|s| s.tool == ANSWER_TOOL && s.status == StepStatus::Failed)
+                    {
+                        clean_but_answer += 1;
                     }
                     if only_call && run.all_ok() {
                         answer = run
@@ -248,6 +258,7 @@ impl Agent {
             rejected_plans,
             run_plans: plans.len() - rejected_plans,
             clean_plans,
+            clean_but_answer,
             faulty_plans,
             busy_plans,
             restart,

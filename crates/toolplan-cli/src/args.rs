@@ -202,6 +202,11 @@ pub struct AskArgs {
     /// tokens; with the local 1.5B model, fewer right answers: see bench/README.md).
     #[arg(long, conflicts_with = "no_plan")]
     pub compact_answer: bool,
+    /// Answer with a plan's results, written out, when its steps all succeeded and it brings no
+    /// answer of its own: no model call after the plan. Not for a question that asks for a
+    /// judgement on the results (yes or no, one of named options), which the model answers.
+    #[arg(long, conflicts_with = "no_plan")]
+    pub results_answer: bool,
     /// The planner offered to the model: tool-plan (execute_tool_plan beside the tools) or
     /// query-plan (query_plan_tool only: a DAG of sub-questions, branches answered by the model).
     #[arg(long, value_enum, default_value = "tool-plan", conflicts_with_all = ["no_plan", "plan_only"])]

@@ -10,6 +10,7 @@ mod plan_failures;
 mod planning_modes;
 mod repeats;
 mod replans;
+mod results_answer;
 mod round_trips;
 mod self_checks;
 mod streaming;

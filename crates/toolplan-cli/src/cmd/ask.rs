@@ -85,6 +85,7 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
         .repairs(args.repairs)
         .stream_plans(!args.no_stream)
         .compact_answer(args.compact_answer)
+        .results_answer(args.results_answer)
         .run_config(run_config.clone())
         .limits(settings.limits.clone());
     if let Some(n) = config.limits.max_result_bytes {
