@@ -576,8 +576,6 @@ impl Agent {
             .all(harmless)
     }
 
-    /// For each call, in order: for a plan, whether it passes validation (its problems if not);
-    /// other calls pass.
     /// A plan call's arguments as a run takes them: with plans that end with their answer, the
     /// answer field becomes the plan's last step ([`prepare_answers`]).
     pub(crate) fn plan_as_run(&self, arguments: &Value) -> Value {
@@ -588,6 +586,8 @@ impl Agent {
         }
     }
 
+    /// For each call, in order: for a plan, whether it passes validation (its problems if not);
+    /// other calls pass.
     fn plan_problems(&self, calls: &[ToolCall]) -> Vec<Result<(), InvalidPlan>> {
         calls
             .iter()

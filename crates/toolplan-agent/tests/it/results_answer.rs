@@ -10,26 +10,22 @@ use toolplan_agent::{Agent, Interaction, Planning};
 use toolplan_demo as demo;
 use toolplan_llm::Role;
 
-/// An agent in plan-answer mode whose model replies `replies`, answering with results or not.
-async fn ask(replies: Vec<Value>, question: &str, with_results: bool) -> Interaction {
-    ask_model(replies, question, with_results).await.0
+/// An agent in plan-answer mode whose model sends `plan` and then answers, answering with results
+/// or not.
+async fn ask(plan: Value, question: &str, with_results: bool) -> Interaction {
+    ask_model(plan, question, with_results).await.0
 }
 
 /// As [`ask`], also giving the model (for its requests).
 async fn ask_model(
-    replies: Vec<Value>,
+    plan: Value,
     question: &str,
     with_results: bool,
 ) -> (Interaction, Arc<ScriptedModel>) {
-    let mut script = vec![ScriptedModel::calls(
-        &replies
-            .iter()
-            .take(1)
-            .map(|p| ("execute_tool_plan", p.clone()))
-            .collect::<Vec<_>>(),
-    )];
-    script.push(ScriptedModel::answer("the model's own answer"));
-    let model = Arc::new(ScriptedModel::new(script));
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan)]),
+        ScriptedModel::answer("the model's own answer"),
+    ]));
     let out = agent(Arc::clone(&model), with_results)
         .interact(question)
         .await
@@ -58,12 +54,7 @@ fn chain(answer: Value) -> Value {
 
 #[tokio::test]
 async fn a_plan_without_an_answer_answers_with_its_results_in_one_model_call() {
-    let out = ask(
-        vec![chain(Value::Null)],
-        "How cold is it where Dave lives?",
-        true,
-    )
-    .await;
+    let out = ask(chain(Value::Null), "How cold is it where Dave lives?", true).await;
     assert_eq!(out.record.llm_calls, 1);
     assert!(out.record.answered_with_results);
     assert!(!out.record.answered_by_plan);
@@ -85,7 +76,7 @@ async fn a_plan_without_an_answer_answers_with_its_results_in_one_model_call() {
 async fn a_guessed_answer_is_replaced_by_the_results() {
     // An answer that inserts no result is a guess the agent does not take: the results answer.
     let out = ask(
-        vec![chain(json!("It is mild where Dave lives."))],
+        chain(json!("It is mild where Dave lives.")),
         "How cold is it where Dave lives?",
         true,
     )
@@ -98,7 +89,7 @@ async fn a_guessed_answer_is_replaced_by_the_results() {
 #[tokio::test]
 async fn the_plans_own_answer_comes_before_its_results() {
     let out = ask(
-        vec![chain(json!("In $ref:u.city it is $ref:w.temp °C."))],
+        chain(json!("In $ref:u.city it is $ref:w.temp °C.")),
         "How cold is it where Dave lives?",
         true,
     )
@@ -115,12 +106,12 @@ async fn an_answer_that_inserts_a_missing_value_gives_way_to_the_results() {
     let plan = json!({"thought": "x", "steps": [
         {"id": "e", "tool": "echo", "arguments": {"text": {"city": "Oslo"}}}],
         "answer": "It is $ref:e.temp °C in $ref:e.city."});
-    let out = ask(vec![plan.clone()], "How cold is it in Oslo?", true).await;
+    let out = ask(plan.clone(), "How cold is it in Oslo?", true).await;
     assert_eq!(out.record.llm_calls, 1);
     assert!(out.record.answered_with_results);
     assert_eq!(out.answer, "Oslo");
     // Without results answers the model reads the error and answers.
-    let out = ask(vec![plan], "How cold is it in Oslo?", false).await;
+    let out = ask(plan, "How cold is it in Oslo?", false).await;
     assert_eq!(out.record.llm_calls, 2);
 }
 
@@ -153,7 +144,7 @@ async fn a_plan_sent_back_before_goes_back_to_the_model() {
 async fn named_output_steps_are_the_answer_and_one_result_is_written_alone() {
     let mut plan = chain(Value::Null);
     plan["output_steps"] = json!(["u"]);
-    let out = ask(vec![plan], "Which team is Dave on?", true).await;
+    let out = ask(plan, "Which team is Dave on?", true).await;
     assert_eq!(out.record.llm_calls, 1);
     assert!(!out.answer.contains("get_user"), "{}", out.answer);
     assert!(out.answer.contains("team: "), "{}", out.answer);
@@ -166,7 +157,7 @@ async fn a_judgement_on_the_results_is_the_models() {
         "Is it raining where Dave lives? Answer yes or no.",
         "Which is colder, Berlin or Oslo?",
     ] {
-        let (out, model) = ask_model(vec![chain(Value::Null)], question, true).await;
+        let (out, model) = ask_model(chain(Value::Null), question, true).await;
         assert_eq!(out.record.llm_calls, 2, "{question}");
         assert_eq!(out.answer, "the model's own answer");
         assert!(!out.record.answered_with_results);
@@ -181,7 +172,7 @@ async fn a_plan_with_a_failed_step_goes_back_to_the_model() {
     let plan = json!({"thought": "x", "steps": [
         {"id": "w", "tool": "get_weather", "arguments": {"location": "Atlantis"}}],
         "answer": null});
-    let (out, model) = ask_model(vec![plan], "How cold is it in Atlantis?", true).await;
+    let (out, model) = ask_model(plan, "How cold is it in Atlantis?", true).await;
     assert_eq!(out.record.llm_calls, 2);
     assert_eq!(out.answer, "the model's own answer");
     // The whole conversation, the tools offered, so that the model can plan again.
@@ -191,7 +182,7 @@ async fn a_plan_with_a_failed_step_goes_back_to_the_model() {
 #[tokio::test]
 async fn off_by_default_the_model_answers_from_the_results() {
     let out = ask(
-        vec![chain(Value::Null)],
+        chain(Value::Null),
         "How cold is it where Dave lives?",
         false,
     )
