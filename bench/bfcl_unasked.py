@@ -1,8 +1,15 @@
-"""How often the unasked-step check (toolplan_planner::unasked_steps) would send back a correct plan:
-BFCL's ground truth for each entry, as a plan of one step per expected call, run through the check
-with the entry's own functions and question. Every step it flags there is a false alarm.
+"""How often a check of a first plan against its question would send back a correct plan: BFCL's
+ground truth for each entry, as a plan of one step per expected call, run through the check with the
+entry's own functions and question. Every plan it flags there is a false alarm.
 
-    ~/.cache/toolplan/bfcl-venv/bin/python bench/bfcl_unasked.py [--categories simple,...]
+* `--check unasked` (the default): toolplan_planner::unasked_steps, steps the question does not ask
+  for; the steps have no arguments.
+* `--check options`: toolplan_planner::options_left_out, enum values the question names that no step
+  sets; each step has the ground truth's arguments with every parameter it may leave out left out
+  (the plans that give the check the most to flag). A plan sent back costs a model call; the last
+  column counts those where the value the check asks for is not one the ground truth accepts.
+
+    ~/.cache/toolplan/bfcl-venv/bin/python bench/bfcl_unasked.py [--check options] [--categories simple,...]
 
 Needs the virtualenv of bench/bfcl_setup.sh (for BFCL's data files) and builds the check's example
 with cargo. No model is used.
@@ -26,12 +33,40 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def ground_truth_arguments(accepted):
+    """A call's arguments from BFCL's accepted values ({param: [value, ...]}): a parameter that may
+    be left out ("" accepted) is left out, any other takes its first accepted value (an object's
+    accepted values are objects of accepted values)."""
+    arguments = {}
+    for name, values in accepted.items():
+        if not isinstance(values, list) or not values or "" in values:
+            continue
+        value = values[0]
+        arguments[name] = ground_truth_arguments(value) if isinstance(value, dict) else value
+    return arguments
+
+
+def accepts(ground_truth, option):
+    """Whether the ground truth's call of the option's step accepts the value it names for its
+    parameter (compared without case): a plan sent back and completed with it is still right."""
+    index = int(option["step"][1:])
+    accepted = next(iter(ground_truth[index].values()))
+    for name in option["parameter"][:-1]:
+        objects = [v for v in accepted.get(name, []) if isinstance(v, dict)]
+        if not objects:
+            return False
+        accepted = objects[0]
+    values = accepted.get(option["parameter"][-1], [])
+    return any(isinstance(v, str) and v.lower() == option["value"].lower() for v in values)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--categories", default=",".join(FILES))
+    ap.add_argument("--check", choices=["unasked", "options"], default="unasked")
     args = ap.parse_args()
     data = importlib.resources.files("bfcl_eval") / "data"
-    lines, category_of = [], {}
+    lines, category_of, accepted_of = [], {}, {}
     for short in args.categories.split(","):
         name = FILES[short]
         answers = {a["id"]: a for a in read_jsonl(data / "possible_answer" / f"BFCL_v4_{name}.json")}
@@ -39,26 +74,35 @@ def main():
             question = " ".join(m["content"] for m in entry["question"][0] if m["role"] == "user")
             tools = [{"name": f["name"], "description": f.get("description", ""),
                       "parameters": f.get("parameters", {})} for f in entry["function"]]
-            steps = [{"id": f"s{i}", "tool": next(iter(call)), "arguments": {}}
-                     for i, call in enumerate(answers[entry["id"]]["ground_truth"])]
+            steps = [{"id": f"s{i}", "tool": name,
+                      "arguments": ground_truth_arguments(accepted) if args.check == "options" else {}}
+                     for i, call in enumerate(answers[entry["id"]]["ground_truth"])
+                     for name, accepted in call.items()]
             lines.append(json.dumps({"id": entry["id"], "question": question, "tools": tools,
                                      "plan": {"steps": steps}}))
             category_of[entry["id"]] = short
+            accepted_of[entry["id"]] = answers[entry["id"]]["ground_truth"]
     run = subprocess.run(["cargo", "run", "--quiet", "--release", "-p", "toolplan-planner",
-                          "--example", "unasked"], input="\n".join(lines) + "\n", text=True,
+                          "--example", "checks", "--", args.check], input="\n".join(lines) + "\n", text=True,
                          capture_output=True, cwd=os.path.dirname(HERE), check=True)
     counts = {}
     for line in run.stdout.splitlines():
         r = json.loads(line)
-        c = counts.setdefault(category_of[r["id"]], [0, 0])
+        c = counts.setdefault(category_of[r["id"]], [0, 0, 0])
         c[0] += 1
-        if r["unasked"]:
+        flagged = r.get("unasked") or r.get("left_out")
+        if flagged:
             c[1] += 1
-            print(f"false alarm: {r['id']} {r['unasked']}", file=sys.stderr)
-    print(f"{'category':24} {'plans':>6} {'sent back':>9}")
-    for short, (n, flagged) in counts.items():
-        print(f"{short:24} {n:>6} {flagged:>9}")
-    print(f"{'all':24} {sum(c[0] for c in counts.values()):>6} {sum(c[1] for c in counts.values()):>9}")
+            wrong = [o for o in r.get("left_out", []) if not accepts(accepted_of[r["id"]], o)]
+            c[2] += bool(wrong)
+            print(f"false alarm: {r['id']} {flagged}{' (a wrong value)' if wrong else ''}",
+                  file=sys.stderr)
+    wrong_column = f" {'to a wrong value':>16}" if args.check == "options" else ""
+    print(f"{'category':24} {'plans':>6} {'sent back':>9}{wrong_column}")
+    for short, (n, flagged, wrong) in counts.items():
+        print(f"{short:24} {n:>6} {flagged:>9}" + (f" {wrong:>16}" if wrong_column else ""))
+    total = [sum(c[i] for c in counts.values()) for i in range(3)]
+    print(f"{'all':24} {total[0]:>6} {total[1]:>9}" + (f" {total[2]:>16}" if wrong_column else ""))
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ use toolplan_llm::{
     ToolDefinition,
 };
 use toolplan_planner::{
-    CUT_OFF_NOTE, ExecuteToolPlan, incomplete_calls, incomplete_plan, mark_bare_references,
-    percentages_as_fractions, plan_arguments, plan_not_run, plan_short_of_thought, tool_text,
+    CUT_OFF_NOTE, ExecuteToolPlan, calls_without_options, incomplete_calls, incomplete_plan,
+    mark_bare_references, options_left_out, percentages_as_fractions, plan_arguments, plan_not_run,
+    plan_short_of_thought, plan_without_options, set_option, settled_options, tool_text,
     tools_left_out, unasked_plan, unasked_steps, unused_numbers,
 };
 
@@ -73,6 +74,33 @@ fn completing(message: &Message) -> Option<ReplyStart> {
         open_in,
         may_end: false,
     })
+}
+
+/// A call's or a plan step's `(id, tool, arguments)`.
+type CallArguments<'a> = (&'a str, &'a str, &'a Value);
+
+/// The arguments of `calls` as the option checks read them, in order: each direct call's (its id
+/// its tool's name), and each step's of each plan (`(id, tool, arguments)`); beside them, where
+/// each is: the call, and the step in its plan.
+fn call_arguments(calls: &[ToolCall]) -> (Vec<CallArguments<'_>>, Vec<(usize, Option<usize>)>) {
+    let mut each = Vec::new();
+    let mut at = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        if call.name != EXECUTE_TOOL_PLAN {
+            each.push((call.name.as_str(), call.name.as_str(), &call.arguments));
+            at.push((i, None));
+            continue;
+        }
+        let steps = call.arguments.get("steps").and_then(Value::as_array);
+        for (j, step) in steps.into_iter().flatten().enumerate() {
+            let text = |key: &str| step.get(key).and_then(Value::as_str).unwrap_or_default();
+            if let Some(arguments) = step.get("arguments") {
+                each.push((text("id"), text("tool"), arguments));
+                at.push((i, Some(j)));
+            }
+        }
+    }
+    (each, at)
 }
 
 /// What a call is answered with when the turn it belongs to went back to be completed.
@@ -296,7 +324,7 @@ impl Agent {
                 .await
                 .map_err(|e| AgentError::model(e, &record))?;
             mark_plans(&mut message.tool_calls);
-            self.fit_percentages(input, &mut message.tool_calls);
+            self.fit_to_question(input, &mut message.tool_calls, &mut record);
             if self.answer_in_plan {
                 for call in plans_of(&mut message.tool_calls) {
                     forget_unused_answer(&mut call.arguments, input);
@@ -474,7 +502,7 @@ impl Agent {
             .await
             .map_err(|e| AgentError::model(e, &record))?;
         mark_plans(&mut message.tool_calls);
-        self.fit_percentages(input, &mut message.tool_calls);
+        self.fit_to_question(input, &mut message.tool_calls, &mut record);
         let mut problems = self.plan_problems(&message.tool_calls);
         let mut reply_start = None;
         let returned = if problems.iter().any(|p| p.is_err()) {
@@ -519,7 +547,7 @@ impl Agent {
                 .await
                 .map_err(|e| AgentError::model(e, &record))?;
             mark_plans(&mut repaired.tool_calls);
-            self.fit_percentages(input, &mut repaired.tool_calls);
+            self.fit_to_question(input, &mut repaired.tool_calls, &mut record);
             // A reply without calls repairs nothing: the first one stands.
             if !repaired.tool_calls.is_empty() {
                 problems = self.plan_problems(&repaired.tool_calls);
@@ -613,13 +641,15 @@ impl Agent {
     /// pass, otherwise one result per call (nothing is run). Without planning the model's calls are
     /// taken as they are.
     ///
-    /// Three checks, the first that fails goes back: numbers the question gives that no call uses
+    /// Four checks, the first that fails goes back: numbers the question gives that no call uses
     /// ([`toolplan_planner::unused_numbers`]; named with the first plan, or the first call when
     /// there is none; the reply then continues the turn, open for more), tools a plan's thought
     /// names that none of its steps calls ([`toolplan_planner::tools_left_out`]; the reply
-    /// continues that plan, open for more steps), and steps of a plan that
-    /// the question does not ask for ([`toolplan_planner::unasked_steps`]; the reply is written
-    /// anew).
+    /// continues that plan, open for more steps), options the question names that no call or
+    /// step sets ([`toolplan_planner::options_left_out`]; named with the first plan, or the
+    /// first call when there is none; the reply is written anew, the calls having to change),
+    /// and steps of a plan that the question does not ask for
+    /// ([`toolplan_planner::unasked_steps`]; the reply is written anew).
     fn check_against_question(&self, input: &str, calls: &[ToolCall]) -> Option<SentBack> {
         if self.planner.is_none() || calls.is_empty() {
             return None;
@@ -644,6 +674,8 @@ impl Agent {
             (told, what, true, 0)
         } else if let Some((told, left_out)) = self.thought_left_out(calls) {
             (told, plan_short_of_thought(&left_out), true, 0)
+        } else if let Some(what) = self.options_left_out(input, calls) {
+            (first_plan.unwrap_or(0), what, false, 0)
         } else {
             let tools = self.engine.tools();
             let text_of = |name: &str| {
@@ -696,6 +728,64 @@ impl Agent {
             let left_out = tools_left_out(&c.arguments, names.iter().copied());
             (!left_out.is_empty()).then_some((i, left_out))
         })
+    }
+
+    /// What the model reads when `calls` (direct calls and plan steps) leave out options the
+    /// question names ([`toolplan_planner::options_left_out`]), if they do: told of the plan when
+    /// there is one, of the calls otherwise.
+    fn options_left_out(&self, input: &str, calls: &[ToolCall]) -> Option<String> {
+        let tools = self.engine.tools();
+        let (each, _) = call_arguments(calls);
+        let left_out = options_left_out(input, each, |name| tools.get(name).map(|t| t.schema()));
+        if left_out.is_empty() {
+            None
+        } else if calls.iter().any(|c| c.name == EXECUTE_TOOL_PLAN) {
+            Some(plan_without_options(&left_out))
+        } else {
+            Some(calls_without_options(&left_out))
+        }
+    }
+
+    /// Where planning is on, `calls` (direct calls and plan steps) made to fit the question where
+    /// it leaves no doubt: percentages as fractions ([`Agent::fit_percentages`]) and the options it
+    /// names set ([`Agent::fill_options`], counted in `record.filled_options`).
+    fn fit_to_question(&self, input: &str, calls: &mut [ToolCall], record: &mut Record) {
+        self.fit_percentages(input, calls);
+        record.filled_options += self.fill_options(input, calls);
+    }
+
+    /// Where planning is on, sets in `calls` (direct calls and plan steps) the options the
+    /// question names that they leave out and that leave no doubt
+    /// ([`toolplan_planner::settled_options`]: "high wind strength", one step that sets no
+    /// `windStrength`), and returns how many it set; without planning the model's calls are taken
+    /// as they are. A small model told what it left out often sends the same plan again.
+    fn fill_options(&self, input: &str, calls: &mut [ToolCall]) -> usize {
+        if self.planner.is_none() {
+            return 0;
+        }
+        let tools = self.engine.tools();
+        let (each, at) = call_arguments(calls);
+        let left_out = options_left_out(input, each, |name| tools.get(name).map(|t| t.schema()));
+        let mut set = 0;
+        for option in settled_options(&left_out) {
+            let Some(&(call, step)) = at.get(option.call) else {
+                continue;
+            };
+            let arguments = match step {
+                None => calls.get_mut(call).map(|c| &mut c.arguments),
+                Some(step) => calls
+                    .get_mut(call)
+                    .and_then(|c| c.arguments.get_mut("steps"))
+                    .and_then(|steps| steps.get_mut(step))
+                    .and_then(|s| s.get_mut("arguments")),
+            };
+            if let Some(arguments) = arguments
+                && set_option(arguments, option)
+            {
+                set += 1;
+            }
+        }
+        set
     }
 
     /// Where planning is on, the percentages of the question that `calls` (direct calls and plan

@@ -59,6 +59,9 @@ pub struct Record {
     /// Steps of a first plan sent back because the question does not ask for them
     /// ([`toolplan_planner::unasked_steps`]); the sending back is counted in `repairs`.
     pub unasked_steps: usize,
+    /// Options the question names that a call or plan step left out and the agent set, the
+    /// question leaving no doubt ([`toolplan_planner::settled_options`]).
+    pub filled_options: usize,
     /// Plans whose failed steps all failed with an error that asks to try again (a busy service):
     /// the next reply was made to call a tool and started with those steps; counted in `repairs`.
     pub busy_replans: usize,

@@ -21,6 +21,9 @@
 //!   what the model reads when a plan fails or is rejected.
 //! * `self_check` — a first plan checked against its question before it runs (numbers the
 //!   question gives that no step uses), and references written without their marker marked.
+//! * `options` — a first plan checked for the options its question names (an enum value, "high"
+//!   for `windStrength`) that no step sets ([`options_left_out`]): set where the question leaves
+//!   no doubt ([`settled_options`]), sent back otherwise.
 //! * `relevance` — steps of a first plan that its question does not ask for ([`unasked_steps`]).
 //!
 //! ## Example
@@ -38,6 +41,7 @@
 
 mod description;
 mod execute_tool_plan;
+mod options;
 mod planning;
 mod relevance;
 mod schema;
@@ -46,6 +50,10 @@ mod signature;
 
 pub use description::{EXAMPLE_ANSWER, ToolListing, answer_example, copies_example_answer};
 pub use execute_tool_plan::ExecuteToolPlan;
+pub use options::{
+    LeftOutOption, MAX_CHECKED_OPTIONS, MIN_OPTION_CHARS, calls_without_options, options_left_out,
+    plan_without_options, set_option, settled_options,
+};
 pub use planning::{
     ANSWER_IN_PLAN_INSTRUCTIONS, BUSY_HINT, CUT_OFF_NOTE, FIX_PLAN_HINT, PLAN_ONLY_INSTRUCTIONS,
     PLANNING_INSTRUCTIONS, Planning, REPLAN_HINT, plan_not_run,

@@ -1,5 +1,6 @@
 //! A first plan checked against its question before it runs (numbers the question gives that no
-//! step uses, tools its own thought names that no step calls, steps it does not ask for) and a plan that failed through its own references: each
+//! step uses, tools its own thought names that no step calls, options it names that no step sets, steps it
+//! does not ask for) and a plan that failed through its own references: each
 //! goes back once, and the reply must call a tool. Results named without their `$ref:` marker get
 //! it.
 
@@ -464,4 +465,124 @@ async fn a_percentage_given_as_a_whole_number_to_a_rate_is_a_fraction_where_plan
         let out = agent.interact(question).await.unwrap();
         assert_eq!(tool_messages(&out.messages)[0].content, rate);
     }
+}
+
+/// An air conditioner whose settings sit in a `body` object, and that returns what it was set to.
+fn air_conditioner() -> Arc<dyn toolplan_core::Tool> {
+    Arc::new(toolplan_core::FnTool::new(
+        "set_air_conditioner",
+        "Sets the air conditioner.",
+        json!({"type": "object", "properties": {"body": {"type": "object", "properties": {
+            "mode": {"type": "string", "enum": ["COOL", "AIR_DRY"], "default": "COOL"},
+            "windStrength": {"type": "string", "enum": ["LOW", "HIGH", "MID"]},
+            "temperature": {"type": "integer"}}}},
+            "required": ["body"]}),
+        |arguments: Value, _| async move { Ok(arguments["body"].clone()) },
+    ))
+}
+
+fn air_conditioner_agent(model: &Arc<ScriptedModel>, planning: Planning) -> Agent {
+    Agent::builder("test")
+        .model(Arc::clone(model) as Arc<_>)
+        .tools([air_conditioner()])
+        .planning(planning)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_option_the_question_names_that_one_step_leaves_out_is_set() {
+    let question = "Set cool mode with a temperature of 24 and high wind strength.";
+    let short = json!({"steps": [{"id": "ac", "tool": "set_air_conditioner",
+        "arguments": {"body": {"mode": "COOL", "temperature": 24}}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", short)]),
+        ScriptedModel::answer("Set."),
+    ]));
+    let out = air_conditioner_agent(&model, Planning::Only)
+        .interact(question)
+        .await
+        .unwrap();
+    let result = &tool_messages(&out.messages)[0].content;
+    assert!(result.contains("\"windStrength\":\"HIGH\""), "{result}");
+    assert_eq!((out.record.filled_options, out.record.repairs), (1, 0));
+
+    // A direct call beside the planner too; without planning it runs as the model wrote it.
+    for (planning, filled) in [(Planning::Offered, 1), (Planning::Off, 0)] {
+        let model = Arc::new(ScriptedModel::new([
+            ScriptedModel::calls(&[(
+                "set_air_conditioner",
+                json!({"body": {"mode": "COOL", "temperature": 24}}),
+            )]),
+            ScriptedModel::answer("Set."),
+        ]));
+        let out = air_conditioner_agent(&model, planning)
+            .interact(question)
+            .await
+            .unwrap();
+        let result = &tool_messages(&out.messages)[0].content;
+        assert_eq!(result.contains("HIGH"), filled == 1, "{result}");
+        assert_eq!((out.record.filled_options, out.record.repairs), (filled, 0));
+    }
+}
+
+#[tokio::test]
+async fn an_option_that_could_go_to_either_of_two_steps_goes_back_to_be_written_anew() {
+    let question = "Set the bedroom unit and the office unit to cool mode, the office one with high wind strength.";
+    let plan = |office: Value| {
+        json!({"steps": [
+            {"id": "bedroom", "tool": "set_air_conditioner", "arguments": {"body": {"mode": "COOL"}}},
+            {"id": "office", "tool": "set_air_conditioner", "arguments": {"body": office}}]})
+    };
+    let short = plan(json!({"mode": "COOL"}));
+    let whole = plan(json!({"mode": "COOL", "windStrength": "HIGH"}));
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", short)]),
+        ScriptedModel::calls(&[("execute_tool_plan", whole)]),
+        ScriptedModel::answer("Set."),
+    ]));
+    let out = air_conditioner_agent(&model, Planning::Only)
+        .interact(question)
+        .await
+        .unwrap();
+    let results = tool_messages(&out.messages);
+    assert_eq!(
+        results[0].content,
+        "Error: the plan was not run. The question asks for HIGH, but no step sets it: the plan \
+         leaves out part of the question. Send the whole plan again, with \"windStrength\" \
+         (inside \"body\") set to \"HIGH\" in the steps the question asks it for, of bedroom and \
+         office (set_air_conditioner). Call execute_tool_plan again."
+    );
+    assert!(
+        results[1].content.contains("HIGH"),
+        "{}",
+        results[1].content
+    );
+    assert_eq!(out.record.filled_options, 0);
+    assert_eq!((out.record.repairs, out.record.repaired), (1, 1));
+    // The reply is written anew (it must change a step), and must call a tool.
+    assert_eq!(starts(&model), [None, None, None]);
+    assert_eq!(
+        choices(&model),
+        [ToolChoice::Auto, ToolChoice::Required, ToolChoice::Auto]
+    );
+
+    // Direct calls beside the planner are told as calls.
+    let call = json!({"body": {"mode": "COOL"}});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[
+            ("set_air_conditioner", call.clone()),
+            ("set_air_conditioner", call),
+        ]),
+        ScriptedModel::answer("Set."),
+    ]));
+    let out = air_conditioner_agent(&model, Planning::Offered)
+        .interact(question)
+        .await
+        .unwrap();
+    let first = &tool_messages(&out.messages)[0].content;
+    assert!(
+        first.starts_with("Error: the calls were not run. The question asks for HIGH"),
+        "{first}"
+    );
 }

@@ -1,0 +1,70 @@
+//! Runs plans through one of the first-plan checks: reads JSON lines from stdin, each `{"id",
+//! "question", "tools": [{"name", "description", "parameters"}], "plan": {"steps": [...]}}`, and
+//! prints for each a JSON line with what the check would send the plan back for:
+//!
+//! * `unasked`: `{"id", "unasked": [step ids]}`, the steps [`toolplan_planner::unasked_steps`]
+//!   finds the question does not ask for;
+//! * `options`: `{"id", "left_out": [{"step", "parameter": [names], "value"}]}`, the options
+//!   [`toolplan_planner::options_left_out`] finds the question names and no step sets.
+//!
+//! For `bench/bfcl_unasked.py`, which runs BFCL's ground truth through them.
+//!
+//!     cargo run --release -p toolplan-planner --example checks -- unasked|options < lines.jsonl
+
+use std::io::{BufRead, Write};
+
+use serde_json::{Value, json};
+use toolplan_planner::{options_left_out, tool_text, unasked_steps};
+
+fn main() -> std::io::Result<()> {
+    let check = std::env::args().nth(1).unwrap_or_default();
+    if check != "unasked" && check != "options" {
+        eprintln!("usage: checks unasked|options < lines.jsonl");
+        std::process::exit(2);
+    }
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let line = line?;
+        let Ok(entry) = serde_json::from_str::<Value>(&line) else {
+            eprintln!("checks: skipped a line that is not JSON");
+            continue;
+        };
+        let question = entry["question"].as_str().unwrap_or_default();
+        let tools = entry["tools"].as_array().cloned().unwrap_or_default();
+        let tool = |name: &str| tools.iter().find(|t| t["name"] == name);
+        let found = if check == "unasked" {
+            let steps = unasked_steps(question, &entry["plan"], |name| {
+                tool(name).map(|t| {
+                    tool_text(
+                        name,
+                        t["description"].as_str().unwrap_or_default(),
+                        &t["parameters"],
+                    )
+                })
+            });
+            json!({"id": entry["id"], "unasked": steps.iter().map(|s| &s.id).collect::<Vec<_>>()})
+        } else {
+            let steps = entry["plan"]["steps"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let calls = steps.iter().map(|s| {
+                (
+                    s["id"].as_str().unwrap_or_default(),
+                    s["tool"].as_str().unwrap_or_default(),
+                    &s["arguments"],
+                )
+            });
+            let options =
+                options_left_out(question, calls, |name| tool(name).map(|t| &t["parameters"]));
+            let left_out: Vec<Value> = options
+                .iter()
+                .map(|o| json!({"step": o.step, "parameter": o.parameter, "value": o.value}))
+                .collect();
+            json!({"id": entry["id"], "left_out": left_out})
+        };
+        writeln!(out, "{found}")?;
+    }
+    Ok(())
+}
