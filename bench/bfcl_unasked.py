@@ -8,6 +8,8 @@ entry's own functions and question. Every plan it flags there is a false alarm.
   sets; each step has the ground truth's arguments with every parameter it may leave out left out
   (the plans that give the check the most to flag). A plan sent back costs a model call; the last
   column counts those where the value the check asks for is not one the ground truth accepts.
+* `--check dates`: toolplan_planner::dates_not_given, dates the steps write when the question names
+  none; each step has every argument the ground truth gives a value.
 
     ~/.cache/toolplan/bfcl-venv/bin/python bench/bfcl_unasked.py [--check options] [--categories simple,...]
 
@@ -31,6 +33,17 @@ FILES = {"simple": "simple_python", "multiple": "multiple", "parallel": "paralle
 def read_jsonl(path):
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def every_argument(accepted):
+    """A call's arguments from BFCL's accepted values with every parameter given its first accepted
+    value that is not "" (left out where "" is all it accepts)."""
+    arguments = {}
+    for name, values in accepted.items():
+        given = [v for v in values if v != ""] if isinstance(values, list) else []
+        if given:
+            arguments[name] = every_argument(given[0]) if isinstance(given[0], dict) else given[0]
+    return arguments
 
 
 def ground_truth_arguments(accepted):
@@ -63,7 +76,7 @@ def accepts(ground_truth, option):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--categories", default=",".join(FILES))
-    ap.add_argument("--check", choices=["unasked", "options"], default="unasked")
+    ap.add_argument("--check", choices=["unasked", "options", "dates"], default="unasked")
     args = ap.parse_args()
     data = importlib.resources.files("bfcl_eval") / "data"
     lines, category_of, accepted_of = [], {}, {}
@@ -75,7 +88,8 @@ def main():
             tools = [{"name": f["name"], "description": f.get("description", ""),
                       "parameters": f.get("parameters", {})} for f in entry["function"]]
             steps = [{"id": f"s{i}", "tool": name,
-                      "arguments": ground_truth_arguments(accepted) if args.check == "options" else {}}
+                      "arguments": {"options": ground_truth_arguments, "dates": every_argument}
+                      .get(args.check, lambda _: {})(accepted)}
                      for i, call in enumerate(answers[entry["id"]]["ground_truth"])
                      for name, accepted in call.items()]
             lines.append(json.dumps({"id": entry["id"], "question": question, "tools": tools,
@@ -90,7 +104,7 @@ def main():
         r = json.loads(line)
         c = counts.setdefault(category_of[r["id"]], [0, 0, 0])
         c[0] += 1
-        flagged = r.get("unasked") or r.get("left_out")
+        flagged = r.get("unasked") or r.get("left_out") or r.get("made_up")
         if flagged:
             c[1] += 1
             wrong = [o for o in r.get("left_out", []) if not accepts(accepted_of[r["id"]], o)]

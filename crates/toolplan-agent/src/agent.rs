@@ -17,9 +17,10 @@ use toolplan_llm::{
     ToolDefinition,
 };
 use toolplan_planner::{
-    CUT_OFF_NOTE, ExecuteToolPlan, calls_without_options, incomplete_calls, incomplete_plan,
-    mark_bare_references, options_left_out, percentages_as_fractions, plan_arguments, plan_not_run,
-    plan_short_of_thought, plan_without_options, set_option, settled_options, tool_text,
+    CUT_OFF_NOTE, ExecuteToolPlan, calls_with_made_up_dates, calls_without_options,
+    dates_not_given, incomplete_calls, incomplete_plan, mark_bare_references, options_left_out,
+    percentages_as_fractions, plan_arguments, plan_not_run, plan_short_of_thought,
+    plan_with_made_up_dates, plan_without_options, set_option, settled_options, tool_text,
     tools_left_out, unasked_plan, unasked_steps, unused_numbers,
 };
 
@@ -74,6 +75,21 @@ fn completing(message: &Message) -> Option<ReplyStart> {
         open_in,
         may_end: false,
     })
+}
+
+/// What the model reads when `calls` (direct calls and plan steps) write dates the question never
+/// gives ([`toolplan_planner::dates_not_given`]), if they do: told of the plan when there is one,
+/// of the calls otherwise.
+fn made_up_dates(input: &str, calls: &[ToolCall]) -> Option<String> {
+    let (each, _) = call_arguments(calls);
+    let made_up = dates_not_given(input, each);
+    if made_up.is_empty() {
+        None
+    } else if calls.iter().any(|c| c.name == EXECUTE_TOOL_PLAN) {
+        Some(plan_with_made_up_dates(&made_up))
+    } else {
+        Some(calls_with_made_up_dates(&made_up))
+    }
 }
 
 /// A call's or a plan step's `(id, tool, arguments)`.
@@ -641,14 +657,15 @@ impl Agent {
     /// pass, otherwise one result per call (nothing is run). Without planning the model's calls are
     /// taken as they are.
     ///
-    /// Four checks, the first that fails goes back: numbers the question gives that no call uses
+    /// Five checks, the first that fails goes back: numbers the question gives that no call uses
     /// ([`toolplan_planner::unused_numbers`]; named with the first plan, or the first call when
     /// there is none; the reply then continues the turn, open for more), tools a plan's thought
     /// names that none of its steps calls ([`toolplan_planner::tools_left_out`]; the reply
     /// continues that plan, open for more steps), options the question names that no call or
     /// step sets ([`toolplan_planner::options_left_out`]; named with the first plan, or the
     /// first call when there is none; the reply is written anew, the calls having to change),
-    /// and steps of a plan that the question does not ask for
+    /// dates calls write that the question never gives ([`toolplan_planner::dates_not_given`];
+    /// the same way), and steps of a plan that the question does not ask for
     /// ([`toolplan_planner::unasked_steps`]; the reply is written anew).
     fn check_against_question(&self, input: &str, calls: &[ToolCall]) -> Option<SentBack> {
         if self.planner.is_none() || calls.is_empty() {
@@ -675,6 +692,8 @@ impl Agent {
         } else if let Some((told, left_out)) = self.thought_left_out(calls) {
             (told, plan_short_of_thought(&left_out), true, 0)
         } else if let Some(what) = self.options_left_out(input, calls) {
+            (first_plan.unwrap_or(0), what, false, 0)
+        } else if let Some(what) = made_up_dates(input, calls) {
             (first_plan.unwrap_or(0), what, false, 0)
         } else {
             let tools = self.engine.tools();

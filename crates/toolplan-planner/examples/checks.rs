@@ -5,21 +5,23 @@
 //! * `unasked`: `{"id", "unasked": [step ids]}`, the steps [`toolplan_planner::unasked_steps`]
 //!   finds the question does not ask for;
 //! * `options`: `{"id", "left_out": [{"step", "parameter": [names], "value"}]}`, the options
-//!   [`toolplan_planner::options_left_out`] finds the question names and no step sets.
+//!   [`toolplan_planner::options_left_out`] finds the question names and no step sets;
+//! * `dates`: `{"id", "made_up": [{"step", "parameter": [names], "value"}]}`, the dates
+//!   [`toolplan_planner::dates_not_given`] finds the steps write and the question does not give.
 //!
 //! For `bench/bfcl_unasked.py`, which runs BFCL's ground truth through them.
 //!
-//!     cargo run --release -p toolplan-planner --example checks -- unasked|options < lines.jsonl
+//!     cargo run --release -p toolplan-planner --example checks -- unasked|options|dates < lines.jsonl
 
 use std::io::{BufRead, Write};
 
 use serde_json::{Value, json};
-use toolplan_planner::{options_left_out, tool_text, unasked_steps};
+use toolplan_planner::{dates_not_given, options_left_out, tool_text, unasked_steps};
 
 fn main() -> std::io::Result<()> {
     let check = std::env::args().nth(1).unwrap_or_default();
-    if check != "unasked" && check != "options" {
-        eprintln!("usage: checks unasked|options < lines.jsonl");
+    if !["unasked", "options", "dates"].contains(&check.as_str()) {
+        eprintln!("usage: checks unasked|options|dates < lines.jsonl");
         std::process::exit(2);
     }
     let stdin = std::io::stdin();
@@ -56,13 +58,21 @@ fn main() -> std::io::Result<()> {
                     &s["arguments"],
                 )
             });
-            let options =
-                options_left_out(question, calls, |name| tool(name).map(|t| &t["parameters"]));
-            let left_out: Vec<Value> = options
-                .iter()
-                .map(|o| json!({"step": o.step, "parameter": o.parameter, "value": o.value}))
-                .collect();
-            json!({"id": entry["id"], "left_out": left_out})
+            if check == "dates" {
+                let made_up: Vec<Value> = dates_not_given(question, calls)
+                    .iter()
+                    .map(|d| json!({"step": d.step, "parameter": d.parameter, "value": d.value}))
+                    .collect();
+                json!({"id": entry["id"], "made_up": made_up})
+            } else {
+                let options =
+                    options_left_out(question, calls, |name| tool(name).map(|t| &t["parameters"]));
+                let left_out: Vec<Value> = options
+                    .iter()
+                    .map(|o| json!({"step": o.step, "parameter": o.parameter, "value": o.value}))
+                    .collect();
+                json!({"id": entry["id"], "left_out": left_out})
+            }
         };
         writeln!(out, "{found}")?;
     }

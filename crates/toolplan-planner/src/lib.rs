@@ -24,6 +24,7 @@
 //! * `options` — a first plan checked for the options its question names (an enum value, "high"
 //!   for `windStrength`) that no step sets ([`options_left_out`]): set where the question leaves
 //!   no doubt ([`settled_options`]), sent back otherwise.
+//! * `dates` — a first plan checked for dates its question never gives ([`dates_not_given`]).
 //! * `relevance` — steps of a first plan that its question does not ask for ([`unasked_steps`]).
 //!
 //! ## Example
@@ -39,6 +40,7 @@
 //! assert!(planner.description().starts_with("Runs tool calls as one plan."));
 //! ```
 
+mod dates;
 mod description;
 mod execute_tool_plan;
 mod options;
@@ -48,6 +50,10 @@ mod schema;
 mod self_check;
 mod signature;
 
+pub use dates::{
+    MAX_CHECKED_TEXTS, MadeUpDate, calls_with_made_up_dates, dates_not_given,
+    plan_with_made_up_dates,
+};
 pub use description::{EXAMPLE_ANSWER, ToolListing, answer_example, copies_example_answer};
 pub use execute_tool_plan::ExecuteToolPlan;
 pub use options::{

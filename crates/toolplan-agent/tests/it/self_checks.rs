@@ -586,3 +586,44 @@ async fn an_option_that_could_go_to_either_of_two_steps_goes_back_to_be_written_
         "{first}"
     );
 }
+
+#[tokio::test]
+async fn a_plan_that_makes_up_a_date_the_question_never_gives_goes_back_to_be_written_anew() {
+    let question = "What is the weather in Paris?";
+    let short = json!({"steps": [weather("w", "Paris"),
+        {"id": "e", "tool": "echo", "arguments": {"text": "trip on 2023-04-23"}}]});
+    let whole = json!({"steps": [weather("w", "Paris")]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", short)]),
+        ScriptedModel::calls(&[("execute_tool_plan", whole)]),
+        ScriptedModel::answer("Cloudy."),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact(question)
+        .await
+        .unwrap();
+    let results = tool_messages(&out.messages);
+    assert!(
+        results[0].content.starts_with(
+            "Error: the plan was not run. The question gives no date, but step e (echo) sets \
+             \"text\" to \"trip on 2023-04-23\""
+        ),
+        "{}",
+        results[0].content
+    );
+    assert_eq!((out.record.repairs, out.record.repaired), (1, 1));
+    assert_eq!(starts(&model), [None, None, None]);
+    // A question that names the date passes.
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[(
+            "execute_tool_plan",
+            json!({"steps": [{"id": "e", "tool": "echo", "arguments": {"text": "2023-04-23"}}]}),
+        )]),
+        ScriptedModel::answer("Done."),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact("Echo the date of April 23, 2023.")
+        .await
+        .unwrap();
+    assert_eq!(out.record.repairs, 0);
+}
