@@ -218,6 +218,7 @@ def main():
                         "repaired": reply.get("repaired", 0),
                         "unasked_steps": reply.get("unasked_steps", 0),
                         "filled_options": reply.get("filled_options", 0),
+                        "dropped_steps": reply.get("dropped_steps", 0),
                         "input_tokens": reply.get("input_tokens", 0),
                         "output_tokens": reply.get("output_tokens", 0),
                         "secs": round(reply.get("model_ms", 0) / 1000, 2),

@@ -18,10 +18,10 @@ use toolplan_llm::{
 };
 use toolplan_planner::{
     CUT_OFF_NOTE, ExecuteToolPlan, calls_with_made_up_dates, calls_without_options,
-    dates_not_given, incomplete_calls, incomplete_plan, mark_bare_references, options_left_out,
-    percentages_as_fractions, plan_arguments, plan_not_run, plan_short_of_thought,
-    plan_with_made_up_dates, plan_without_options, set_option, settled_options, tool_text,
-    tools_left_out, unasked_plan, unasked_steps, unused_numbers,
+    dates_not_given, drop_made_up_steps, incomplete_calls, incomplete_plan, mark_bare_references,
+    options_left_out, percentages_as_fractions, plan_arguments, plan_not_run,
+    plan_short_of_thought, plan_with_made_up_dates, plan_without_options, set_option,
+    settled_options, tool_text, tools_left_out, unasked_plan, unasked_steps, unused_numbers,
 };
 
 use crate::answer::{
@@ -92,6 +92,14 @@ fn made_up_dates(input: &str, calls: &[ToolCall]) -> Option<String> {
     }
 }
 
+/// Drops from the plans of `calls` the steps that write dates `input` never gives and stand alone
+/// ([`toolplan_planner::drop_made_up_steps`]), and returns how many.
+fn drop_made_up(input: &str, calls: &mut [ToolCall]) -> usize {
+    plans_of(calls)
+        .map(|call| drop_made_up_steps(input, &mut call.arguments).len())
+        .sum()
+}
+
 /// A call's or a plan step's `(id, tool, arguments)`.
 type CallArguments<'a> = (&'a str, &'a str, &'a Value);
 
@@ -132,6 +140,10 @@ struct SentBack {
     completes: bool,
     /// Steps sent back as not asked for by the question.
     unasked: usize,
+    /// Whether it went back for dates the question never gives
+    /// ([`toolplan_planner::dates_not_given`]): the reply's steps that still make them up, alone,
+    /// are dropped ([`toolplan_planner::drop_made_up_steps`]).
+    made_up_dates: bool,
 }
 
 /// How much of the end of a reply that was cut off unusable [`cut_off_retry`] quotes.
@@ -290,6 +302,9 @@ impl Agent {
         let mut repairing = false;
         // Where the next reply starts: the turn it completes, open for more.
         let mut reply_start = None;
+        // Whether the last turn went back for dates the question never gives: the steps of the
+        // reply that still make them up, alone, are dropped.
+        let mut drop_dates = false;
         // The next turn's request when the last turn's plans all succeeded: asked compactly (the
         // question and the results, not the tools).
         let mut compact: Option<ChatRequest> = None;
@@ -341,6 +356,9 @@ impl Agent {
                 .map_err(|e| AgentError::model(e, &record))?;
             mark_plans(&mut message.tool_calls);
             self.fit_to_question(input, &mut message.tool_calls, &mut record);
+            if std::mem::take(&mut drop_dates) {
+                record.dropped_steps += drop_made_up(input, &mut message.tool_calls);
+            }
             if self.answer_in_plan {
                 for call in plans_of(&mut message.tool_calls) {
                     forget_unused_answer(&mut call.arguments, input);
@@ -361,6 +379,7 @@ impl Agent {
                 record.tool_calls += calls.len();
                 record.repairs += 1;
                 record.unasked_steps += returned.unasked;
+                drop_dates = returned.made_up_dates;
                 repairing = true;
                 reply_start = returned.completes.then(|| completing(&message)).flatten();
                 messages.push(message);
@@ -521,6 +540,7 @@ impl Agent {
         self.fit_to_question(input, &mut message.tool_calls, &mut record);
         let mut problems = self.plan_problems(&message.tool_calls);
         let mut reply_start = None;
+        let mut drop_dates = false;
         let returned = if problems.iter().any(|p| p.is_err()) {
             // The rejected plans go back as they would in a run, once, and the reply must call a
             // tool; the other calls are reported as not run.
@@ -539,6 +559,7 @@ impl Agent {
             let returned = self.check_against_question(input, &message.tool_calls);
             if let Some(sent) = &returned {
                 record.unasked_steps += sent.unasked;
+                drop_dates = sent.made_up_dates;
                 if sent.completes {
                     reply_start = completing(&message);
                 }
@@ -564,6 +585,9 @@ impl Agent {
                 .map_err(|e| AgentError::model(e, &record))?;
             mark_plans(&mut repaired.tool_calls);
             self.fit_to_question(input, &mut repaired.tool_calls, &mut record);
+            if drop_dates {
+                record.dropped_steps += drop_made_up(input, &mut repaired.tool_calls);
+            }
             // A reply without calls repairs nothing: the first one stands.
             if !repaired.tool_calls.is_empty() {
                 problems = self.plan_problems(&repaired.tool_calls);
@@ -681,6 +705,7 @@ impl Agent {
         });
         let unused = unused_numbers(input, arguments);
         let first_plan = calls.iter().position(|c| c.name == EXECUTE_TOOL_PLAN);
+        let mut made_up = false;
         let (told, told_what, completes, unasked) = if !unused.is_empty() {
             let told = first_plan.unwrap_or(0);
             let what = if first_plan.is_some() {
@@ -694,6 +719,7 @@ impl Agent {
         } else if let Some(what) = self.options_left_out(input, calls) {
             (first_plan.unwrap_or(0), what, false, 0)
         } else if let Some(what) = made_up_dates(input, calls) {
+            made_up = true;
             (first_plan.unwrap_or(0), what, false, 0)
         } else {
             let tools = self.engine.tools();
@@ -727,6 +753,7 @@ impl Agent {
             results,
             completes,
             unasked,
+            made_up_dates: made_up,
         })
     }
 

@@ -62,6 +62,10 @@ pub struct Record {
     /// Options the question names that a call or plan step left out and the agent set, the
     /// question leaving no doubt ([`toolplan_planner::settled_options`]).
     pub filled_options: usize,
+    /// Steps of a plan that went back for dates the question never gives and came back with them,
+    /// standing alone (reading no result, read by none), dropped before it ran
+    /// ([`toolplan_planner::drop_made_up_steps`]).
+    pub dropped_steps: usize,
     /// Plans whose failed steps all failed with an error that asks to try again (a busy service):
     /// the next reply was made to call a tool and started with those steps; counted in `repairs`.
     pub busy_replans: usize,

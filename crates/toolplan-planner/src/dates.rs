@@ -229,6 +229,63 @@ fn ordinal_day(word: &str) -> bool {
     (1..=2).contains(&digits) && matches!(&word[digits..], "st" | "nd" | "rd" | "th")
 }
 
+/// Removes from `plan` (an `execute_tool_plan` call's arguments) the steps that write a date
+/// `question` never gives ([`dates_not_given`]) and stand alone: they read no other step's result
+/// and no step reads theirs. One step always stays. Returns the ids removed; `output_steps` loses
+/// them too. For a plan that was sent back for its made-up dates and came back with them: the
+/// 1.5B model, told its booking's dates were not the question's, sent the search and the booking
+/// again, and the search was all that was asked.
+pub fn drop_made_up_steps(question: &str, plan: &mut Value) -> Vec<String> {
+    let Some(steps) = plan.get("steps").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let calls = steps.iter().map(|s| {
+        let text = |key: &str| s.get(key).and_then(Value::as_str).unwrap_or_default();
+        (
+            text("id"),
+            text("tool"),
+            s.get("arguments").unwrap_or(&Value::Null),
+        )
+    });
+    let mut ids: Vec<String> = Vec::new();
+    for made_up in dates_not_given(question, calls) {
+        if !ids.contains(&made_up.step) {
+            ids.push(made_up.step);
+        }
+    }
+    let unread = crate::relevance::final_steps(steps);
+    let reads_nothing = |id: &str| {
+        steps
+            .iter()
+            .find(|s| s.get("id").and_then(Value::as_str) == Some(id))
+            .and_then(|s| s.get("arguments"))
+            .is_none_or(|a| !a.to_string().contains(toolplan_core::reference::REF_PREFIX))
+    };
+    let alone: Vec<String> = ids
+        .into_iter()
+        .filter(|id| unread.contains(id) && reads_nothing(id))
+        .collect();
+    let mut dropped = Vec::new();
+    if let Some(steps) = plan.get_mut("steps").and_then(Value::as_array_mut) {
+        for id in alone {
+            if steps.len() <= 1 {
+                break;
+            }
+            if let Some(at) = steps
+                .iter()
+                .position(|s| s.get("id").and_then(Value::as_str) == Some(id.as_str()))
+            {
+                steps.remove(at);
+                dropped.push(id);
+            }
+        }
+    }
+    if let Some(outputs) = plan.get_mut("output_steps").and_then(Value::as_array_mut) {
+        outputs.retain(|o| !o.as_str().is_some_and(|o| dropped.iter().any(|d| d == o)));
+    }
+    dropped
+}
+
 /// What the model reads when its first plan was sent back because a step writes a date the
 /// question never gives ([`dates_not_given`]).
 pub fn plan_with_made_up_dates(made_up: &[MadeUpDate]) -> String {
@@ -348,6 +405,42 @@ mod tests {
         }
         // Words that start like months are not months.
         assert!(!names_a_date("Mark the marble, decide"));
+    }
+
+    #[test]
+    fn a_step_that_still_makes_up_a_date_is_dropped_when_it_stands_alone() {
+        let question = "I want a house in Los Angeles I can stay in.";
+        let mut plan = json!({"steps": [
+            {"id": "s", "tool": "search", "arguments": {"where": "Los Angeles"}},
+            {"id": "b", "tool": "book", "arguments": {"where": "Los Angeles", "in": "04/23/2023"}}],
+            "output_steps": ["s", "b"]});
+        assert_eq!(drop_made_up_steps(question, &mut plan), ["b"]);
+        assert_eq!(
+            plan,
+            json!({"steps": [{"id": "s", "tool": "search", "arguments": {"where": "Los Angeles"}}],
+                "output_steps": ["s"]})
+        );
+        // A step that reads another's result, or is read, stays; so does the last step.
+        for mut plan in [
+            json!({"steps": [{"id": "s", "tool": "search", "arguments": {}},
+                {"id": "b", "tool": "book", "arguments": {"house": "$ref:s.id", "in": "04/23/2023"}}]}),
+            json!({"steps": [{"id": "b", "tool": "book", "arguments": {"in": "04/23/2023"}},
+                {"id": "t", "tool": "tell", "arguments": {"text": "$ref:b.code"}}]}),
+            json!({"steps": [{"id": "b", "tool": "book", "arguments": {"in": "04/23/2023"}}]}),
+        ] {
+            let before = plan.clone();
+            assert!(
+                drop_made_up_steps(question, &mut plan).is_empty(),
+                "{before}"
+            );
+            assert_eq!(plan, before);
+        }
+        // Two made-up steps alone: one stays.
+        let mut plan = json!({"steps": [
+            {"id": "a", "tool": "book", "arguments": {"in": "2023-04-23"}},
+            {"id": "b", "tool": "book", "arguments": {"in": "2023-04-24"}}]});
+        assert_eq!(drop_made_up_steps(question, &mut plan), ["a"]);
+        assert!(drop_made_up_steps(question, &mut json!("not a plan")).is_empty());
     }
 
     #[test]

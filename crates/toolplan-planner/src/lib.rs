@@ -51,7 +51,7 @@ mod self_check;
 mod signature;
 
 pub use dates::{
-    MAX_CHECKED_TEXTS, MadeUpDate, calls_with_made_up_dates, dates_not_given,
+    MAX_CHECKED_TEXTS, MadeUpDate, calls_with_made_up_dates, dates_not_given, drop_made_up_steps,
     plan_with_made_up_dates,
 };
 pub use description::{EXAMPLE_ANSWER, ToolListing, answer_example, copies_example_answer};

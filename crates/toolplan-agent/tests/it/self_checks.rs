@@ -627,3 +627,34 @@ async fn a_plan_that_makes_up_a_date_the_question_never_gives_goes_back_to_be_wr
         .unwrap();
     assert_eq!(out.record.repairs, 0);
 }
+
+#[tokio::test]
+async fn a_step_that_comes_back_with_its_made_up_date_is_dropped_when_it_stands_alone() {
+    let question = "What is the weather in Paris?";
+    let plan = json!({"steps": [weather("w", "Paris"),
+        {"id": "e", "tool": "echo", "arguments": {"text": "trip on 2023-04-23"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan.clone())]),
+        ScriptedModel::calls(&[("execute_tool_plan", plan.clone())]),
+        ScriptedModel::answer("Cloudy."),
+    ]));
+    let out = planning_agent(Arc::clone(&model), 1)
+        .interact(question)
+        .await
+        .unwrap();
+    assert_eq!((out.record.repairs, out.record.dropped_steps), (1, 1));
+    let ran = &tool_messages(&out.messages)[1].content;
+    assert!(ran.contains("- w:") && !ran.contains("- e:"), "{ran}");
+    // A dry run shows the plan as it would run.
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan.clone())]),
+        ScriptedModel::calls(&[("execute_tool_plan", plan)]),
+    ]));
+    let proposal = planning_agent(Arc::clone(&model), 1)
+        .propose(question, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(proposal.record.dropped_steps, 1);
+    let steps = proposal.calls[0].arguments["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1);
+}
