@@ -82,13 +82,28 @@ fn completing(message: &Message) -> Option<ReplyStart> {
 /// of the calls otherwise.
 fn made_up_dates(input: &str, calls: &[ToolCall]) -> Option<String> {
     let (each, _) = call_arguments(calls);
-    let made_up = dates_not_given(input, each);
-    if made_up.is_empty() {
+    told_of(
+        calls,
+        &dates_not_given(input, each),
+        plan_with_made_up_dates,
+        calls_with_made_up_dates,
+    )
+}
+
+/// What the model reads of `found`, what a check found in `calls`: nothing when it is empty; else
+/// told of the plan (`plan`) when the turn has one, of the direct calls (`direct`) otherwise.
+fn told_of<T>(
+    calls: &[ToolCall],
+    found: &[T],
+    plan: fn(&[T]) -> String,
+    direct: fn(&[T]) -> String,
+) -> Option<String> {
+    if found.is_empty() {
         None
     } else if calls.iter().any(|c| c.name == EXECUTE_TOOL_PLAN) {
-        Some(plan_with_made_up_dates(&made_up))
+        Some(plan(found))
     } else {
-        Some(calls_with_made_up_dates(&made_up))
+        Some(direct(found))
     }
 }
 
@@ -706,38 +721,33 @@ impl Agent {
         let unused = unused_numbers(input, arguments);
         let first_plan = calls.iter().position(|c| c.name == EXECUTE_TOOL_PLAN);
         let mut made_up = false;
-        let (told, told_what, completes, unasked) = if !unused.is_empty() {
-            let told = first_plan.unwrap_or(0);
-            let what = if first_plan.is_some() {
-                incomplete_plan(&unused)
+        let (told, told_what, completes, unasked) =
+            if let Some(what) = told_of(calls, &unused, incomplete_plan, incomplete_calls) {
+                (first_plan.unwrap_or(0), what, true, 0)
+            } else if let Some((told, left_out)) = self.thought_left_out(calls) {
+                (told, plan_short_of_thought(&left_out), true, 0)
+            } else if let Some(what) = self.options_left_out(input, calls) {
+                (first_plan.unwrap_or(0), what, false, 0)
+            } else if let Some(what) = made_up_dates(input, calls) {
+                made_up = true;
+                (first_plan.unwrap_or(0), what, false, 0)
             } else {
-                incomplete_calls(&unused)
-            };
-            (told, what, true, 0)
-        } else if let Some((told, left_out)) = self.thought_left_out(calls) {
-            (told, plan_short_of_thought(&left_out), true, 0)
-        } else if let Some(what) = self.options_left_out(input, calls) {
-            (first_plan.unwrap_or(0), what, false, 0)
-        } else if let Some(what) = made_up_dates(input, calls) {
-            made_up = true;
-            (first_plan.unwrap_or(0), what, false, 0)
-        } else {
-            let tools = self.engine.tools();
-            let text_of = |name: &str| {
-                tools
-                    .get(name)
-                    .map(|t| tool_text(name, t.tool().description(), t.schema()))
-            };
-            let (told, unasked) = calls.iter().enumerate().find_map(|(i, c)| {
-                let unasked = if c.name == EXECUTE_TOOL_PLAN {
-                    unasked_steps(input, &c.arguments, text_of)
-                } else {
-                    Vec::new()
+                let tools = self.engine.tools();
+                let text_of = |name: &str| {
+                    tools
+                        .get(name)
+                        .map(|t| tool_text(name, t.tool().description(), t.schema()))
                 };
-                (!unasked.is_empty()).then_some((i, unasked))
-            })?;
-            (told, unasked_plan(&unasked), false, unasked.len())
-        };
+                let (told, unasked) = calls.iter().enumerate().find_map(|(i, c)| {
+                    let unasked = if c.name == EXECUTE_TOOL_PLAN {
+                        unasked_steps(input, &c.arguments, text_of)
+                    } else {
+                        Vec::new()
+                    };
+                    (!unasked.is_empty()).then_some((i, unasked))
+                })?;
+                (told, unasked_plan(&unasked), false, unasked.len())
+            };
         let results = calls
             .iter()
             .enumerate()
@@ -783,13 +793,12 @@ impl Agent {
         let tools = self.engine.tools();
         let (each, _) = call_arguments(calls);
         let left_out = options_left_out(input, each, |name| tools.get(name).map(|t| t.schema()));
-        if left_out.is_empty() {
-            None
-        } else if calls.iter().any(|c| c.name == EXECUTE_TOOL_PLAN) {
-            Some(plan_without_options(&left_out))
-        } else {
-            Some(calls_without_options(&left_out))
-        }
+        told_of(
+            calls,
+            &left_out,
+            plan_without_options,
+            calls_without_options,
+        )
     }
 
     /// Where planning is on, `calls` (direct calls and plan steps) made to fit the question where

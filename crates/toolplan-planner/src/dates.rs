@@ -259,7 +259,11 @@ pub fn drop_made_up_steps(question: &str, plan: &mut Value) -> Vec<String> {
             .iter()
             .find(|s| s.get("id").and_then(Value::as_str) == Some(id))
             .and_then(|s| s.get("arguments"))
-            .is_none_or(|a| !a.to_string().contains(toolplan_core::reference::REF_PREFIX))
+            .is_none_or(|a| {
+                let mut reads = Vec::new();
+                crate::relevance::referenced_ids(a, &mut reads, 0);
+                reads.is_empty()
+            })
     };
     let alone: Vec<String> = ids
         .into_iter()

@@ -356,9 +356,7 @@ fn options_text(left_out: &[LeftOutOption], calls: bool) -> String {
                     (false, 1) => format!("in step {} ({tool})", steps.join("")),
                     (false, _) => format!(
                         "in the steps the question asks it for, of {} ({tool})",
-                        crate::self_check::listed(
-                            &steps.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()
-                        )
+                        crate::self_check::listed(&steps)
                     ),
                 };
                 match values.as_slice() {

@@ -324,7 +324,7 @@ const MAX_DEPTH: usize = 64;
 
 /// Adds the step ids that the strings in `value` reference, whole or inside text, as the engine
 /// reads references ([`split_pieces`]); an id read twice is added twice.
-fn referenced_ids(value: &Value, ids: &mut Vec<String>, depth: usize) {
+pub(crate) fn referenced_ids(value: &Value, ids: &mut Vec<String>, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }

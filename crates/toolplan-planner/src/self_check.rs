@@ -219,11 +219,14 @@ pub fn incomplete_calls(unused: &[String]) -> String {
 }
 
 /// "a", "a and b", "a, b and c".
-pub(crate) fn listed(items: &[String]) -> String {
+pub(crate) fn listed<S: AsRef<str>>(items: &[S]) -> String {
     match items {
         [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        [one] => one.as_ref().to_owned(),
+        [init @ .., last] => {
+            let init: Vec<&str> = init.iter().map(AsRef::as_ref).collect();
+            format!("{} and {}", init.join(", "), last.as_ref())
+        }
     }
 }
 
