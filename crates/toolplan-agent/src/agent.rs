@@ -377,6 +377,14 @@ impl Agent {
             if self.answer_in_plan {
                 for call in plans_of(&mut message.tool_calls) {
                     forget_unused_answer(&mut call.arguments, input);
+                    // One the plan runs without is left out of the conversation too.
+                    if self.answer_fails_validation(
+                        &call.arguments,
+                        &prepare_answers(call.arguments.clone()),
+                    ) && let Some(plan) = call.arguments.as_object_mut()
+                    {
+                        plan.insert(ANSWER_TOOL.into(), Value::Null);
+                    }
                 }
             }
             // A plan after a plan may use the earlier plans' results by their ids.
@@ -661,11 +669,51 @@ impl Agent {
 
     /// A plan call's arguments as a run takes them: with plans that end with their answer, the
     /// answer field becomes the plan's last step ([`prepare_answers`]).
+    ///
+    /// An answer that reads what its steps do not return (a field missing from the output schema
+    /// of the step's tool) is left out, as one that names a step the plan lacks is: the steps run,
+    /// and the model replies from their results, instead of the whole plan going back.
     pub(crate) fn plan_as_run(&self, arguments: &Value) -> Value {
-        if self.answer_in_plan {
-            prepare_answers(arguments.clone())
-        } else {
-            arguments.clone()
+        if !self.answer_in_plan {
+            return arguments.clone();
+        }
+        let prepared = prepare_answers(arguments.clone());
+        if self.answer_fails_validation(arguments, &prepared) {
+            let mut without = arguments.clone();
+            if let Some(object) = without.as_object_mut() {
+                object.insert(ANSWER_TOOL.into(), Value::Null);
+            }
+            return prepare_answers(without);
+        }
+        prepared
+    }
+
+    /// Whether the answer step that `prepared` (a plan as [`prepare_answers`] made it from
+    /// `arguments`) adds is the plan's only problem.
+    fn answer_fails_validation(&self, arguments: &Value, prepared: &Value) -> bool {
+        let ids = |plan: &Value| -> Vec<String> {
+            plan.get("steps")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|s| s.get("tool").and_then(Value::as_str) == Some(ANSWER_TOOL))
+                .filter_map(|s| s.get("id").and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        };
+        let written = ids(arguments);
+        let added: Vec<String> = ids(prepared)
+            .into_iter()
+            .filter(|id| !written.contains(id))
+            .collect();
+        let Some(planner) = self.planner.as_ref().filter(|_| !added.is_empty()) else {
+            return false;
+        };
+        match planner.compile(prepared.clone()) {
+            Ok(_) => false,
+            Err(invalid) => invalid
+                .problems
+                .iter()
+                .all(|p| p.step().is_some_and(|s| added.iter().any(|a| a == s))),
         }
     }
 

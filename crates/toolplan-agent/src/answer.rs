@@ -20,7 +20,12 @@ use toolplan_core::EXECUTE_TOOL_PLAN;
 use toolplan_core::reference::{Piece, REF_PREFIX, Reference, split_pieces};
 use toolplan_core::{FnTool, Tool, ToolAnnotations, ToolError, ToolResult, value_as_text};
 use toolplan_llm::ToolDefinition;
-use toolplan_planner::{copies_example_answer, final_steps};
+use toolplan_planner::{
+    choice_answer_schema, choice_answer_shown, copies_example_answer, final_steps,
+    judgement_description,
+};
+
+use crate::choice::{self, Condition};
 
 /// The name of the built-in answer tool, and of the plan field that becomes its step.
 pub const ANSWER_TOOL: &str = toolplan_planner::ANSWER_FIELD;
@@ -67,9 +72,14 @@ pub(crate) fn answer_tool() -> Arc<dyn Tool> {
         ANSWER_TOOL,
         "The final answer to the user, written with $ref:<step>.<field> where results go; returned to the user as it is when the plan succeeds.",
         // Only `text` is the model's; `values` and `names` are added by `prepare_answers`.
+        // A choice answer has `if`, `operands`, `then` and `else` instead of `text` (see
+        // `crate::choice`).
         json!({"type": "object",
-               "properties": {"text": {"type": "string", "description": "The answer, with $ref:<step>.<field> where results go."}},
-               "required": ["text"]}),
+               "properties": {"text": {"type": "string", "description": "The answer, with $ref:<step>.<field> where results go."},
+                              "if": {"type": "string"}, "operands": {"type": "array"},
+                              "operand_names": {"type": "array", "items": {"type": "string"}},
+                              "then": {"type": "string"}, "else": {"type": "string"}},
+               "anyOf": [{"required": ["text"]}, {"required": ["if", "operands", "then", "else"]}]}),
         |arguments: Value, _| async move { answer_text(&arguments) },
     )
     .with_annotations(ToolAnnotations::READ_ONLY))
@@ -99,7 +109,32 @@ fn answer_text(arguments: &Value) -> ToolResult {
             )));
         }
     }
-    let text = arguments.get("text").map(value_as_text).unwrap_or_default();
+    let field = match arguments.get(choice::IF).and_then(Value::as_str) {
+        Some(condition) => {
+            let operands = arguments
+                .get("operands")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let names: Vec<String> = arguments
+                .get("operand_names")
+                .and_then(Value::as_array)
+                .map(|n| {
+                    n.iter()
+                        .map(|n| format!("$ref:{}", value_as_text(n)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let holds = choice::evaluate(condition, operands, &names).map_err(|why| {
+                ToolError::failed(format!(
+                    "the answer's condition could not be evaluated: {why}"
+                ))
+            })?;
+            if holds { choice::THEN } else { choice::ELSE }
+        }
+        None => "text",
+    };
+    let text = arguments.get(field).map(value_as_text).unwrap_or_default();
     Ok(Value::String(text.into_owned()))
 }
 
@@ -123,7 +158,10 @@ pub(crate) fn prepare_answers(mut plan: Value) -> Value {
             let Some(arguments) = step.get_mut("arguments").and_then(Value::as_object_mut) else {
                 continue;
             };
-            let refs = references(arguments.get("text"));
+            let refs: Vec<Reference> = ["text", choice::THEN, choice::ELSE]
+                .iter()
+                .flat_map(|field| references(arguments.get(*field)))
+                .collect();
             if refs.is_empty() {
                 continue;
             }
@@ -253,12 +291,36 @@ fn references(text: Option<&Value>) -> Vec<Reference> {
         .collect()
 }
 
+/// The references of a plan's `answer`: in its text, or in a choice's condition and replies.
+fn answer_references(answer: &Value) -> Vec<Reference> {
+    if choice::is_choice(answer) {
+        [choice::IF, choice::THEN, choice::ELSE]
+            .iter()
+            .flat_map(|field| references(answer.get(*field)))
+            .collect()
+    } else {
+        references(Some(answer))
+    }
+}
+
 /// Whether a plan's `answer` field is taken as the answer: text that inserts results, and only
 /// results of the plan's `steps`.
 fn usable_answer(text: &Value, steps: &[Value]) -> bool {
+    // A choice whose condition reads no result, or is not a condition, is a guess too.
+    if choice::is_choice(text)
+        && !([choice::IF, choice::THEN, choice::ELSE]
+            .iter()
+            .all(|f| text.get(*f).is_some_and(Value::is_string))
+            && text
+                .get(choice::IF)
+                .and_then(Value::as_str)
+                .is_some_and(|c| Condition::parse(c).is_ok()))
+    {
+        return false;
+    }
     // An answer that inserts no result was written before the results, and is a guess; the model
     // answers from the results instead.
-    let refs = references(Some(text));
+    let refs = answer_references(text);
     // An answer that refers to a step the plan does not have (copied from the example, or a step
     // left out) would make the whole plan invalid: the steps run without it, and the model answers
     // from their results.
@@ -291,7 +353,8 @@ pub(crate) fn forget_unused_answer(plan: &mut Value, question: &str) -> bool {
     let usable = match (object.get(ANSWER_TOOL), object.get("steps")) {
         (None | Some(Value::Null), _) => return false,
         (Some(text), Some(Value::Array(steps))) => {
-            !needs_judgement(question)
+            // A choice is the one answer a judgement can be written as before the results.
+            (choice::is_choice(text) || !needs_judgement(question))
                 && usable_answer(text, steps)
                 && !text
                     .as_str()
@@ -306,12 +369,13 @@ pub(crate) fn forget_unused_answer(plan: &mut Value, question: &str) -> bool {
     !usable
 }
 
-/// The plan tool's decoding schema with the answer field a question that needs a judgement on the
-/// results ([`needs_judgement`]) can take: null. Such an answer, written before the results, is
-/// never taken (it can only guess), so the model need not write it. Only the
-/// [`strict_parameters`](ToolDefinition::strict_parameters) change (what a provider that constrains
-/// decoding enforces); the schema and description shown stay as they are. `None` when the question
-/// needs no judgement or no definition has an answer field to narrow.
+/// The plan tool as a question that needs a judgement on the results ([`needs_judgement`]) sees it:
+/// its answer field is a choice ([`crate::choice`]), a condition on the results and a reply for
+/// each outcome, in the decoding schema ([`strict_parameters`](ToolDefinition::strict_parameters),
+/// what a provider that constrains decoding enforces), the schema shown and the description. A
+/// text answer, written before the results, is never taken for such a question (it can only
+/// guess). Other questions see the plan tool as it is. `None` when the question needs no judgement
+/// or no definition has an answer field to narrow.
 ///
 /// The other way round, forcing text for the other questions, was tried and dropped: the 1.5B model,
 /// which writes null when it cannot put the results into words before it has them, then wrote a
@@ -332,8 +396,19 @@ pub(crate) fn answer_shaped(
             .and_then(|s| s.get_mut("properties"))
             .and_then(|p| p.get_mut(ANSWER_TOOL));
         if let Some(field) = field {
-            *field = json!({"type": "null"});
+            *field = choice_answer_schema();
             changed = true;
+            // What the model reads says so too: the shown field and the description.
+            if let Some(shown) = definition
+                .parameters
+                .get_mut("properties")
+                .and_then(|p| p.get_mut(ANSWER_TOOL))
+            {
+                *shown = choice_answer_shown();
+            }
+            if let Some(description) = judgement_description(&definition.description) {
+                definition.description = description;
+            }
         }
     }
     changed.then_some(shaped)
@@ -392,7 +467,25 @@ fn answer_field_to_step(plan: &mut Value) {
         .chain((2..).map(|n| format!("{ANSWER_TOOL}_{n}")))
         .find(|id| !has_step(steps, id))
         .unwrap_or_else(|| ANSWER_TOOL.to_owned());
-    steps.push(json!({"id": id, "tool": ANSWER_TOOL, "arguments": {"text": text}}));
+    let arguments = match text
+        .get(choice::IF)
+        .and_then(Value::as_str)
+        .map(Condition::parse)
+    {
+        // The condition's references become its operands, which the engine resolves as whole
+        // values; the replies keep theirs, inserted as text.
+        Some(Ok(condition)) => json!({
+            choice::IF: condition.expression,
+            "operands": condition.operands.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+            "operand_names": condition.operands.iter()
+                .map(|r| r.to_string().trim_start_matches(REF_PREFIX).to_owned())
+                .collect::<Vec<_>>(),
+            choice::THEN: text.get(choice::THEN),
+            choice::ELSE: text.get(choice::ELSE),
+        }),
+        _ => json!({"text": text}),
+    };
+    steps.push(json!({"id": id, "tool": ANSWER_TOOL, "arguments": arguments}));
 }
 
 #[cfg(test)]
@@ -489,7 +582,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_judgement_narrows_the_answer_field_to_null() {
+    fn only_a_judgement_narrows_the_answer_field_to_a_choice() {
         let plan = ToolDefinition::new(EXECUTE_TOOL_PLAN, "plans", json!({"type": "object"}))
             .with_strict_parameters(json!({"type": "object", "properties": {
                 "steps": {"type": "array"},
@@ -500,9 +593,9 @@ mod tests {
             .expect("narrowed");
         assert_eq!(shaped[0], other);
         let strict = shaped[1].strict_parameters.as_ref().unwrap();
-        assert_eq!(strict["properties"]["answer"], json!({"type": "null"}));
+        assert_eq!(strict["properties"]["answer"], choice_answer_schema());
         assert_eq!(strict["properties"]["steps"], json!({"type": "array"}));
-        // The schema shown is not changed.
+        // The schema shown has no answer field to change here.
         assert_eq!(shaped[1].parameters, plan.parameters);
         // A question answered by the results in words, or a plan without an answer field: as is.
         assert!(answer_shaped(&definitions, "How cold is it in Oslo?").is_none());

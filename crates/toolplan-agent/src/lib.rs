@@ -21,6 +21,8 @@
 //! * `answer` — the plan's `answer` field that lets a plan end the interaction
 //!   ([`Planning::OnlyWithAnswer`]): the answer step and its tool; and a plan's results written
 //!   out as the answer ([`AgentBuilder::results_answer`]).
+//! * `choice` — the choice answer, for a question that asks for a judgement on the results: a
+//!   condition on them and a reply for each outcome, evaluated by the answer step.
 //! * `compact` — the answer turn after a plan whose steps all succeeded, asked with the question and
 //!   the results instead of the whole prompt again, when [`AgentBuilder::compact_answer`] says so.
 //! * `record` — [`Record`], what an interaction cost.
@@ -34,6 +36,7 @@
 mod agent;
 mod answer;
 mod builder;
+mod choice;
 mod compact;
 mod earlier;
 mod error;
@@ -49,6 +52,7 @@ pub use answer::ANSWER_TOOL;
 pub use builder::{
     AgentBuilder, DEFAULT_MAX_PLAN_STEPS, DEFAULT_MAX_RESULT_BYTES, DEFAULT_REPAIRS,
 };
+pub use choice::{MAX_CONDITION_CHARS, MAX_CONDITION_DEPTH};
 pub use compact::{COMPACT_SYSTEM, MORE_TOOLS};
 pub use error::AgentError;
 pub use record::Record;

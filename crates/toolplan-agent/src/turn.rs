@@ -8,10 +8,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use toolplan_core::limits::truncate_string;
 use toolplan_core::{
-    DirectCall, EXECUTE_TOOL_PLAN, RunControl, RunOutcome, StepRecord, StepStatus, value_as_text,
+    DirectCall, EXECUTE_TOOL_PLAN, PlanRun, RunControl, RunOutcome, StepRecord, StepStatus,
+    value_as_text,
 };
 use toolplan_llm::{Message, ReplyStart, ToolCall};
-use toolplan_planner::{BUSY_HINT, FIX_PLAN_HINT, REPLAN_HINT, plan_not_run};
+use toolplan_planner::{ANSWER_FAILED_HINT, BUSY_HINT, FIX_PLAN_HINT, REPLAN_HINT, plan_not_run};
 
 use crate::agent::Agent;
 use crate::answer::ANSWER_TOOL;
@@ -167,13 +168,15 @@ impl Agent {
             }
             let message = match outcome {
                 Ok(run) => {
-                    if run.all_ok() {
-                        clean_plans += 1;
-                    } else if run.outcome == RunOutcome::Completed
+                    // Only its answer failed: the lookups stand, and the model replies from them.
+                    let only_answer_failed = !run.all_ok()
+                        && run.outcome == RunOutcome::Completed
                         && run
                             .problems()
-                            .all(|s| s.tool == ANSWER_TOOL && s.status == StepStatus::Failed)
-                    {
+                            .all(|s| s.tool == ANSWER_TOOL && s.status == StepStatus::Failed);
+                    if run.all_ok() {
+                        clean_plans += 1;
+                    } else if only_answer_failed {
                         clean_but_answer += 1;
                     }
                     if only_call && run.all_ok() {
@@ -190,14 +193,21 @@ impl Agent {
                     outputs.extend(run.outputs_map());
                     outputs.extend(run.failure_inputs());
                     record.tool_errors += run.problems().count();
-                    let mut summary = run.summary_within(self.max_result_bytes);
+                    // A plan whose answer alone failed is summed up without it: the model,
+                    // reading the answer's error, wrote it out as its reply.
+                    let mut summary = if only_answer_failed {
+                        without_answers(&run).summary_within(self.max_result_bytes)
+                    } else {
+                        run.summary_within(self.max_result_bytes)
+                    };
                     // Whether steps failed, and every one of them as `why` says.
                     let all_failed = |why: fn(&StepRecord) -> bool| {
                         let mut failed =
                             run.steps.iter().filter(|s| s.status == StepStatus::Failed);
                         failed.next().is_some_and(why) && failed.all(why)
                     };
-                    let faulty = may_fix && all_failed(|s| s.unresolved_reference);
+                    let faulty =
+                        may_fix && !only_answer_failed && all_failed(|s| s.unresolved_reference);
                     let busy = may_fix
                         && run.outcome == RunOutcome::Completed
                         && all_failed(|s| asks_to_try_again(s.error.as_deref()));
@@ -221,10 +231,12 @@ impl Agent {
                         if only_call {
                             restart = plan_start(&calls[*i], &ids(false), true);
                         }
+                    } else if only_answer_failed {
+                        summary.push_str(ANSWER_FAILED_HINT);
                     } else if !run.all_ok() {
                         summary.push_str(REPLAN_HINT);
                     }
-                    Message::tool_result(&calls[*i], summary, !run.all_ok())
+                    Message::tool_result(&calls[*i], summary, !run.all_ok() && !only_answer_failed)
                 }
                 Err(invalid) => {
                     record.tool_errors += 1;
@@ -374,6 +386,31 @@ pub(crate) fn asks_to_try_again(error: Option<&str>) -> bool {
         || error
             .split(|c: char| !c.is_ascii_alphanumeric())
             .any(|word| TRY_AGAIN_STATUSES.contains(&word))
+}
+
+/// `run` without its answer steps: the lookups of a plan whose answer alone failed, as the model
+/// reads them before it replies.
+fn without_answers(run: &PlanRun) -> PlanRun {
+    let mut kept = run.clone();
+    let mut index = Vec::with_capacity(run.steps.len());
+    let mut next = 0;
+    for step in &run.steps {
+        if step.tool == ANSWER_TOOL {
+            index.push(None);
+        } else {
+            index.push(Some(next));
+            next += 1;
+        }
+    }
+    let renumber = |ids: &[usize]| -> Vec<usize> {
+        ids.iter()
+            .filter_map(|&i| index.get(i).copied().flatten())
+            .collect()
+    };
+    kept.steps.retain(|s| s.tool != ANSWER_TOOL);
+    kept.outputs = renumber(&run.outputs);
+    kept.waves = run.waves.iter().map(|w| renumber(w)).collect();
+    kept
 }
 
 #[cfg(test)]

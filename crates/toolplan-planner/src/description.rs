@@ -65,6 +65,29 @@ goes: you do not know the results yet, so never write a value yourself. It is nu
 needs a judgement on the results (yes or no, which one is larger): you then reply when they come \
 back.";
 
+/// The sentence of [`ANSWER_FIELD_USE`] about judgements, which [`judgement_description`] replaces.
+const JUDGEMENT_NULL: &str = "It is null when the reply \
+needs a judgement on the results (yes or no, which one is larger): you then reply when they come \
+back.";
+
+/// What a question that asks for a judgement on the results reads of the `answer` field instead of
+/// [`JUDGEMENT_NULL`]: a choice.
+const JUDGEMENT_CHOICE: &str = "This question asks for a judgement on the results, so answer is a \
+choice: {\"if\": a condition on the results, e.g. \"$ref:a.temp > $ref:b.temp\" or \
+\"$ref:w.condition == 'snow'\" (== != < > <= >=, and, or, not), \"then\": the reply when it holds, \
+\"else\": the reply when it does not}. The condition compares the results itself: plan only the \
+lookups it reads.";
+
+/// The planner's description as a question that asks for a judgement on the results reads it: the
+/// `answer` field is a choice ([`choice_answer_schema`](crate::choice_answer_schema)) instead of
+/// null. Other questions read the description as it is, so that their plans do not change. `None`
+/// when the description does not explain the field.
+pub fn judgement_description(description: &str) -> Option<String> {
+    description
+        .contains(JUDGEMENT_NULL)
+        .then(|| description.replace(JUDGEMENT_NULL, JUDGEMENT_CHOICE))
+}
+
 /// A tool as the description lists it.
 pub(crate) struct ListedTool<'t> {
     /// Its name.
@@ -239,7 +262,10 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::copies_example_answer as copies;
-    use super::{ListedTool, ToolListing, describe, tools_chain};
+    use super::{
+        JUDGEMENT_CHOICE, JUDGEMENT_NULL, ListedTool, ToolListing, describe, judgement_description,
+        tools_chain,
+    };
 
     fn tool<'t>(name: &'t str, schema: &'t Value, output: Option<&'t Value>) -> ListedTool<'t> {
         ListedTool {
@@ -293,6 +319,32 @@ mod tests {
             assert!(describe(listing, true, &unchained).contains("answer is the reply"));
             assert!(describe(listing, true, &chained).contains("answer is the reply"));
         }
+    }
+
+    #[test]
+    fn a_judgement_reads_the_choice_where_others_read_null() {
+        let schema = json!({"type": "object", "properties": {"x": {"type": "string"}}});
+        let output = json!({"type": "object", "properties": {"y": {"type": "string"}}});
+        let chained = [tool("a", &schema, Some(&output)), tool("b", &schema, None)];
+        let single = [tool("a", &schema, None)];
+        for tools in [&chained[..], &single[..]] {
+            let text = describe(ToolListing::Documented, true, tools);
+            assert!(text.contains(JUDGEMENT_NULL), "{text}");
+            let judged = judgement_description(&text).unwrap();
+            assert!(!judged.contains(JUDGEMENT_NULL));
+            assert!(
+                judged.contains("so answer is a choice: {\"if\""),
+                "{judged}"
+            );
+            // Everything else is as it was.
+            assert_eq!(
+                judged.replace(JUDGEMENT_CHOICE, ""),
+                text.replace(JUDGEMENT_NULL, "")
+            );
+        }
+        // A description without the answer field has nothing to change.
+        let text = describe(ToolListing::Documented, false, &chained);
+        assert_eq!(judgement_description(&text), None);
     }
 
     #[test]

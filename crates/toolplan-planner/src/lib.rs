@@ -54,23 +54,26 @@ pub use dates::{
     MAX_CHECKED_TEXTS, MadeUpDate, calls_with_made_up_dates, dates_not_given, drop_made_up_steps,
     plan_with_made_up_dates,
 };
-pub use description::{EXAMPLE_ANSWER, ToolListing, answer_example, copies_example_answer};
+pub use description::{
+    EXAMPLE_ANSWER, ToolListing, answer_example, copies_example_answer, judgement_description,
+};
 pub use execute_tool_plan::ExecuteToolPlan;
 pub use options::{
     LeftOutOption, MAX_CHECKED_OPTIONS, MIN_OPTION_CHARS, calls_without_options, options_left_out,
     plan_without_options, set_option, settled_options,
 };
 pub use planning::{
-    ANSWER_IN_PLAN_INSTRUCTIONS, BUSY_HINT, CUT_OFF_NOTE, FIX_PLAN_HINT, PLAN_ONLY_INSTRUCTIONS,
-    PLANNING_INSTRUCTIONS, Planning, REPLAN_HINT, plan_not_run,
+    ANSWER_FAILED_HINT, ANSWER_IN_PLAN_INSTRUCTIONS, BUSY_HINT, CUT_OFF_NOTE, FIX_PLAN_HINT,
+    PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, Planning, REPLAN_HINT, plan_not_run,
 };
 pub use relevance::{
     MAX_CHECKED_STEPS, MAX_COMPARED_WORDS, UnaskedStep, final_steps, tool_text, unasked_plan,
     unasked_steps,
 };
 pub use schema::{
-    ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, MAX_STATED_STEPS, THOUGHT_MAX_CHARS,
-    plan_schema, plan_schema_for_tools, typed_plan_schema,
+    ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, CONDITION_MAX_CHARS, MAX_STATED_STEPS,
+    THOUGHT_MAX_CHARS, choice_answer_schema, choice_answer_shown, plan_schema,
+    plan_schema_for_tools, typed_plan_schema,
 };
 pub use self_check::{
     MAX_CHECKED_NUMBERS, incomplete_calls, incomplete_plan, mark_bare_references,

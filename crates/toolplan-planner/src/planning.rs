@@ -46,6 +46,12 @@ pub const FIX_PLAN_HINT: &str = "\nThe failed steps used a result that does not 
 refer to, so the plan is wrong: a step is missing or a reference names the wrong field. Call \
 execute_tool_plan again with a corrected plan, with a step for every lookup the answer needs.";
 
+/// Follows the summary of a plan whose one failed step is its answer (a choice whose condition
+/// could not be evaluated, an answer that inserted a value the results lack): the lookups
+/// succeeded, so the model replies from their results instead of planning again.
+pub const ANSWER_FAILED_HINT: &str = "\nOnly the plan's answer failed: every lookup succeeded. \
+Reply to the user from the results above.";
+
 /// Follows the summary of a plan whose failed steps all failed with an error that asks to try again
 /// (a busy service), when the agent then asks for those steps again: the reply starts with them, as
 /// the plan wrote them, and their references to the plan's other steps use the results listed.

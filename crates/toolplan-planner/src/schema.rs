@@ -28,6 +28,43 @@ pub const ANSWER_FIELD: &str = "answer";
 /// The longest `answer` the typed plan schema lets a model write.
 pub const ANSWER_MAX_CHARS: u64 = 400;
 
+/// The longest condition (`if`) of a choice answer ([`choice_answer_schema`]) the typed plan schema
+/// lets a model write.
+pub const CONDITION_MAX_CHARS: u64 = 200;
+
+/// The plan schema's `answer` field as a question that asks for a judgement on the results sees it
+/// (see [`choice_answer_schema`]; [`judgement_description`](crate::judgement_description) says the
+/// same in the description).
+pub fn choice_answer_shown() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "if": {"type": "string", "description": "A condition on the results: $ref: values compared with == != < > <= >=, joined with and, or, not."},
+            "then": {"type": "string", "description": "The reply when the condition holds."},
+            "else": {"type": "string", "description": "The reply when it does not."}},
+        "required": ["if", "then", "else"],
+        "description": "The reply to the user as a choice: a condition on the results, and the reply for each outcome. Written before the results, so never a value of them itself."
+    })
+}
+
+/// The schema of a **choice answer**: the reply to a question that asks for a judgement on the
+/// results (yes or no, which of two), written before the results as a condition on them and a reply
+/// for each outcome: `{"if": "$ref:b.temp < $ref:l.temp", "then": "Berlin", "else": "London"}`.
+/// The caller evaluates the condition once the results are in (an agent's answer step).
+pub fn choice_answer_schema() -> Value {
+    let reply = json!({"type": "string", "minLength": 1, "maxLength": ANSWER_MAX_CHARS});
+    json!({
+        "type": "object",
+        "properties": {
+            "if": {"type": "string", "minLength": 1, "maxLength": CONDITION_MAX_CHARS},
+            "then": reply,
+            "else": reply,
+        },
+        "required": ["if", "then", "else"],
+        "additionalProperties": false,
+    })
+}
+
 /// The pattern of a step id.
 const ID_PATTERN: &str = "^[A-Za-z0-9_-]+$";
 
