@@ -19,7 +19,7 @@ use toolplan_llm::{
 use toolplan_planner::{
     CUT_OFF_NOTE, ExecuteToolPlan, calls_with_made_up_dates, calls_without_options,
     dates_not_given, drop_made_up_steps, incomplete_calls, incomplete_plan, mark_bare_references,
-    options_left_out, percentages_as_fractions, plan_arguments, plan_not_run,
+    numbers_to_use, options_left_out, percentages_as_fractions, plan_arguments, plan_not_run,
     plan_short_of_thought, plan_with_made_up_dates, plan_without_options, set_option,
     settled_options, tool_text, tools_left_out, unasked_plan, unasked_steps, unused_numbers,
 };
@@ -981,10 +981,24 @@ impl Agent {
             .iter()
             .find(|m| m.role == Role::User)
             .map_or("", |m| m.content.as_str());
-        let tools = self
+        let mut tools = self
             .answer_in_plan
             .then(|| answer_shaped(&self.definitions, question))
             .flatten();
+        // The first plan is checked for the question's numbers after it is written
+        // (`check_against_question`); a provider that constrains decoding holds it to them while
+        // it is written, so that the plan comes whole in one call.
+        if record.turns == 1 && self.max_repairs > 0 && self.planner.is_some() {
+            let numbers = numbers_to_use(question);
+            if !numbers.is_empty() {
+                let shaped = tools.get_or_insert_with(|| self.definitions.clone());
+                for definition in shaped.iter_mut().filter(|d| d.name == EXECUTE_TOOL_PLAN) {
+                    if let Some(references) = &mut definition.step_references {
+                        references.required_numbers = numbers.clone();
+                    }
+                }
+            }
+        }
         let request = ChatRequest {
             messages: messages.to_vec(),
             tools: tools.unwrap_or_else(|| self.definitions.clone()),

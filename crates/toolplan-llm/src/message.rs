@@ -156,6 +156,14 @@ pub struct StepReferences {
     /// ([`toolplan_core::output`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub outputs: BTreeMap<String, Value>,
+    /// Numbers the plan's steps must write in their arguments before the steps end, each as the
+    /// values that count for it, in decimal (a percentage, 2%, as `["2", "0.02"]`; compared by
+    /// value, so `"3"` is met by `3.0`): the numbers the question gives,
+    /// which a small model often leaves to a step it never writes. Providers that constrain
+    /// decoding (the local model) keep the steps open for one more step when the plan closes them
+    /// with a number unwritten; the caller still checks the plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_numbers: Vec<Vec<String>>,
 }
 
 impl StepReferences {
@@ -172,6 +180,7 @@ impl StepReferences {
             text: None,
             reference_only: BTreeMap::new(),
             outputs: BTreeMap::new(),
+            required_numbers: Vec::new(),
         }
     }
 

@@ -76,7 +76,7 @@ pub use schema::{
     plan_schema_for_tools, typed_plan_schema,
 };
 pub use self_check::{
-    MAX_CHECKED_NUMBERS, incomplete_calls, incomplete_plan, mark_bare_references,
+    MAX_CHECKED_NUMBERS, incomplete_calls, incomplete_plan, mark_bare_references, numbers_to_use,
     percentages_as_fractions, plan_arguments, plan_short_of_thought, tools_left_out,
     unused_numbers,
 };

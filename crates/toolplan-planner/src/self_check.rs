@@ -53,6 +53,24 @@ pub fn unused_numbers<'v>(
     unused
 }
 
+/// The numbers `question` gives, each once, as the values that count as using it, in decimal: a
+/// percentage ("2%") as itself and as a fraction (`["2", "0.02"]`). For a provider that keeps a
+/// plan's steps open until they use them (toolplan-llm's `StepReferences::required_numbers`): the
+/// check [`unused_numbers`] makes after the reply, made while it is written.
+pub fn numbers_to_use(question: &str) -> Vec<Vec<String>> {
+    let mut numbers: Vec<Vec<String>> = Vec::new();
+    for found in numbers_in(question).into_iter().take(MAX_CHECKED_NUMBERS) {
+        let mut values = vec![found.value.to_string()];
+        if found.percent {
+            values.push((found.value / 100.0).to_string());
+        }
+        if !numbers.contains(&values) {
+            numbers.push(values);
+        }
+    }
+    numbers
+}
+
 /// Makes fractions of the question's percentages that a call passes as whole numbers to a
 /// parameter that takes a fraction, and returns the names of the parameters changed: for "a growth
 /// rate of 2%", `"growth_rate": 2` becomes `0.02`. Rates, returns and probabilities given to a
@@ -457,6 +475,22 @@ mod tests {
 
     fn unused(question: &str, plan: Value) -> Vec<String> {
         unused_numbers(question, plan_arguments(&plan))
+    }
+
+    #[test]
+    fn the_numbers_to_use_are_the_question_s_each_once() {
+        assert_eq!(
+            numbers_to_use("Invest 1,000 at 2% for 3 years, then 3 more; F = C * 9 / 5 + 32.5"),
+            [
+                vec!["1000"],
+                vec!["2", "0.02"],
+                vec!["3"],
+                vec!["9"],
+                vec!["5"],
+                vec!["32.5"]
+            ]
+        );
+        assert!(numbers_to_use("What is the weather in Oslo?").is_empty());
     }
 
     #[test]

@@ -111,6 +111,51 @@ async fn a_plan_that_leaves_out_a_number_of_the_question_goes_back_once() {
     );
 }
 
+/// The numbers each request holds the plan's steps to (`StepReferences::required_numbers`).
+fn required_numbers(model: &ScriptedModel) -> Vec<Vec<Vec<String>>> {
+    model
+        .requests()
+        .iter()
+        .map(|r| {
+            r.tools
+                .iter()
+                .find(|t| t.name == "execute_tool_plan")
+                .and_then(|t| t.step_references.as_ref())
+                .map(|s| s.required_numbers.clone())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_first_plan_is_held_to_the_question_s_numbers_while_it_is_written() {
+    let plan = json!({"steps": [weather("l", "London"), weather("p", "Paris"),
+        {"id": "s", "tool": "calculator", "arguments": {"expression": "($ref:l.temp + $ref:p.temp) * 2"}}]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan.clone())]),
+        ScriptedModel::answer("54"),
+    ]));
+    let question = "Add the temperatures of London and Paris, multiply the sum by 2, and take 5%.";
+    planning_agent(Arc::clone(&model), 1)
+        .interact(question)
+        .await
+        .unwrap();
+    // The first request only: a percentage also counts as a fraction.
+    let two = vec!["2".to_owned()];
+    let five = vec!["5".to_owned(), "0.05".to_owned()];
+    assert_eq!(required_numbers(&model), [vec![two, five], vec![]]);
+    // Without repairs, the checks are off, and so is this.
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan)]),
+        ScriptedModel::answer("54"),
+    ]));
+    planning_agent(Arc::clone(&model), 0)
+        .interact(question)
+        .await
+        .unwrap();
+    assert!(required_numbers(&model).iter().all(Vec::is_empty));
+}
+
 #[tokio::test]
 async fn a_plan_that_stops_before_its_own_thought_goes_back_open_for_more_steps() {
     let question = "How many degrees warmer is Cairo than Oslo?";

@@ -15,12 +15,16 @@
 //!   (the plan that refers to itself, or to a later step, is never written; in a first step the model
 //!   writes the value instead of a reference), or start a string where only a reference could go and
 //!   no step can be referred to;
-//! * name in `output_steps` a step the plan does not have.
+//! * name in `output_steps` a step the plan does not have;
+//! * close a plan's steps while a number it must use ([`StepReferences::required_numbers`]: the
+//!   question's) is written in no step's arguments, once: the model writes one more step, and the
+//!   steps may close after it whatever it wrote.
 //!
 //! The reply's shape is the one of [`reply`](super::reply): `{"tool_calls": [{"name": …,
 //! "arguments": {…}}, …]}`, the name before the arguments, a step's id and tool before its
 //! arguments.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 
 use crate::message::{StepReferences, ToolDefinition};
@@ -100,7 +104,18 @@ pub struct ValueRules {
     seen: HashSet<(usize, Vec<u8>)>,
     /// The steps of the call being written, by index.
     steps: Vec<Step>,
+    /// The text of the steps' arguments written so far in the call being written (strings apart),
+    /// for the numbers it must use; at most [`MAX_ARGUMENT_TEXT`] bytes.
+    argument_text: Vec<u8>,
+    /// How many steps the plan had when a close of its steps was first turned down for a number
+    /// left out: the close is turned down once, and allowed after one more step. A cell, since
+    /// the sampler tries pieces on a clone and learns of the refusal there.
+    refused_close_at: Cell<Option<usize>>,
 }
+
+/// Most bytes of step arguments kept for [`StepReferences::required_numbers`]; past it the rule
+/// stops checking.
+const MAX_ARGUMENT_TEXT: usize = 64 * 1024;
 
 impl ValueRules {
     /// The tracker for replies that may call `tools`, or `None` when no tool has a rule.
@@ -131,14 +146,26 @@ impl ValueRules {
             call: None,
             seen: HashSet::new(),
             steps: Vec::new(),
+            argument_text: Vec::new(),
+            refused_close_at: Cell::new(None),
         })
     }
 
     /// Whether `piece` can follow what was written without breaking a rule. A piece that opens or
     /// closes no string and adds nothing to a string under a reference rule is always allowed.
     pub fn allows(&self, piece: &[u8]) -> bool {
-        if piece.contains(&b'"') {
-            return self.clone().feed(piece);
+        let spaces = !piece.is_empty() && piece.iter().all(u8::is_ascii_whitespace);
+        if piece.contains(&b'"')
+            || piece.contains(&b']')
+            || (spaces && matches!(self.stack.last(), Some(Frame::Array { .. })))
+        {
+            let mut probe = self.clone();
+            let kept = probe.feed(piece);
+            // A close of the steps turned down is remembered (see `refused_close_at`).
+            if probe.refused_close_at.get() != self.refused_close_at.get() {
+                self.refused_close_at.set(probe.refused_close_at.get());
+            }
+            return kept;
         }
         match &self.text {
             Some(Text {
@@ -175,6 +202,9 @@ impl ValueRules {
 
     /// One byte; false when it opened or closed a string against a rule.
     fn byte(&mut self, b: u8) -> bool {
+        if self.argument_text.len() < MAX_ARGUMENT_TEXT && self.in_step_arguments() {
+            self.argument_text.push(b);
+        }
         if let Some(text) = &mut self.text {
             if text.escaped {
                 text.escaped = false;
@@ -198,7 +228,15 @@ impl ValueRules {
                 expect_key: true,
             }),
             b'[' => self.stack.push(Frame::Array { index: 0 }),
-            b'}' | b']' => {
+            b']' => {
+                let kept = !self.closes_steps_short(true);
+                self.stack.pop();
+                return kept;
+            }
+            // Between steps held open, a space leads only to the close (the grammar takes a
+            // comma right after a step, and a space before the `]`): turned down too.
+            b' ' | b'\n' | b'\t' | b'\r' => return !self.closes_steps_short(false),
+            b'}' => {
                 self.stack.pop();
             }
             b',' => match self.stack.last_mut() {
@@ -258,6 +296,8 @@ impl ValueRules {
                 self.call = Some((call, String::from_utf8_lossy(&text.bytes).into_owned()));
                 self.seen.clear();
                 self.steps.clear();
+                self.argument_text.clear();
+                self.refused_close_at.set(None);
                 true
             }
             [Segment::Key(k), rest @ ..] if k == b"arguments" => {
@@ -410,6 +450,67 @@ impl ValueRules {
         }
     }
 
+    /// Whether the tracker is inside a step's arguments of the plan being written.
+    fn in_step_arguments(&self) -> bool {
+        let Some(refs) = self.references() else {
+            return false;
+        };
+        // [tool_calls, i, arguments, steps, j, arguments, …]: at least six frames deep.
+        self.stack.len() >= 6
+            && matches!(
+                self.path().as_slice(),
+                [Segment::Key(t), Segment::Index(_), Segment::Key(a), Segment::Key(s),
+                 Segment::Index(_), Segment::Key(g), ..]
+                    if t == b"tool_calls" && a == b"arguments"
+                        && s == refs.steps.as_bytes() && g == refs.arguments.as_bytes()
+            )
+    }
+
+    /// Whether a `]` here closes the plan's steps while a number they must use is written in none
+    /// of their arguments, and the close was not turned down before at fewer steps; with `record`,
+    /// records the refusal.
+    fn closes_steps_short(&self, record: bool) -> bool {
+        let Some(refs) = self.references() else {
+            return false;
+        };
+        if refs.required_numbers.is_empty() || self.argument_text.len() >= MAX_ARGUMENT_TEXT {
+            return false;
+        }
+        let (index, closes_steps) = match (self.stack.last(), self.path().as_slice()) {
+            (
+                Some(Frame::Array { index }),
+                [
+                    Segment::Key(t),
+                    Segment::Index(_),
+                    Segment::Key(a),
+                    Segment::Key(s),
+                    Segment::Index(_),
+                ],
+            ) => (
+                *index,
+                t == b"tool_calls" && a == b"arguments" && s == refs.steps.as_bytes(),
+            ),
+            _ => return false,
+        };
+        let written = index + 1;
+        if !closes_steps || self.refused_close_at.get().is_some_and(|at| written > at) {
+            return false;
+        }
+        let used = numbers_written(&self.argument_text);
+        let missing = refs.required_numbers.iter().any(|values| {
+            let values: Vec<f64> = values.iter().filter_map(|v| v.parse().ok()).collect();
+            !values.is_empty()
+                && !values.iter().any(|v| {
+                    used.iter()
+                        .any(|u| (u - v).abs() <= 1e-9 * v.abs().max(1.0))
+                })
+        });
+        if missing && record {
+            self.refused_close_at.set(Some(written));
+        }
+        missing
+    }
+
     /// The path from the reply's root to the value being written.
     fn path(&self) -> Vec<Segment> {
         self.stack
@@ -420,6 +521,32 @@ impl ValueRules {
             })
             .collect()
     }
+}
+
+/// The numbers in `text`: runs of digits, with a decimal point between digits.
+fn numbers_written(text: &[u8]) -> Vec<f64> {
+    let mut numbers = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        if !text[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < text.len()
+            && (text[i].is_ascii_digit()
+                || (text[i] == b'.' && text.get(i + 1).is_some_and(u8::is_ascii_digit)))
+        {
+            i += 1;
+        }
+        if let Some(n) = std::str::from_utf8(&text[start..i])
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+        {
+            numbers.push(n);
+        }
+    }
+    numbers
 }
 
 /// Most steps of one plan the tracker remembers; a longer plan is left to the validator.
@@ -600,6 +727,69 @@ mod tests {
         let text = r#"{"tool_calls":[{"name":"plan","arguments":{"thought":"say \"id\": \"a\"","steps":[{"id":"a"},{"id":"b"},{"id":"a"}]}}]}"#;
         assert!(!t.feed(text.as_bytes()));
         assert!(tracker().feed(text.replace(r#"{"id":"a"}]"#, r#"{"id":"c"}]"#).as_bytes()));
+    }
+
+    /// A plan tool whose steps must use the numbers 9 and 32, and 2 or 0.02.
+    fn numbered() -> ValueRules {
+        let mut references = StepReferences::plan();
+        references.required_numbers = vec![
+            vec!["9".into()],
+            vec!["32".into()],
+            vec!["2".into(), "0.02".into()],
+        ];
+        ValueRules::for_tools(&[plan_tool().with_step_references(references)]).expect("a rule")
+    }
+
+    #[test]
+    fn steps_that_leave_out_a_number_of_the_question_stay_open_for_one_more_step() {
+        let mut t = numbered();
+        let first =
+            format!(r#"{CALL}{{"id":"w","tool":"get","arguments":{{"city":"Oslo","rate":0.02}}}}"#);
+        assert!(t.feed(first.as_bytes()));
+        // 9 and 32 are in no step: the steps may not close, in any token that closes them.
+        assert!(!t.allows(b"]"));
+        assert!(!t.allows(b"]}"));
+        assert!(t.allows(b","));
+        // One more step, whatever it writes: then they may.
+        let second = r#",{"id":"c","tool":"calc","arguments":{"expression":"$ref:w.temp * 9"}}"#;
+        assert!(t.feed(second.as_bytes()));
+        assert!(t.allows(b"]"));
+        assert!(t.feed(b"]}}]}"));
+
+        // Numbers in ids, tools or the thought do not count; in text arguments and as JSON
+        // numbers they do.
+        let mut t = numbered();
+        let call = r#"{"tool_calls":[{"name":"plan","arguments":{"thought":"9 32 2","steps":[{"id":"s9","tool":"t32","arguments":{"a":"x"}}"#;
+        assert!(t.feed(call.as_bytes()));
+        assert!(!t.allows(b"]"));
+        let mut t = numbered();
+        let call = format!(
+            r#"{CALL}{{"id":"c","tool":"calc","arguments":{{"expression":"24 * 9 / 5 + 32","n":2.0}}}}"#
+        );
+        assert!(t.feed(call.as_bytes()));
+        assert!(t.allows(b"]"));
+        // As the local model writes a plan with its answer, closing quote and brackets in one
+        // token.
+        let mut t = numbered();
+        let head = r#"{"tool_calls":[{"name":"plan","arguments":{"thought":"get_user gives the city","steps":[{"id":"u","tool":"get_user","arguments":{"name":"Frank"}},{"id":"w","tool":"get_weather","arguments":{"location":"$ref:u.city"#;
+        assert!(t.feed(head.as_bytes()));
+        assert!(!t.allows(b"\"}}],\""));
+        assert!(!t.allows(b"\"}}]"));
+        assert!(t.allows(b"\"}},"));
+        // After the step, a space (which the grammar lets only the close follow) is turned down
+        // too; inside a step it is not.
+        assert!(t.allows(b" "));
+        assert!(t.feed(b"\"}}"));
+        assert!(!t.allows(b" "));
+        assert!(!t.allows(b"\n"));
+        assert!(t.allows(b","));
+        // Without required numbers, or outside the steps, nothing is held open.
+        let mut t = referring();
+        assert!(t.feed(format!(r#"{CALL}{{"id":"w","tool":"a","arguments":{{}}}}"#).as_bytes()));
+        assert!(t.allows(b"]"));
+        let mut t = numbered();
+        assert!(t.feed(format!(r#"{CALL}{{"id":"w","tool":"a","arguments":{{"l":["#).as_bytes()));
+        assert!(t.allows(b"]"));
     }
 
     #[test]
