@@ -378,13 +378,7 @@ impl Agent {
                 for call in plans_of(&mut message.tool_calls) {
                     forget_unused_answer(&mut call.arguments, input);
                     // One the plan runs without is left out of the conversation too.
-                    if self.answer_fails_validation(
-                        &call.arguments,
-                        &prepare_answers(call.arguments.clone()),
-                    ) && let Some(plan) = call.arguments.as_object_mut()
-                    {
-                        plan.insert(ANSWER_TOOL.into(), Value::Null);
-                    }
+                    self.forget_invalid_answer(&mut call.arguments);
                 }
             }
             // A plan after a plan may use the earlier plans' results by their ids.
@@ -677,15 +671,19 @@ impl Agent {
         if !self.answer_in_plan {
             return arguments.clone();
         }
-        let prepared = prepare_answers(arguments.clone());
-        if self.answer_fails_validation(arguments, &prepared) {
-            let mut without = arguments.clone();
-            if let Some(object) = without.as_object_mut() {
-                object.insert(ANSWER_TOOL.into(), Value::Null);
-            }
-            return prepare_answers(without);
+        let mut arguments = arguments.clone();
+        self.forget_invalid_answer(&mut arguments);
+        prepare_answers(arguments)
+    }
+
+    /// Sets a plan's `answer` field to null when the answer step it becomes is the plan's only
+    /// problem ([`plan_as_run`](Self::plan_as_run)).
+    fn forget_invalid_answer(&self, plan: &mut Value) {
+        if self.answer_fails_validation(plan, &prepare_answers(plan.clone()))
+            && let Some(object) = plan.as_object_mut()
+        {
+            object.insert(ANSWER_TOOL.into(), Value::Null);
         }
-        prepared
     }
 
     /// Whether the answer step that `prepared` (a plan as [`prepare_answers`] made it from
