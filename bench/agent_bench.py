@@ -58,7 +58,12 @@ def run(binary, model, question, mode, timeout, config=None, latency_config=None
     mode, *options = mode.split("/")
     # `plan-only:FORM` (and `plan-answer:FORM`): the planner lists the tools in that form.
     base, _, listing = mode.partition(":")
-    flags = MODE_FLAGS[base] + (["--plan-listing", listing] if listing else []) + [{"no-stream": "--no-stream", "compact": "--compact-answer", "results": "--results-answer"}[o] for o in options]
+    # `MODE/repairs=N`: plans sent back to be fixed up to N times (--repairs N).
+    flags = MODE_FLAGS[base] + (["--plan-listing", listing] if listing else [])
+    for o in options:
+        name, _, value = o.partition("=")
+        flags += {"no-stream": ["--no-stream"], "compact": ["--compact-answer"], "results": ["--results-answer"],
+                  "repairs": ["--repairs", value]}[name]
     cmd = [binary, "ask", question, "--model", model, "--json"] + tools + flags
     if transcript:
         cmd.append("--verbose")
@@ -107,7 +112,7 @@ def main():
                     help="comma-separated: plan-only (only execute_tool_plan offered), plan-answer (plan-only, plans may end with the answer), plan (planner beside the tools), no-plan; plan-only:FORM and plan-answer:FORM list the tools as --plan-listing FORM")
     ap.add_argument("--tool-latency", type=float, default=0,
                     help="seconds the demo lookups (get_weather, get_user) take, as a remote API would "
-                         "(toolplan.toml's demo_latency); MODE/no-stream runs plans only once written; MODE/compact asks the answer after a plan compactly (--compact-answer); MODE/results answers with a plan's results (--results-answer)")
+                         "(toolplan.toml's demo_latency); MODE/no-stream runs plans only once written; MODE/compact asks the answer after a plan compactly (--compact-answer); MODE/results answers with a plan's results (--results-answer); MODE/repairs=N sends plans back to be fixed up to N times (--repairs N)")
     ap.add_argument("--transcripts", default="",
                     help="a directory: each ask runs with --verbose and its conversation is kept there as TASK.MODE.txt")
     ap.add_argument("--flaky", default="",

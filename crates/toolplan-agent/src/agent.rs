@@ -17,7 +17,7 @@ use toolplan_llm::{
     ToolDefinition,
 };
 use toolplan_planner::{
-    CUT_OFF_NOTE, ExecuteToolPlan, calls_with_made_up_dates, calls_without_options,
+    CUT_OFF_NOTE, ExecuteToolPlan, THOUGHT_FIELD, calls_with_made_up_dates, calls_without_options,
     dates_not_given, drop_made_up_steps, incomplete_calls, incomplete_plan, mark_bare_references,
     numbers_to_use, options_left_out, percentages_as_fractions, plan_arguments, plan_not_run,
     plan_short_of_thought, plan_with_made_up_dates, plan_without_options, set_option,
@@ -25,8 +25,8 @@ use toolplan_planner::{
 };
 
 use crate::answer::{
-    ANSWER_TOOL, answer_shaped, forget_unused_answer, needs_judgement, prepare_answers,
-    results_answer, without_echoed_question,
+    ANSWER_TOOL, answer_shaped, asked_fields_left_out, forget_unused_answer, needs_judgement,
+    prepare_answers, results_answer, without_echoed_question,
 };
 use crate::compact::{asked_for_more, compact_request, more_tools_note};
 use crate::earlier::EarlierResults;
@@ -377,6 +377,7 @@ impl Agent {
             if self.answer_in_plan {
                 for call in plans_of(&mut message.tool_calls) {
                     forget_unused_answer(&mut call.arguments, input);
+                    self.forget_answer_short_of_question(&mut call.arguments, input);
                     // One the plan runs without is left out of the conversation too.
                     self.forget_invalid_answer(&mut call.arguments);
                 }
@@ -832,6 +833,20 @@ impl Agent {
         })
     }
 
+    /// Sets a plan's text answer to null when it leaves out a field of a result that `question`
+    /// asks for ([`asked_fields_left_out`]): the plan then answers with its results.
+    fn forget_answer_short_of_question(&self, plan: &mut Value, question: &str) {
+        let tools = self.engine.tools();
+        let left_out = asked_fields_left_out(plan, question, |name| {
+            tools.get(name).and_then(|t| t.tool().output_schema())
+        });
+        if !left_out.is_empty()
+            && let Some(object) = plan.as_object_mut()
+        {
+            object.insert(ANSWER_TOOL.into(), Value::Null);
+        }
+    }
+
     /// What the model reads when `calls` (direct calls and plan steps) leave out options the
     /// question names ([`toolplan_planner::options_left_out`]), if they do: told of the plan when
     /// there is one, of the calls otherwise.
@@ -983,17 +998,24 @@ impl Agent {
             .answer_in_plan
             .then(|| answer_shaped(&self.definitions, question))
             .flatten();
-        // The first plan is checked for the question's numbers after it is written
-        // (`check_against_question`); a provider that constrains decoding holds it to them while
-        // it is written, so that the plan comes whole in one call.
+        // The first plan is checked for the question's numbers, and for the tools its thought
+        // names, after it is written (`check_against_question`); a provider that constrains
+        // decoding holds it to them while it is written, so that the plan comes whole in one call.
         if record.turns == 1 && self.max_repairs > 0 && self.planner.is_some() {
             let numbers = numbers_to_use(question);
-            if !numbers.is_empty() {
-                let shaped = tools.get_or_insert_with(|| self.definitions.clone());
-                for definition in shaped.iter_mut().filter(|d| d.name == EXECUTE_TOOL_PLAN) {
-                    if let Some(references) = &mut definition.step_references {
-                        references.required_numbers = numbers.clone();
-                    }
+            let named: Vec<String> = self
+                .engine
+                .tools()
+                .iter()
+                .map(|t| t.tool().name().to_owned())
+                .filter(|n| n != ANSWER_TOOL)
+                .collect();
+            let shaped = tools.get_or_insert_with(|| self.definitions.clone());
+            for definition in shaped.iter_mut().filter(|d| d.name == EXECUTE_TOOL_PLAN) {
+                if let Some(references) = &mut definition.step_references {
+                    references.required_numbers = numbers.clone();
+                    references.thought = Some(THOUGHT_FIELD.to_owned());
+                    references.thought_tools = named.clone();
                 }
             }
         }

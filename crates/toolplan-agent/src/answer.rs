@@ -341,8 +341,10 @@ fn has_step(steps: &[Value], id: &str) -> bool {
 }
 
 /// Sets a plan's `answer` field to null when [`prepare_answers`] would drop it (a guess, or one that
-/// refers to a step the plan lacks) or when it copies the worked example's answer instead of
-/// answering `question` ([`copies_example_answer`]), and says whether it did. The agent does this to
+/// refers to a step the plan lacks), when it copies the worked example's answer instead of
+/// answering `question` ([`copies_example_answer`]), or when it is a choice between the options
+/// `question` names ([`chooses_between`]) whose condition compares nothing (`$ref:c.equal` says
+/// nothing of which), and says whether it did. The agent does this to
 /// the plan it keeps in the conversation: a model that reads its own guess beside the results
 /// repeats the guess (the 1.5B model called Paris "sunny" again next to a result that said
 /// "cloudy").
@@ -356,6 +358,13 @@ pub(crate) fn forget_unused_answer(plan: &mut Value, question: &str) -> bool {
             // A choice is the one answer a judgement can be written as before the results.
             (choice::is_choice(text) || !needs_judgement(question))
                 && usable_answer(text, steps)
+                // Choosing between options takes a comparison: a bare flag (`$ref:c.equal`)
+                // says nothing of which.
+                && !(chooses_between(question)
+                    && text
+                        .get(choice::IF)
+                        .and_then(Value::as_str)
+                        .is_some_and(|c| !c.contains(['<', '>', '='])))
                 && !text
                     .as_str()
                     .is_some_and(|t| copies_example_answer(t, question))
@@ -367,6 +376,83 @@ pub(crate) fn forget_unused_answer(plan: &mut Value, question: &str) -> bool {
         object.insert(ANSWER_TOOL.into(), Value::Null);
     }
     !usable
+}
+
+/// Most levels of a step's arguments [`asked_fields_left_out`] reads for references.
+const MAX_READ_DEPTH: usize = 32;
+
+/// The references in the strings of an argument value, down to [`MAX_READ_DEPTH`] levels.
+fn references_in(value: &Value, into: &mut Vec<Reference>, depth: usize) {
+    if depth > MAX_READ_DEPTH {
+        return;
+    }
+    match value {
+        Value::String(_) => into.extend(references(Some(value))),
+        Value::Array(items) => items.iter().for_each(|v| references_in(v, into, depth + 1)),
+        Value::Object(map) => map.values().for_each(|v| references_in(v, into, depth + 1)),
+        _ => {}
+    }
+}
+
+/// The fields `question` asks for that a plan's text answer leaves out: a field of a step's result
+/// (from its tool's output schema, `output_of`) that the question names as a word of its own
+/// ("team", "conditions" for `condition`), that no step reads (a field a step reads is on the way
+/// to the answer, as a person's city is on the way to its weather), and that the answer inserts
+/// neither alone nor with its step's whole result. An answer written before the results that
+/// leaves out what the question asks for answers another question (asked for a team and a weather
+/// condition, the 1.5B model wrote "The team of Grace is $ref:w.city's team."); the plan then runs
+/// without it and answers with its results. A choice, or a plan without a text answer, leaves out
+/// nothing.
+pub(crate) fn asked_fields_left_out(
+    plan: &Value,
+    question: &str,
+    output_of: impl Fn(&str) -> Option<Value>,
+) -> Vec<String> {
+    let (Some(Value::String(answer)), Some(Value::Array(steps))) =
+        (plan.get(ANSWER_TOOL), plan.get("steps"))
+    else {
+        return Vec::new();
+    };
+    let asked: Vec<String> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| choice::stem(&w.to_lowercase()))
+        .collect();
+    let mut read = Vec::new();
+    for step in steps {
+        if let Some(arguments) = step.get("arguments") {
+            references_in(arguments, &mut read, 0);
+        }
+    }
+    let inserted = references(Some(&Value::String(answer.clone())));
+    let mut left_out: Vec<String> = Vec::new();
+    for step in steps.iter().take(toolplan_planner::MAX_CHECKED_STEPS) {
+        let (Some(id), Some(tool)) = (
+            step.get("id").and_then(Value::as_str),
+            step.get("tool").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let Some(output) = output_of(tool) else {
+            continue;
+        };
+        let Some(fields) = output.get("properties").and_then(Value::as_object) else {
+            continue;
+        };
+        for field in fields.keys() {
+            let named = field.chars().all(char::is_alphabetic)
+                && asked.contains(&choice::stem(&field.to_lowercase()));
+            let first = |r: &Reference| r.path.first().is_some_and(|f| f == field);
+            let on_the_way = read.iter().any(first);
+            let answered = inserted
+                .iter()
+                .any(|r| first(r) || (r.step == id && r.path.is_empty()));
+            if named && !on_the_way && !answered && !left_out.contains(field) {
+                left_out.push(field.clone());
+            }
+        }
+    }
+    left_out
 }
 
 /// The plan tool as a question that needs a judgement on the results ([`needs_judgement`]) sees it:
@@ -428,23 +514,43 @@ const CHOICE_OPENINGS: &[&str] = &["which", "who", "whose", "whom", "what"];
 /// asks for "yes or no"), or one that asks to choose between named options ("Which …, A or B?").
 /// Such a plan's `answer` is not taken: the model replies when the results are back.
 pub(crate) fn needs_judgement(question: &str) -> bool {
-    let lowered = question.to_lowercase();
-    let words: Vec<&str> = lowered
+    let (lowered, words) = lowered_words(question);
+    let yes_or_no = words.windows(3).any(|w| w == ["yes", "or", "no"]);
+    yes_or_no || opens_with(&lowered, YES_NO_OPENINGS) || chooses_between(question)
+}
+
+/// Whether `question` asks to choose between named options ("Which …, A or B?"): a sentence opens
+/// with a word like "which", and the question has an "or" that is not "yes or no".
+pub(crate) fn chooses_between(question: &str) -> bool {
+    let (lowered, words) = lowered_words(question);
+    let or_between = words.iter().enumerate().any(|(i, w)| {
+        w == "or"
+            && !(i > 0 && words[i - 1] == "yes" && words.get(i + 1).is_some_and(|n| n == "no"))
+    });
+    opens_with(&lowered, CHOICE_OPENINGS) && or_between
+}
+
+/// `text` in lower case, and its words.
+fn lowered_words(text: &str) -> (String, Vec<String>) {
+    let lowered = text.to_lowercase();
+    let words = lowered
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
+        .map(str::to_owned)
         .collect();
-    let asks = |openings: &[&str]| {
-        // Each sentence's first word: a question can follow a sentence of context.
-        lowered
-            .split(['.', '?', '!', '\n'])
-            .filter_map(|s| {
-                s.split(|c: char| !c.is_alphanumeric())
-                    .find(|w| !w.is_empty())
-            })
-            .any(|first| openings.contains(&first))
-    };
-    let yes_or_no = words.windows(3).any(|w| w == ["yes", "or", "no"]);
-    yes_or_no || asks(YES_NO_OPENINGS) || (asks(CHOICE_OPENINGS) && words.contains(&"or"))
+    (lowered, words)
+}
+
+/// Whether a sentence of `lowered` opens with one of `openings` (a question can follow a sentence
+/// of context).
+fn opens_with(lowered: &str, openings: &[&str]) -> bool {
+    lowered
+        .split(['.', '?', '!', '\n'])
+        .filter_map(|s| {
+            s.split(|c: char| !c.is_alphanumeric())
+                .find(|w| !w.is_empty())
+        })
+        .any(|first| openings.contains(&first))
 }
 
 /// Moves a plan's `answer` field into a last step (see [`prepare_answers`]).
@@ -732,6 +838,100 @@ mod tests {
             without_echoed_question(uneven.into(), "\u{212a} \u{e9}\u{e9}? More."),
             uneven
         );
+    }
+
+    #[test]
+    fn an_answer_that_leaves_out_a_field_the_question_asks_for_is_found() {
+        let output_of = |tool: &str| match tool {
+            "get_user" => Some(json!({"type": "object", "properties": {
+                "name": {}, "city": {}, "team": {}}})),
+            "get_weather" => Some(json!({"type": "object", "properties": {
+                "temp": {}, "condition": {}, "city": {}}})),
+            _ => None,
+        };
+        let steps = json!([
+            {"id": "u", "tool": "get_user", "arguments": {"name": "Grace"}},
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}}]);
+        let question = "Which team is Grace on, and what is the weather condition in the city \
+                        where she lives?";
+        for (answer, left_out) in [
+            (
+                json!("The team of Grace is $ref:w.city's team."),
+                vec!["team", "condition"],
+            ),
+            (
+                json!("Grace is on $ref:u.team; it is $ref:w.condition there."),
+                vec![],
+            ),
+            (json!("Grace is on $ref:u.team."), vec!["condition"]),
+            // Whole results hold every field.
+            (json!("$ref:u and $ref:w"), vec![]),
+            (
+                json!({"if": "$ref:w.temp > 3", "then": "a", "else": "b"}),
+                vec![],
+            ),
+            (Value::Null, vec![]),
+        ] {
+            let plan = json!({"steps": steps, "answer": answer});
+            assert_eq!(
+                asked_fields_left_out(&plan, question, output_of),
+                left_out,
+                "{answer}"
+            );
+        }
+        // The city is on the way to the weather, the temperature is not a field's name, and a
+        // tool without an output schema has no fields to ask for.
+        let plan = json!({"steps": [
+            {"id": "u", "tool": "get_user", "arguments": {"name": "Frank"}},
+            {"id": "w", "tool": "get_weather", "arguments": {"location": "$ref:u.city"}},
+            {"id": "c", "tool": "calculator", "arguments": {"expression": "$ref:w.temp * 9 / 5 + 32"}}],
+            "answer": "It is $ref:c °F where Frank lives."});
+        let question = "What is the temperature in the city where Frank lives, in Fahrenheit?";
+        assert!(asked_fields_left_out(&plan, question, output_of).is_empty());
+        // Plural and singular are one word.
+        let plan = json!({"steps": [{"id": "p", "tool": "get_weather", "arguments": {"location": "Paris"}}],
+                          "answer": "It is $ref:p.temp °C in Paris."});
+        assert_eq!(
+            asked_fields_left_out(
+                &plan,
+                "What are the weather conditions in Paris?",
+                output_of
+            ),
+            ["condition"]
+        );
+    }
+
+    #[test]
+    fn choosing_between_options_takes_a_comparison() {
+        let steps = json!([
+            {"id": "b", "tool": "get_weather", "arguments": {"location": "Berlin"}},
+            {"id": "l", "tool": "get_weather", "arguments": {"location": "London"}},
+            {"id": "c", "tool": "compare_data", "arguments": {"data_a": "$ref:b.temp", "data_b": "$ref:l.temp"}}]);
+        let which = "Which city is colder right now, Berlin or London? Answer with the city name.";
+        let yes_no = "Are Berlin and London equally warm? Answer yes or no.";
+        for (question, condition, forgotten) in [
+            (which, "$ref:c.equal", true),
+            (which, "$ref:c.a < $ref:c.b", false),
+            (which, "$ref:c.difference <= 0", false),
+            (yes_no, "$ref:c.equal", false),
+        ] {
+            let mut plan = json!({"steps": steps, "answer": {
+                "if": condition, "then": "Berlin", "else": "London"}});
+            assert_eq!(
+                forget_unused_answer(&mut plan, question),
+                forgotten,
+                "{question} {condition}"
+            );
+        }
+        for (question, chooses) in [
+            (which, true),
+            (yes_no, false),
+            ("Who lives in the warmer city, Grace or Heidi?", true),
+            ("Which city is warmer? Yes or no.", false),
+            ("What is warmer, tea or coffee?", true),
+        ] {
+            assert_eq!(chooses_between(question), chooses, "{question}");
+        }
     }
 
     #[test]

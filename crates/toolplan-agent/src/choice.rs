@@ -281,7 +281,7 @@ fn comparable(text: &str) -> String {
 
 /// A word without its ending (`-ing`, `-ed`, `-y`, `-s`), where enough of the word is left, and a
 /// doubled last consonant made single ("sunny" → "sun", "running" → "run").
-fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     let chars: Vec<char> = word.chars().collect();
     let ends = |suffix: &str, min_left: usize| {
         let n = suffix.chars().count();

@@ -17,7 +17,18 @@ pub fn compare_data() -> Arc<dyn Tool> {
                "required": ["data_a", "data_b"], "additionalProperties": false}),
         |args: Value, _| async move { Ok(compare(&args["data_a"], &args["data_b"])) },
     )
-    .with_annotations(ToolAnnotations::READ_ONLY))
+    .with_annotations(ToolAnnotations::READ_ONLY)
+    .with_output_schema(json!({"type": "object", "properties": {
+            "equal": {"type": "boolean", "description": "Whether data_a equals data_b."},
+            "a": {"description": "data_a, when it is not an object."},
+            "b": {"description": "data_b, when it is not an object."},
+            "difference": {"type": "number", "description": "a - b, when both are numbers."},
+            "same": {"type": "array", "items": {"type": "string"},
+                     "description": "For two objects: the fields that are equal."},
+            "different": {"type": "object", "description": "For two objects: each field that differs, with its a, b and difference.",
+                          "additionalProperties": {"type": "object", "properties": {
+                              "a": {}, "b": {}, "difference": {"type": "number"}}}}},
+        "required": ["equal"], "additionalProperties": false})))
 }
 
 fn compare(a: &Value, b: &Value) -> Value {

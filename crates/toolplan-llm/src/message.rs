@@ -164,6 +164,17 @@ pub struct StepReferences {
     /// with a number unwritten; the caller still checks the plan.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required_numbers: Vec<Vec<String>>,
+    /// The key of the plan's thought (`thought`), when its steps are held to the tools it names
+    /// ([`thought_tools`](Self::thought_tools)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
+    /// Tools that, once the thought names one (its name as a word of its own), some step must call
+    /// before the steps end: a small model often names the whole chain in its thought and closes
+    /// the steps after the first lookup. Providers that constrain decoding keep the steps open for
+    /// one more step (once, as for [`required_numbers`](Self::required_numbers)); the caller still
+    /// checks the plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thought_tools: Vec<String>,
 }
 
 impl StepReferences {
@@ -181,6 +192,8 @@ impl StepReferences {
             reference_only: BTreeMap::new(),
             outputs: BTreeMap::new(),
             required_numbers: Vec::new(),
+            thought: None,
+            thought_tools: Vec::new(),
         }
     }
 

@@ -187,24 +187,30 @@ fn property_names(schema: &Value) -> impl Iterator<Item = &str> {
 }
 
 /// A worked example of a chain, for descriptions meant for small models (they copy the shape of its
-/// plan closely): the price in euros of the product of order A7, through `get_order`, `get_product`
-/// and `calculator`. `thought_end` goes at the end of the plan's thought, after the lookups it lists;
+/// plan closely): how much more the product of order A7 costs than that of order B2, through
+/// `get_order` for each order, `get_product` for each result, and `calculator`. Two entities, each
+/// looked up in two steps, then combined: with the one-order example before it, the 1.5B model
+/// planned chains over two or three people short (agent bench, bench/README.md). `thought_end` goes at the end of the plan's thought, after the lookups it lists;
 /// `ending` is the plan's last field as JSON text (the default example's is `"output_steps": ["e"]`).
 pub(crate) fn worked_example(thought_end: Option<&str>, ending: &str) -> String {
     let thought_end = thought_end.map(|t| format!(", {t}")).unwrap_or_default();
     format!(
-        "\nExample, for the price in euros of the product of order A7: {{\"thought\": \"get_order gives \
-         the sku of order A7, get_product gives the price of that sku, calculator converts the \
-         price{thought_end}.\", \"steps\": [{{\"id\": \"o\", \"tool\": \"get_order\", \"arguments\": \
-         {{\"order_id\": \"A7\"}}}}, {{\"id\": \"p\", \"tool\": \"get_product\", \"arguments\": \
-         {{\"sku\": \"$ref:o.sku\"}}}}, {{\"id\": \"e\", \"tool\": \"calculator\", \"arguments\": \
-         {{\"expression\": \"$ref:p.price * 0.92\"}}}}], {ending}}}. A field can only be referenced from \
-         a step whose tool returns it: plan a step for every lookup the answer needs."
+        "\nExample, for how much more the product of order A7 costs than the product of order B2: \
+         {{\"thought\": \"get_order gives the sku of orders A7 and B2, get_product gives the price of \
+         each sku, calculator subtracts the prices{thought_end}.\", \"steps\": [{{\"id\": \"o1\", \
+         \"tool\": \"get_order\", \"arguments\": {{\"order_id\": \"A7\"}}}}, {{\"id\": \"o2\", \
+         \"tool\": \"get_order\", \"arguments\": {{\"order_id\": \"B2\"}}}}, {{\"id\": \"p1\", \
+         \"tool\": \"get_product\", \"arguments\": {{\"sku\": \"$ref:o1.sku\"}}}}, {{\"id\": \"p2\", \
+         \"tool\": \"get_product\", \"arguments\": {{\"sku\": \"$ref:o2.sku\"}}}}, {{\"id\": \"e\", \
+         \"tool\": \"calculator\", \"arguments\": {{\"expression\": \"$ref:p1.price - $ref:p2.price\"}}}}], \
+         {ending}}}. A field can only be referenced from a step whose tool returns it: plan a step for \
+         every lookup the answer needs."
     )
 }
 
 /// The answer of the worked example when plans may end with their answer ([`answer_example`]).
-pub const EXAMPLE_ANSWER: &str = "The product of order A7 costs $ref:e euros.";
+pub const EXAMPLE_ANSWER: &str =
+    "The product of order A7 costs $ref:e more than the product of order B2.";
 
 /// The worked example of the compact description when plans may end with their answer: the chain of
 /// the default example, then the answer written with the result inserted, and what the field is for.

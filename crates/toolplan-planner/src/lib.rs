@@ -72,7 +72,7 @@ pub use relevance::{
 };
 pub use schema::{
     ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, CONDITION_MAX_CHARS, MAX_STATED_STEPS,
-    THOUGHT_MAX_CHARS, choice_answer_schema, choice_answer_shown, plan_schema,
+    THOUGHT_FIELD, THOUGHT_MAX_CHARS, choice_answer_schema, choice_answer_shown, plan_schema,
     plan_schema_for_tools, typed_plan_schema,
 };
 pub use self_check::{

@@ -25,6 +25,10 @@ pub const THOUGHT_MAX_CHARS: u64 = 400;
 /// [`ExecuteToolPlan::with_answer_field`](crate::ExecuteToolPlan::with_answer_field)).
 pub const ANSWER_FIELD: &str = "answer";
 
+/// The plan field where the model says, before the steps, what the plan does and which tools it
+/// calls (checked against the steps: [`tools_left_out`](crate::tools_left_out)).
+pub const THOUGHT_FIELD: &str = "thought";
+
 /// The longest `answer` the typed plan schema lets a model write.
 pub const ANSWER_MAX_CHARS: u64 = 400;
 
@@ -197,9 +201,9 @@ pub(crate) fn typed_plan_schema_of<'t>(
     });
     let output_steps = json!({"type": "array", "items": {"type": "string", "pattern": ID_PATTERN}});
     let required: &[&str] = if answer.is_some() {
-        &["thought", "steps", ANSWER_FIELD]
+        &[THOUGHT_FIELD, "steps", ANSWER_FIELD]
     } else {
-        &["thought", "steps"]
+        &[THOUGHT_FIELD, "steps"]
     };
     plan_object(thought, steps, answer, output_steps, required)
 }
@@ -214,7 +218,7 @@ fn plan_object(
     required: &[&str],
 ) -> Value {
     let mut properties = Map::with_capacity(4);
-    properties.insert("thought".into(), thought);
+    properties.insert(THOUGHT_FIELD.into(), thought);
     properties.insert("steps".into(), steps);
     if let Some(answer) = answer {
         properties.insert(ANSWER_FIELD.into(), answer);

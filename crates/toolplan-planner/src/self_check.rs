@@ -23,6 +23,8 @@
 use serde_json::Value;
 use toolplan_core::reference::REF_PREFIX;
 
+use crate::schema::THOUGHT_FIELD;
+
 /// Most numbers of a question [`unused_numbers`] looks at; the rest are not checked.
 pub const MAX_CHECKED_NUMBERS: usize = 64;
 
@@ -252,7 +254,7 @@ pub(crate) fn listed<S: AsRef<str>>(items: &[S]) -> String {
 /// thought names them (each once). A tool is named when its name stands in the thought as a word of
 /// its own (`get_user`, not `get_users` or `user`); a plan with no thought names none.
 pub fn tools_left_out<'t>(plan: &Value, tools: impl IntoIterator<Item = &'t str>) -> Vec<String> {
-    let Some(thought) = plan.get("thought").and_then(Value::as_str) else {
+    let Some(thought) = plan.get(THOUGHT_FIELD).and_then(Value::as_str) else {
         return Vec::new();
     };
     let called: Vec<&str> = plan

@@ -391,12 +391,12 @@ fn signatures_describe_every_tool_in_a_line() {
     let planner = meta_tool().listing(ToolListing::Signatures);
     let description = planner.description();
     assert!(description.starts_with("Runs tool calls as one plan"));
-    assert!(description.contains(r#""$ref:o.sku""#), "{description}");
+    assert!(description.contains(r#""$ref:o1.sku""#), "{description}");
     for line in [
         "\n- get_weather(location: string) -> {temp, condition, city}: Current weather of a city",
         "\n- get_user(name: string) -> {name, city, team}: A person in the company directory",
         "\n- calculator(expression: string) -> number: Evaluates",
-        "\n- compare_data(data_a: any, data_b: any): Compares",
+        "\n- compare_data(data_a: any, data_b: any) -> {equal, a, b, difference, same, different}: Compares",
         "\n- fail(message?: string): Always fails",
     ] {
         assert!(

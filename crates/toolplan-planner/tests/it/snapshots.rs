@@ -70,19 +70,37 @@ fn what_a_model_reads_is_unchanged_word_for_word() {
         ExecuteToolPlan::new(demo_engine()).with_arguments_style(ArgumentsStyle::JsonString);
     cases.push(("json_string_arguments".to_owned(), json_string));
     let cases_len = cases.len();
+    // `UPDATE_SNAPSHOTS=1 cargo test …` writes what is shown now into the file instead (then review
+    // the diff: it is what models will read).
+    let update = std::env::var_os("UPDATE_SNAPSHOTS").is_some();
+    let mut now = Map::new();
     for (name, planner) in cases {
         let expected = &snapshots[name.as_str()];
+        let shown = shown(&planner, expected);
+        if update {
+            now.insert(name, shown);
+            continue;
+        }
         // Compared as text: the order of a schema's keys is part of what the model reads.
-        assert_eq!(
-            shown(&planner, expected).to_string(),
-            expected.to_string(),
-            "{name}"
-        );
+        assert_eq!(shown.to_string(), expected.to_string(), "{name}");
     }
     // The answer example (its schemas are pinned with the agent's planning modes).
     let planner = ExecuteToolPlan::new(answer_engine())
         .listing(ToolListing::Signatures)
         .with_answer_field();
+    if update {
+        now.insert(
+            "signatures_answer_example".to_owned(),
+            json!({"description": planner.description()}),
+        );
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/it/snapshots/execute_tool_plan.json"
+        );
+        let text = serde_json::to_string_pretty(&Value::Object(now)).unwrap() + "\n";
+        std::fs::write(path, text).unwrap();
+        return;
+    }
     assert_eq!(
         planner.description(),
         snapshots["signatures_answer_example"]["description"]

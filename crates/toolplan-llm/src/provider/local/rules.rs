@@ -15,7 +15,9 @@
 //!   (the plan that refers to itself, or to a later step, is never written; in a first step the model
 //!   writes the value instead of a reference), or start a string where only a reference could go and
 //!   no step can be referred to;
-//! * name in `output_steps` a step the plan does not have;
+//! * name in `output_steps` a step the plan does not have, or in the plan's text (its answer, or a
+//!   string field of an answer that is an object: a choice's condition and replies) a step it does
+//!   not have, or a field its tool's output schema does not have;
 //! * close a plan's steps while a number it must use ([`StepReferences::required_numbers`]: the
 //!   question's) is written in no step's arguments, once: the model writes one more step, and the
 //!   steps may close after it whatever it wrote.
@@ -62,6 +64,8 @@ enum Place {
     Name,
     /// The text that may refer to any step.
     Text,
+    /// The plan's thought, which may name the tools its steps must call.
+    Thought,
 }
 
 /// The string being written.
@@ -107,11 +111,18 @@ pub struct ValueRules {
     /// The text of the steps' arguments written so far in the call being written (strings apart),
     /// for the numbers it must use; at most [`MAX_ARGUMENT_TEXT`] bytes.
     argument_text: Vec<u8>,
+    /// The tools the plan's thought names, once it is written, when its steps are held to them
+    /// ([`StepReferences::thought_tools`]).
+    named_tools: Vec<String>,
     /// How many steps the plan had when a close of its steps was first turned down for a number
-    /// left out: the close is turned down once, and allowed after one more step. A cell, since
+    /// or a tool of the thought left out: the close is turned down once, and allowed after one more step. A cell, since
     /// the sampler tries pieces on a clone and learns of the refusal there.
     refused_close_at: Cell<Option<usize>>,
 }
+
+/// Most bytes of a plan's thought read for the tools it names (the planner's schema allows far
+/// fewer).
+const MAX_THOUGHT_BYTES: usize = 4 * 1024;
 
 /// Most bytes of step arguments kept for [`StepReferences::required_numbers`]; past it the rule
 /// stops checking.
@@ -147,6 +158,7 @@ impl ValueRules {
             seen: HashSet::new(),
             steps: Vec::new(),
             argument_text: Vec::new(),
+            named_tools: Vec::new(),
             refused_close_at: Cell::new(None),
         })
     }
@@ -297,6 +309,7 @@ impl ValueRules {
                 self.seen.clear();
                 self.steps.clear();
                 self.argument_text.clear();
+                self.named_tools.clear();
                 self.refused_close_at.set(None);
                 true
             }
@@ -322,6 +335,19 @@ impl ValueRules {
                             if let Some(s) = step_at(&mut self.steps, i) {
                                 s.tool = Some(text.bytes);
                             }
+                        }
+                        Place::Thought => {
+                            let thought = &text.bytes[..text.bytes.len().min(MAX_THOUGHT_BYTES)];
+                            self.named_tools = self
+                                .references()
+                                .map(|refs| {
+                                    refs.thought_tools
+                                        .iter()
+                                        .filter(|t| names_word(thought, t.as_bytes()))
+                                        .cloned()
+                                        .collect()
+                                })
+                                .unwrap_or_default();
                         }
                         _ => {}
                     }
@@ -386,12 +412,22 @@ impl ValueRules {
                     only_ref,
                 })
             }
+            [Segment::Key(t)]
+                if !refs.thought_tools.is_empty()
+                    && refs.thought.as_deref().is_some_and(|k| key(t, k)) =>
+            {
+                Some(Place::Thought)
+            }
             [Segment::Key(n), Segment::Index(_)]
                 if refs.names.as_deref().is_some_and(|k| key(n, k)) =>
             {
                 Some(Place::Name)
             }
-            [Segment::Key(t)] if refs.text.as_deref().is_some_and(|k| key(t, k)) => {
+            // The text, or a string field of it when it is an object (a choice's condition and
+            // its two replies).
+            [Segment::Key(t)] | [Segment::Key(t), Segment::Key(_)]
+                if refs.text.as_deref().is_some_and(|k| key(t, k)) =>
+            {
                 Some(Place::Text)
             }
             _ => None,
@@ -420,7 +456,7 @@ impl ValueRules {
                 .collect()
         };
         match place {
-            Place::Id { .. } | Place::Tool { .. } => true,
+            Place::Id { .. } | Place::Tool { .. } | Place::Thought => true,
             Place::Name => {
                 let steps = steps_before(usize::MAX);
                 steps.iter().any(|(id, _)| {
@@ -467,13 +503,15 @@ impl ValueRules {
     }
 
     /// Whether a `]` here closes the plan's steps while a number they must use is written in none
-    /// of their arguments, and the close was not turned down before at fewer steps; with `record`,
-    /// records the refusal.
+    /// of their arguments, or a tool the thought names is called by none of them, and the close was
+    /// not turned down before at fewer steps; with `record`, records the refusal.
     fn closes_steps_short(&self, record: bool) -> bool {
         let Some(refs) = self.references() else {
             return false;
         };
-        if refs.required_numbers.is_empty() || self.argument_text.len() >= MAX_ARGUMENT_TEXT {
+        let numbers = !refs.required_numbers.is_empty();
+        let tools = !self.named_tools.is_empty();
+        if !(numbers || tools) || self.argument_text.len() >= MAX_ARGUMENT_TEXT {
             return false;
         }
         let (index, closes_steps) = match (self.stack.last(), self.path().as_slice()) {
@@ -497,14 +535,22 @@ impl ValueRules {
             return false;
         }
         let used = numbers_written(&self.argument_text);
-        let missing = refs.required_numbers.iter().any(|values| {
-            let values: Vec<f64> = values.iter().filter_map(|v| v.parse().ok()).collect();
-            !values.is_empty()
-                && !values.iter().any(|v| {
-                    used.iter()
-                        .any(|u| (u - v).abs() <= 1e-9 * v.abs().max(1.0))
-                })
-        });
+        let tool_left_out = tools
+            && self.named_tools.iter().any(|tool| {
+                !self
+                    .steps
+                    .iter()
+                    .any(|s| s.tool.as_deref() == Some(tool.as_bytes()))
+            });
+        let missing = tool_left_out
+            || refs.required_numbers.iter().any(|values| {
+                let values: Vec<f64> = values.iter().filter_map(|v| v.parse().ok()).collect();
+                !values.is_empty()
+                    && !values.iter().any(|v| {
+                        used.iter()
+                            .any(|u| (u - v).abs() <= 1e-9 * v.abs().max(1.0))
+                    })
+            });
         if missing && record {
             self.refused_close_at.set(Some(written));
         }
@@ -521,6 +567,27 @@ impl ValueRules {
             })
             .collect()
     }
+}
+
+/// Whether `word` stands in `text` as a word of its own: not inside a longer name (letters, digits,
+/// `_`, `-`, or a `.` between name characters).
+fn names_word(text: &[u8], word: &[u8]) -> bool {
+    let is_name = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b >= 0x80;
+    if word.is_empty() || word.len() > text.len() {
+        return false;
+    }
+    (0..=text.len() - word.len()).any(|at| {
+        let end = at + word.len();
+        let before = at.checked_sub(1).map(|i| text[i]);
+        let after = text.get(end).copied();
+        // A full stop or hyphen right after the name ends it when no name character follows.
+        let after_ok = match after {
+            None => true,
+            Some(b'.' | b'-') => text.get(end + 1).is_none_or(|&b| !is_name(b)),
+            Some(b) => !is_name(b),
+        };
+        &text[at..end] == word && before.is_none_or(|b| !is_name(b) && b != b'.') && after_ok
+    })
 }
 
 /// The numbers in `text`: runs of digits, with a decimal point between digits.
@@ -792,6 +859,91 @@ mod tests {
         assert!(t.allows(b"]"));
     }
 
+    fn thoughtful() -> ValueRules {
+        let mut references = StepReferences::plan();
+        references.thought = Some("thought".into());
+        references.thought_tools = vec!["get_user".into(), "get_weather".into(), "calc".into()];
+        ValueRules::for_tools(&[plan_tool().with_step_references(references)]).expect("a rule")
+    }
+
+    const THOUGHT: &str = r#"{"tool_calls":[{"name":"plan","arguments":{"thought":"get_user gives the city, get_weather its temp.","steps":["#;
+
+    #[test]
+    fn steps_that_leave_out_a_tool_their_thought_names_stay_open_for_one_more_step() {
+        let mut t = thoughtful();
+        let user = r#"{"id":"u","tool":"get_user","arguments":{"name":"Ann"}}"#;
+        assert!(t.feed(format!("{THOUGHT}{user}").as_bytes()));
+        // get_weather is named and not called: no close, nor the space before it.
+        assert!(!t.allows(b"]"));
+        assert!(!t.allows(b"],\"answer\""));
+        assert!(!t.allows(b" "));
+        assert!(t.allows(b","));
+        // One more step, whatever its tool: then the steps may close.
+        assert!(t.feed(br#",{"id":"x","tool":"calc","arguments":{}}"#));
+        assert!(t.allows(b"]"));
+
+        // Every named tool called: the steps close at once. A tool the thought does not name
+        // (`calc`), or names only inside a longer name, holds nothing.
+        for thought in [
+            "get_user gives the city, get_weather its temp.",
+            "calculate with get_users and get_weather_now",
+            "",
+        ] {
+            let mut t = thoughtful();
+            let head = format!(
+                r#"{{"tool_calls":[{{"name":"plan","arguments":{{"thought":"{thought}","steps":["#
+            );
+            let steps = r#"{"id":"u","tool":"get_user","arguments":{}},{"id":"w","tool":"get_weather","arguments":{}}"#;
+            let steps = if thought.starts_with("get_user") {
+                steps
+            } else {
+                user
+            };
+            assert!(t.feed(format!("{head}{steps}").as_bytes()), "{thought}");
+            assert!(t.allows(b"]"), "{thought}");
+        }
+
+        // Without thought tools the thought is not read.
+        let mut t = referring();
+        assert!(t.feed(format!("{THOUGHT}{user}").as_bytes()));
+        assert!(t.allows(b"]"));
+    }
+
+    #[test]
+    fn a_huge_thought_and_many_tools_are_read_only_so_far() {
+        let mut references = StepReferences::plan();
+        references.thought = Some("thought".into());
+        references.thought_tools = (0..2_000).map(|i| format!("tool_{i}")).collect();
+        let rules =
+            ValueRules::for_tools(&[plan_tool().with_step_references(references)]).expect("a rule");
+        // tool_7 is named at the start, tool_9 only past what is read.
+        let thought = format!("tool_7 {} tool_9", "x ".repeat(512 * 1024));
+        let plan = |tool: &str| {
+            format!(
+                r#"{{"tool_calls":[{{"name":"plan","arguments":{{"thought":"{thought}","steps":[{{"id":"a","tool":"{tool}","arguments":{{}}}}"#
+            )
+        };
+        let mut t = rules.clone();
+        assert!(t.feed(plan("tool_1").as_bytes()));
+        assert!(!t.allows(b"]"));
+        let mut t = rules;
+        assert!(t.feed(plan("tool_7").as_bytes()));
+        assert!(t.allows(b"]"));
+    }
+
+    #[test]
+    fn names_word_finds_whole_names_only() {
+        assert!(names_word(b"get_user gives", b"get_user"));
+        assert!(names_word(b"then get_user.", b"get_user"));
+        assert!(names_word(b"(calc)", b"calc"));
+        assert!(!names_word(b"get_users", b"get_user"));
+        assert!(!names_word(b"my_get_user", b"get_user"));
+        assert!(!names_word(b"x.get_user", b"get_user"));
+        assert!(!names_word(b"get_user.city", b"get_user"));
+        assert!(!names_word(b"calc", b""));
+        assert!(!names_word(b"ca", b"calc"));
+    }
+
     #[test]
     fn no_rules_no_tracker() {
         assert!(ValueRules::for_tools(&[ToolDefinition::new("echo", "", json!({}))]).is_none());
@@ -924,6 +1076,20 @@ mod tests {
         assert!(t.feed(br#""s1","s2"],"answer":"#));
         assert!(t.allows(br#""Both: $ref:s1 and $ref:s2.x""#));
         assert!(!t.allows(br#""$ref:s3""#));
+    }
+
+    #[test]
+    fn a_choice_answer_names_steps_and_fields_the_plan_has() {
+        let mut t = typed();
+        let steps = r#"{"id":"u","tool":"user","arguments":{}},{"id":"c","tool":"calc","arguments":{}}],"answer":{"if":"#;
+        assert!(t.feed(format!("{CALL}{steps}").as_bytes()));
+        assert!(t.allows(br#""$ref:u.city == 'Oslo' and $ref:c > 2""#));
+        assert!(!t.allows(br#""$ref:u.temp < 3""#));
+        assert!(!t.allows(br#""$ref:x > 3""#));
+        assert!(!t.allows(br#""$ref:c.value > 3""#));
+        assert!(t.feed(br#""$ref:c > 2","then":"#));
+        assert!(t.allows(br#""Yes, in $ref:u.city""#));
+        assert!(!t.allows(br#""Yes, in $ref:u.town""#));
     }
 
     #[test]
