@@ -193,6 +193,11 @@ fn step<'s>(schema: &'s Value, segment: &str) -> Step<'s> {
             _ => Step::Unknown,
         };
     }
+    // A value that can only be a list (or null) is entered by index: a name finds nothing in it
+    // (`$ref:c.same.temperature`), as references resolve.
+    if says_array && !types.is_empty() && types.iter().all(|t| matches!(*t, "array" | "null")) {
+        return Step::Missing;
+    }
     if schema.get("patternProperties").is_some() {
         return Step::Unknown;
     }
@@ -283,6 +288,18 @@ mod tests {
             lookup(&tuple, &["2"]),
             Lookup::Missing { at: 0, .. }
         ));
+        // A list has items, not named fields; one that may also be an object may have them.
+        assert!(matches!(
+            lookup(&schema, &["tags", "label"]),
+            Lookup::Missing { at: 1, .. }
+        ));
+        let list = json!({"type": ["array", "null"], "items": {"type": "string"}});
+        assert!(matches!(
+            lookup(&list, &["x"]),
+            Lookup::Missing { at: 0, .. }
+        ));
+        let either = json!({"type": ["array", "object"], "items": {"type": "string"}});
+        assert_eq!(lookup(&either, &["x"]), Lookup::Unknown);
     }
 
     #[test]
@@ -295,10 +312,12 @@ mod tests {
             json!({"$ref": "#/$defs/x"}),
             json!({"type": "object", "properties": {"a": {}}, "additionalProperties": true}),
             json!({"type": "object", "properties": {"a": {}}, "patternProperties": {"^x": {}}}),
-            json!({"type": "array"}),
         ] {
             assert_eq!(lookup(&open, &["b", "c"]), Lookup::Unknown, "{open}");
         }
+        // A list that does not say its items: any item, anything in it.
+        let list = json!({"type": "array"});
+        assert_eq!(lookup(&list, &["0", "c"]), Lookup::Unknown);
         let typed_rest = json!({"type": "object", "additionalProperties": {"type": "number"}});
         assert_eq!(
             lookup(&typed_rest, &["b"]),
