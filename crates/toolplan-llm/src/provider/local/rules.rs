@@ -19,8 +19,9 @@
 //!   string field of an answer that is an object: a choice's condition and replies) a step it does
 //!   not have, or a field its tool's output schema does not have;
 //! * close a plan's steps while a number it must use ([`StepReferences::required_numbers`]: the
-//!   question's) is written in no step's arguments, once: the model writes one more step, and the
-//!   steps may close after it whatever it wrote.
+//!   question's) is written in no step's arguments, or a tool its thought names
+//!   ([`StepReferences::thought_tools`]) is called by no step, once: the model writes one more
+//!   step, and the steps may close after it whatever it wrote.
 //!
 //! The reply's shape is the one of [`reply`](super::reply): `{"tool_calls": [{"name": …,
 //! "arguments": {…}}, …]}`, the name before the arguments, a step's id and tool before its
