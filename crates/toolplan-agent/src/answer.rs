@@ -378,22 +378,6 @@ pub(crate) fn forget_unused_answer(plan: &mut Value, question: &str) -> bool {
     !usable
 }
 
-/// Most levels of a step's arguments [`asked_fields_left_out`] reads for references.
-const MAX_READ_DEPTH: usize = 32;
-
-/// The references in the strings of an argument value, down to [`MAX_READ_DEPTH`] levels.
-fn references_in(value: &Value, into: &mut Vec<Reference>, depth: usize) {
-    if depth > MAX_READ_DEPTH {
-        return;
-    }
-    match value {
-        Value::String(_) => into.extend(references(Some(value))),
-        Value::Array(items) => items.iter().for_each(|v| references_in(v, into, depth + 1)),
-        Value::Object(map) => map.values().for_each(|v| references_in(v, into, depth + 1)),
-        _ => {}
-    }
-}
-
 /// The fields `question` asks for that a plan's text answer leaves out: a field of a step's result
 /// (from its tool's output schema, `output_of`) that the question names as a word of its own
 /// ("team", "conditions" for `condition`), that no step reads (a field a step reads is on the way
@@ -408,7 +392,7 @@ pub(crate) fn asked_fields_left_out(
     question: &str,
     output_of: impl Fn(&str) -> Option<Value>,
 ) -> Vec<String> {
-    let (Some(Value::String(answer)), Some(Value::Array(steps))) =
+    let (Some(Value::String(_)), Some(Value::Array(steps))) =
         (plan.get(ANSWER_TOOL), plan.get("steps"))
     else {
         return Vec::new();
@@ -421,10 +405,10 @@ pub(crate) fn asked_fields_left_out(
     let mut read = Vec::new();
     for step in steps {
         if let Some(arguments) = step.get("arguments") {
-            references_in(arguments, &mut read, 0);
+            toolplan_planner::references_in(arguments, &mut read, 0);
         }
     }
-    let inserted = references(Some(&Value::String(answer.clone())));
+    let inserted = references(plan.get(ANSWER_TOOL));
     let mut left_out: Vec<String> = Vec::new();
     for step in steps.iter().take(toolplan_planner::MAX_CHECKED_STEPS) {
         let (Some(id), Some(tool)) = (

@@ -11,6 +11,8 @@
 //! * [`reference`](mod@reference) — the `$ref:step.path` grammar and path lookup into a step's output.
 //! * [`text_shapes`] — tool output that is text but not JSON: Python literals read as the JSON
 //!   they mean, and the shapes named in errors (a table, `key: value` lines …).
+//! * [`words`] — where a name stands in a model's free text as a word of its own (a plan's thought
+//!   naming its tools), for the planner's check and the local sampler's hold alike.
 //! * [`template`] — a step's arguments with their references found once, rendered per run.
 //! * [`dialect`] — the [`Dialect`](dialect::Dialect) interface a plan format implements to produce the
 //!   IR, and the native format, [`dialect::tool_plan`] (toolplan-query brings LlamaIndex query plans);
@@ -75,6 +77,7 @@ mod schema_check;
 pub mod template;
 pub mod text_shapes;
 mod tool;
+pub mod words;
 
 pub use engine::{DirectCall, Engine};
 pub use error::{InvalidPlan, Problem, RegistryError, ToolError};

@@ -67,8 +67,8 @@ pub use planning::{
     PLAN_ONLY_INSTRUCTIONS, PLANNING_INSTRUCTIONS, Planning, REPLAN_HINT, plan_not_run,
 };
 pub use relevance::{
-    MAX_CHECKED_STEPS, MAX_COMPARED_WORDS, UnaskedStep, final_steps, tool_text, unasked_plan,
-    unasked_steps,
+    MAX_CHECKED_STEPS, MAX_COMPARED_WORDS, UnaskedStep, final_steps, references_in, tool_text,
+    unasked_plan, unasked_steps,
 };
 pub use schema::{
     ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, CONDITION_MAX_CHARS, MAX_STATED_STEPS,

@@ -23,7 +23,7 @@
 
 use rust_stemmers::{Algorithm, Stemmer};
 use serde_json::Value;
-use toolplan_core::reference::{Piece, split_pieces};
+use toolplan_core::reference::{Piece, Reference, split_pieces};
 
 /// Most words of a question, or of one tool, that [`unasked_steps`] compares; the rest are not
 /// read. Bounds the check's work at this number squared per step.
@@ -319,12 +319,21 @@ pub fn final_steps(steps: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// Deepest nesting of arguments that [`referenced_ids`] walks.
+/// Deepest nesting of arguments that [`references_in`] walks.
 const MAX_DEPTH: usize = 64;
 
 /// Adds the step ids that the strings in `value` reference, whole or inside text, as the engine
 /// reads references ([`split_pieces`]); an id read twice is added twice.
 pub(crate) fn referenced_ids(value: &Value, ids: &mut Vec<String>, depth: usize) {
+    let mut references = Vec::new();
+    references_in(value, &mut references, depth);
+    ids.extend(references.into_iter().map(|r| r.step));
+}
+
+/// Adds the references in the strings of `value` (an argument value of a plan's step, as JSON),
+/// whole or inside text, as the engine reads them ([`split_pieces`]), down to 64 levels
+/// from `depth`.
+pub fn references_in(value: &Value, into: &mut Vec<Reference>, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }
@@ -332,14 +341,14 @@ pub(crate) fn referenced_ids(value: &Value, ids: &mut Vec<String>, depth: usize)
         Value::String(s) => {
             for piece in split_pieces(s).into_iter().flatten() {
                 if let Piece::Ref(reference) = piece {
-                    ids.push(reference.step);
+                    into.push(reference);
                 }
             }
         }
-        Value::Array(items) => items.iter().for_each(|v| referenced_ids(v, ids, depth + 1)),
+        Value::Array(items) => items.iter().for_each(|v| references_in(v, into, depth + 1)),
         Value::Object(fields) => fields
             .values()
-            .for_each(|v| referenced_ids(v, ids, depth + 1)),
+            .for_each(|v| references_in(v, into, depth + 1)),
         _ => {}
     }
 }

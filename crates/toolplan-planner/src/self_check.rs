@@ -22,6 +22,7 @@
 
 use serde_json::Value;
 use toolplan_core::reference::REF_PREFIX;
+use toolplan_core::words::word_at;
 
 use crate::schema::THOUGHT_FIELD;
 
@@ -272,29 +273,6 @@ pub fn tools_left_out<'t>(plan: &Value, tools: impl IntoIterator<Item = &'t str>
     named.sort_unstable();
     named.dedup_by_key(|(_, t)| *t);
     named.into_iter().map(|(_, t)| t.to_owned()).collect()
-}
-
-/// Where `word` first stands in `text` as a word of its own (not inside a longer name), if it does.
-fn word_at(text: &str, word: &str) -> Option<usize> {
-    let is_name = |c: char| c.is_alphanumeric() || c == '_' || c == '.' || c == '-';
-    let mut from = 0;
-    while let Some(found) = text.get(from..)?.find(word) {
-        let at = from + found;
-        let end = at + word.len();
-        let before = text[..at].chars().next_back();
-        // A sentence's full stop or a hyphen after the name still ends it.
-        let after = text[end..].chars().next();
-        let after_ok = match after {
-            None => true,
-            Some('.' | '-') => text[end + 1..].chars().next().is_none_or(|c| !is_name(c)),
-            Some(c) => !is_name(c),
-        };
-        if before.is_none_or(|c| !is_name(c)) && after_ok {
-            return Some(at);
-        }
-        from = end;
-    }
-    None
 }
 
 /// What the model reads when its first plan was sent back because its thought names tools that no

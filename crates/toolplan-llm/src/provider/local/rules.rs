@@ -30,6 +30,8 @@
 use std::cell::Cell;
 use std::collections::HashSet;
 
+use toolplan_core::words::word_at;
+
 use crate::message::{StepReferences, ToolDefinition};
 
 /// One segment of a path: an object key, or an array index.
@@ -116,8 +118,9 @@ pub struct ValueRules {
     /// ([`StepReferences::thought_tools`]).
     named_tools: Vec<String>,
     /// How many steps the plan had when a close of its steps was first turned down for a number
-    /// or a tool of the thought left out: the close is turned down once, and allowed after one more step. A cell, since
-    /// the sampler tries pieces on a clone and learns of the refusal there.
+    /// or a tool of the thought left out: the close is turned down once, and allowed after one
+    /// more step. A cell, since the sampler tries pieces on a clone and learns of the refusal
+    /// there.
     refused_close_at: Cell<Option<usize>>,
 }
 
@@ -338,13 +341,15 @@ impl ValueRules {
                             }
                         }
                         Place::Thought => {
-                            let thought = &text.bytes[..text.bytes.len().min(MAX_THOUGHT_BYTES)];
+                            let thought = String::from_utf8_lossy(
+                                &text.bytes[..text.bytes.len().min(MAX_THOUGHT_BYTES)],
+                            );
                             self.named_tools = self
                                 .references()
                                 .map(|refs| {
                                     refs.thought_tools
                                         .iter()
-                                        .filter(|t| names_word(thought, t.as_bytes()))
+                                        .filter(|t| word_at(&thought, t).is_some())
                                         .cloned()
                                         .collect()
                                 })
@@ -535,7 +540,6 @@ impl ValueRules {
         if !closes_steps || self.refused_close_at.get().is_some_and(|at| written > at) {
             return false;
         }
-        let used = numbers_written(&self.argument_text);
         let tool_left_out = tools
             && self.named_tools.iter().any(|tool| {
                 !self
@@ -543,15 +547,19 @@ impl ValueRules {
                     .iter()
                     .any(|s| s.tool.as_deref() == Some(tool.as_bytes()))
             });
+        // The arguments are scanned for numbers only when no tool already keeps the steps open.
         let missing = tool_left_out
-            || refs.required_numbers.iter().any(|values| {
-                let values: Vec<f64> = values.iter().filter_map(|v| v.parse().ok()).collect();
-                !values.is_empty()
-                    && !values.iter().any(|v| {
-                        used.iter()
-                            .any(|u| (u - v).abs() <= 1e-9 * v.abs().max(1.0))
-                    })
-            });
+            || numbers && {
+                let used = numbers_written(&self.argument_text);
+                refs.required_numbers.iter().any(|values| {
+                    let values: Vec<f64> = values.iter().filter_map(|v| v.parse().ok()).collect();
+                    !values.is_empty()
+                        && !values.iter().any(|v| {
+                            used.iter()
+                                .any(|u| (u - v).abs() <= 1e-9 * v.abs().max(1.0))
+                        })
+                })
+            };
         if missing && record {
             self.refused_close_at.set(Some(written));
         }
@@ -568,27 +576,6 @@ impl ValueRules {
             })
             .collect()
     }
-}
-
-/// Whether `word` stands in `text` as a word of its own: not inside a longer name (letters, digits,
-/// `_`, `-`, or a `.` between name characters).
-fn names_word(text: &[u8], word: &[u8]) -> bool {
-    let is_name = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b >= 0x80;
-    if word.is_empty() || word.len() > text.len() {
-        return false;
-    }
-    (0..=text.len() - word.len()).any(|at| {
-        let end = at + word.len();
-        let before = at.checked_sub(1).map(|i| text[i]);
-        let after = text.get(end).copied();
-        // A full stop or hyphen right after the name ends it when no name character follows.
-        let after_ok = match after {
-            None => true,
-            Some(b'.' | b'-') => text.get(end + 1).is_none_or(|&b| !is_name(b)),
-            Some(b) => !is_name(b),
-        };
-        &text[at..end] == word && before.is_none_or(|b| !is_name(b) && b != b'.') && after_ok
-    })
 }
 
 /// The numbers in `text`: runs of digits, with a decimal point between digits.
@@ -930,19 +917,6 @@ mod tests {
         let mut t = rules;
         assert!(t.feed(plan("tool_7").as_bytes()));
         assert!(t.allows(b"]"));
-    }
-
-    #[test]
-    fn names_word_finds_whole_names_only() {
-        assert!(names_word(b"get_user gives", b"get_user"));
-        assert!(names_word(b"then get_user.", b"get_user"));
-        assert!(names_word(b"(calc)", b"calc"));
-        assert!(!names_word(b"get_users", b"get_user"));
-        assert!(!names_word(b"my_get_user", b"get_user"));
-        assert!(!names_word(b"x.get_user", b"get_user"));
-        assert!(!names_word(b"get_user.city", b"get_user"));
-        assert!(!names_word(b"calc", b""));
-        assert!(!names_word(b"ca", b"calc"));
     }
 
     #[test]
