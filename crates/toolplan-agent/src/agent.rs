@@ -25,8 +25,8 @@ use toolplan_planner::{
 };
 
 use crate::answer::{
-    ANSWER_TOOL, answer_shaped, asked_fields_left_out, forget_unused_answer, needs_judgement,
-    prepare_answers, results_answer, without_echoed_question,
+    ANSWER_TOOL, answer_shaped, asked_fields_left_out, forget_unused_answer, named_options,
+    needs_judgement, prepare_answers, results_answer, without_echoed_question,
 };
 use crate::compact::{asked_for_more, compact_request, more_tools_note};
 use crate::earlier::EarlierResults;
@@ -814,21 +814,27 @@ impl Agent {
         })
     }
 
+    /// The names of the tools a plan's steps can call: the engine's, but the answer tool (which a
+    /// plan's `answer` field becomes).
+    fn step_tool_names(&self) -> Vec<String> {
+        self.engine
+            .tools()
+            .iter()
+            .map(|t| t.tool().name().to_owned())
+            .filter(|n| n != ANSWER_TOOL)
+            .collect()
+    }
+
     /// The first plan of `calls` whose thought names tools that none of its steps calls
     /// ([`toolplan_planner::tools_left_out`]; the answer tool, a plain word, is not looked for),
     /// with those tools.
     fn thought_left_out(&self, calls: &[ToolCall]) -> Option<(usize, Vec<String>)> {
-        let tools = self.engine.tools();
-        let names: Vec<&str> = tools
-            .iter()
-            .map(|t| t.tool().name())
-            .filter(|n| *n != ANSWER_TOOL)
-            .collect();
+        let names = self.step_tool_names();
         calls.iter().enumerate().find_map(|(i, c)| {
             if c.name != EXECUTE_TOOL_PLAN {
                 return None;
             }
-            let left_out = tools_left_out(&c.arguments, names.iter().copied());
+            let left_out = tools_left_out(&c.arguments, names.iter().map(String::as_str));
             (!left_out.is_empty()).then_some((i, left_out))
         })
     }
@@ -1003,19 +1009,15 @@ impl Agent {
         // decoding holds it to them while it is written, so that the plan comes whole in one call.
         if record.turns == 1 && self.max_repairs > 0 && self.planner.is_some() {
             let numbers = numbers_to_use(question);
-            let named: Vec<String> = self
-                .engine
-                .tools()
-                .iter()
-                .map(|t| t.tool().name().to_owned())
-                .filter(|n| n != ANSWER_TOOL)
-                .collect();
+            let options = named_options(question);
+            let named = self.step_tool_names();
             let shaped = tools.get_or_insert_with(|| self.definitions.clone());
             for definition in shaped.iter_mut().filter(|d| d.name == EXECUTE_TOOL_PLAN) {
                 if let Some(references) = &mut definition.step_references {
                     references.required_numbers = numbers.clone();
                     references.thought = Some(THOUGHT_FIELD.to_owned());
                     references.thought_tools = named.clone();
+                    references.required_words = options.clone();
                 }
             }
         }

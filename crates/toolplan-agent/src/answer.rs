@@ -21,7 +21,7 @@ use toolplan_core::reference::{Piece, REF_PREFIX, Reference, split_pieces};
 use toolplan_core::{FnTool, Tool, ToolAnnotations, ToolError, ToolResult, value_as_text};
 use toolplan_llm::ToolDefinition;
 use toolplan_planner::{
-    choice_answer_schema, choice_answer_shown, copies_example_answer, final_steps,
+    Judgement, choice_answer_schema, choice_answer_shown, copies_example_answer, final_steps,
     judgement_description,
 };
 
@@ -476,7 +476,12 @@ pub(crate) fn answer_shaped(
             {
                 *shown = choice_answer_shown();
             }
-            if let Some(description) = judgement_description(&definition.description) {
+            let judgement = if chooses_between(question) {
+                Judgement::Between
+            } else {
+                Judgement::YesNo
+            };
+            if let Some(description) = judgement_description(&definition.description, judgement) {
                 definition.description = description;
             }
         }
@@ -512,6 +517,39 @@ pub(crate) fn chooses_between(question: &str) -> bool {
             && !(i > 0 && words[i - 1] == "yes" && words.get(i + 1).is_some_and(|n| n == "no"))
     });
     opens_with(&lowered, CHOICE_OPENINGS) && or_between
+}
+
+/// The options a question that chooses between them names ([`chooses_between`]), where they are
+/// names: the words on each side of an "or" when both start with a capital ("Berlin or London",
+/// "Grace or Heidi", "A7 or B2"), each once. A plan for such a question looks each of them up, so
+/// its steps' arguments write them (the local sampler holds the steps open until they do, once);
+/// options that are not names ("the red one or the blue one") are not read.
+pub(crate) fn named_options(question: &str) -> Vec<String> {
+    if !chooses_between(question) {
+        return Vec::new();
+    }
+    let words: Vec<&str> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let named = |w: &&str| w.chars().next().is_some_and(char::is_uppercase);
+    let mut options: Vec<String> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        if !word.eq_ignore_ascii_case("or") || i == 0 {
+            continue;
+        }
+        let (Some(before), Some(after)) = (words.get(i - 1), words.get(i + 1)) else {
+            continue;
+        };
+        if named(before) && named(after) {
+            for option in [before, after] {
+                if !options.iter().any(|o| o == option) {
+                    options.push((*option).to_owned());
+                }
+            }
+        }
+    }
+    options
 }
 
 /// `text` in lower case, and its words.
@@ -883,6 +921,36 @@ mod tests {
             ),
             ["condition"]
         );
+    }
+
+    #[test]
+    fn the_options_a_question_names() {
+        for (question, options) in [
+            (
+                "Which city is colder right now, Berlin or London? Answer with the city name.",
+                &["Berlin", "London"][..],
+            ),
+            (
+                "Who lives in the warmer city, Grace or Heidi?",
+                &["Grace", "Heidi"],
+            ),
+            ("Which is warmer, New York or Paris?", &["York", "Paris"]),
+            (
+                "Which order ships first, A7 or B2, or A7 again?",
+                &["A7", "B2"],
+            ),
+            // Not names, not a choice, or yes or no: nothing to hold.
+            ("Which is cheaper, the red one or the blue one?", &[]),
+            ("Is it warmer in Berlin or London?", &[]),
+            (
+                "What is the weather in Berlin or London",
+                &["Berlin", "London"],
+            ),
+            ("Is it raining? Answer Yes or No.", &[]),
+            ("", &[]),
+        ] {
+            assert_eq!(named_options(question), options, "{question}");
+        }
     }
 
     #[test]

@@ -175,6 +175,13 @@ pub struct StepReferences {
     /// checks the plan.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thought_tools: Vec<String>,
+    /// Words the plan's steps must write in their arguments before the steps end, each as a word
+    /// of its own, ASCII case ignored: the options a question names to choose between ("Which
+    /// city is colder, Berlin or London?"), which a small model often looks up only the first of.
+    /// Providers that constrain decoding keep the steps open for one more step (once, as for
+    /// [`required_numbers`](Self::required_numbers)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_words: Vec<String>,
 }
 
 impl StepReferences {
@@ -194,6 +201,7 @@ impl StepReferences {
             required_numbers: Vec::new(),
             thought: None,
             thought_tools: Vec::new(),
+            required_words: Vec::new(),
         }
     }
 

@@ -78,11 +78,27 @@ choice: {\"if\": a condition on the results, e.g. \"$ref:a.temp > $ref:b.temp\" 
 \"else\": the reply when it does not}. The condition compares the results itself: plan only the \
 lookups it reads.";
 
+/// The form of the reply a question that asks for a judgement on the results wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judgement {
+    /// Yes or no ("Is it raining where Bob lives?").
+    YesNo,
+    /// One of the options the question names ("Which city is colder, Berlin or London?").
+    Between,
+}
+
 /// The planner's description as a question that asks for a judgement on the results reads it: the
 /// `answer` field is a choice ([`choice_answer_schema`](crate::choice_answer_schema)) instead of
-/// null. Other questions read the description as it is, so that their plans do not change. `None`
-/// when the description does not explain the field.
-pub fn judgement_description(description: &str) -> Option<String> {
+/// null. Where the description has the worked example of a chain with its answer
+/// ([`answer_example`]), the example becomes a plan for a judgement of that form: the same lookups,
+/// no step that compares (the condition does), and a choice as the answer. Elsewhere only the
+/// sentence on judgements changes. Other questions read the description as it is, so that their
+/// plans do not change. `None` when the description does not explain the field.
+pub fn judgement_description(description: &str, judgement: Judgement) -> Option<String> {
+    let example = answer_example();
+    if description.contains(&example) {
+        return Some(description.replace(&example, &judgement_example(judgement)));
+    }
     description
         .contains(JUDGEMENT_NULL)
         .then(|| description.replace(JUDGEMENT_NULL, JUDGEMENT_CHOICE))
@@ -194,18 +210,57 @@ fn property_names(schema: &Value) -> impl Iterator<Item = &str> {
 /// `ending` is the plan's last field as JSON text (the default example's is `"output_steps": ["e"]`).
 pub(crate) fn worked_example(thought_end: Option<&str>, ending: &str) -> String {
     let thought_end = thought_end.map(|t| format!(", {t}")).unwrap_or_default();
+    example_plan(
+        "how much more the product of order A7 costs than the product of order B2",
+        &format!("calculator subtracts the prices{thought_end}"),
+        ", {\"id\": \"e\", \"tool\": \"calculator\", \"arguments\": {\"expression\": \"$ref:p1.price - $ref:p2.price\"}}",
+        ending,
+    )
+}
+
+/// The worked example's plan, for `question`: the lookups of both orders' products, then
+/// `more_steps` (JSON text, each step after a comma), with `thought_end` at the end of the thought
+/// and `ending` as the plan's last field.
+fn example_plan(question: &str, thought_end: &str, more_steps: &str, ending: &str) -> String {
     format!(
-        "\nExample, for how much more the product of order A7 costs than the product of order B2: \
+        "\nExample, for {question}: \
          {{\"thought\": \"get_order gives the sku of orders A7 and B2, get_product gives the price of \
-         each sku, calculator subtracts the prices{thought_end}.\", \"steps\": [{{\"id\": \"o1\", \
+         each sku, {thought_end}.\", \"steps\": [{{\"id\": \"o1\", \
          \"tool\": \"get_order\", \"arguments\": {{\"order_id\": \"A7\"}}}}, {{\"id\": \"o2\", \
          \"tool\": \"get_order\", \"arguments\": {{\"order_id\": \"B2\"}}}}, {{\"id\": \"p1\", \
          \"tool\": \"get_product\", \"arguments\": {{\"sku\": \"$ref:o1.sku\"}}}}, {{\"id\": \"p2\", \
-         \"tool\": \"get_product\", \"arguments\": {{\"sku\": \"$ref:o2.sku\"}}}}, {{\"id\": \"e\", \
-         \"tool\": \"calculator\", \"arguments\": {{\"expression\": \"$ref:p1.price - $ref:p2.price\"}}}}], \
+         \"tool\": \"get_product\", \"arguments\": {{\"sku\": \"$ref:o2.sku\"}}}}{more_steps}], \
          {ending}}}. A field can only be referenced from a step whose tool returns it: plan a step for \
          every lookup the answer needs."
     )
+}
+
+/// The worked example for a question that asks for a judgement of the form `judgement`: the lookups
+/// of the chain example, no step that compares them, and a choice whose condition compares the
+/// prices, then what the choice is. The 1.5B model, shown the chain example with its calculator
+/// step and the choice only described, planned a `compare_data` step and wrote a condition on its
+/// flags (`$ref:c.same`), which says nothing of which is colder or whether both are sunny.
+fn judgement_example(judgement: Judgement) -> String {
+    let (question, then, otherwise) = match judgement {
+        Judgement::YesNo => (
+            "whether the product of order A7 costs more than the product of order B2",
+            "Yes, it costs more.",
+            "No, it does not cost more.",
+        ),
+        Judgement::Between => ("which order's product costs more, A7 or B2", "A7", "B2"),
+    };
+    let mut example = example_plan(
+        question,
+        "the answer compares the prices",
+        "",
+        &format!(
+            "\"answer\": {{\"if\": \"$ref:p1.price > $ref:p2.price\", \"then\": \"{then}\", \"else\": \
+             \"{otherwise}\"}}"
+        ),
+    );
+    example.push(' ');
+    example.push_str(JUDGEMENT_CHOICE);
+    example
 }
 
 /// The answer of the worked example when plans may end with their answer ([`answer_example`]).
@@ -269,8 +324,8 @@ mod tests {
 
     use super::copies_example_answer as copies;
     use super::{
-        JUDGEMENT_CHOICE, JUDGEMENT_NULL, ListedTool, ToolListing, describe, judgement_description,
-        tools_chain,
+        JUDGEMENT_CHOICE, JUDGEMENT_NULL, Judgement, ListedTool, ToolListing, answer_example,
+        describe, judgement_description, tools_chain,
     };
 
     fn tool<'t>(name: &'t str, schema: &'t Value, output: Option<&'t Value>) -> ListedTool<'t> {
@@ -333,24 +388,50 @@ mod tests {
         let output = json!({"type": "object", "properties": {"y": {"type": "string"}}});
         let chained = [tool("a", &schema, Some(&output)), tool("b", &schema, None)];
         let single = [tool("a", &schema, None)];
-        for tools in [&chained[..], &single[..]] {
-            let text = describe(ToolListing::Documented, true, tools);
-            assert!(text.contains(JUDGEMENT_NULL), "{text}");
-            let judged = judgement_description(&text).unwrap();
+        // Without the worked example, only the sentence on judgements changes.
+        let text = describe(ToolListing::Documented, true, &single);
+        assert!(text.contains(JUDGEMENT_NULL), "{text}");
+        for judgement in [Judgement::YesNo, Judgement::Between] {
+            let judged = judgement_description(&text, judgement).unwrap();
             assert!(!judged.contains(JUDGEMENT_NULL));
             assert!(
                 judged.contains("so answer is a choice: {\"if\""),
                 "{judged}"
             );
-            // Everything else is as it was.
             assert_eq!(
                 judged.replace(JUDGEMENT_CHOICE, ""),
                 text.replace(JUDGEMENT_NULL, "")
             );
         }
+        // With it, the example becomes a judgement of the question's form: the same lookups, no
+        // calculator, a choice as the answer.
+        let text = describe(ToolListing::Documented, true, &chained);
+        assert!(text.contains(&answer_example()), "{text}");
+        let yes_no = judgement_description(&text, Judgement::YesNo).unwrap();
+        let between = judgement_description(&text, Judgement::Between).unwrap();
+        for (judged, then) in [
+            (&yes_no, "\"then\": \"Yes, "),
+            (&between, "\"then\": \"A7\""),
+        ] {
+            assert!(!judged.contains(JUDGEMENT_NULL), "{judged}");
+            assert!(judged.contains(JUDGEMENT_CHOICE), "{judged}");
+            assert!(!judged.contains("calculator subtracts"), "{judged}");
+            assert!(
+                judged.contains("\"if\": \"$ref:p1.price > $ref:p2.price\""),
+                "{judged}"
+            );
+            assert!(judged.contains(then), "{judged}");
+            assert!(
+                judged.contains("\"sku\": \"$ref:o2.sku\"}}], \"answer\": {"),
+                "{judged}"
+            );
+            // The tools are listed as before.
+            let tools = text.find("\nTools a plan can call:").unwrap();
+            assert!(judged.ends_with(&text[tools..]), "{judged}");
+        }
         // A description without the answer field has nothing to change.
         let text = describe(ToolListing::Documented, false, &chained);
-        assert_eq!(judgement_description(&text), None);
+        assert_eq!(judgement_description(&text, Judgement::YesNo), None);
     }
 
     #[test]

@@ -55,7 +55,8 @@ pub use dates::{
     plan_with_made_up_dates,
 };
 pub use description::{
-    EXAMPLE_ANSWER, ToolListing, answer_example, copies_example_answer, judgement_description,
+    EXAMPLE_ANSWER, Judgement, ToolListing, answer_example, copies_example_answer,
+    judgement_description,
 };
 pub use execute_tool_plan::ExecuteToolPlan;
 pub use options::{

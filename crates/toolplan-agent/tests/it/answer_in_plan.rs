@@ -399,6 +399,29 @@ async fn a_question_that_needs_a_judgement_is_decoded_with_a_choice_answer() {
         "{}",
         requests[0].tools[0].description
     );
+    // The worked example is a plan for a yes-or-no judgement: its lookups, and a choice that
+    // compares them, with no calculator step.
+    let description = &requests[0].tools[0].description;
+    assert!(
+        description.contains(r#""if": "$ref:p1.price > $ref:p2.price", "then": "Yes, "#),
+        "{description}"
+    );
+    assert!(
+        !description.contains("calculator subtracts"),
+        "{description}"
+    );
+
+    // A question that chooses between named options reads the example for that form.
+    let plan = json!({"steps": [
+        {"id": "b", "tool": "get_weather", "arguments": {"location": "Berlin"}},
+        {"id": "l", "tool": "get_weather", "arguments": {"location": "London"}}],
+        "answer": null});
+    let (model, _) = plan_then_reply(plan, "Berlin", "Which is colder, Berlin or London?").await;
+    let description = &model.requests()[0].tools[0].description;
+    assert!(
+        description.contains(r#""then": "A7", "else": "B2""#),
+        "{description}"
+    );
 
     // A question answered by the results in words may take text.
     let (model, _) = plan_then_reply(

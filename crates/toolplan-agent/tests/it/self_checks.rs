@@ -111,8 +111,12 @@ async fn a_plan_that_leaves_out_a_number_of_the_question_goes_back_once() {
     );
 }
 
-/// The numbers each request holds the plan's steps to (`StepReferences::required_numbers`).
-fn required_numbers(model: &ScriptedModel) -> Vec<Vec<Vec<String>>> {
+/// What each request holds the plan's steps to, as `held` reads it of the plan tool's
+/// `StepReferences` (nothing for a request without them).
+fn holds<T: Default>(
+    model: &ScriptedModel,
+    held: impl Fn(&toolplan_llm::StepReferences) -> T,
+) -> Vec<T> {
     model
         .requests()
         .iter()
@@ -121,10 +125,15 @@ fn required_numbers(model: &ScriptedModel) -> Vec<Vec<Vec<String>>> {
                 .iter()
                 .find(|t| t.name == "execute_tool_plan")
                 .and_then(|t| t.step_references.as_ref())
-                .map(|s| s.required_numbers.clone())
+                .map(&held)
                 .unwrap_or_default()
         })
         .collect()
+}
+
+/// The numbers each request holds the plan's steps to (`StepReferences::required_numbers`).
+fn required_numbers(model: &ScriptedModel) -> Vec<Vec<Vec<String>>> {
+    holds(model, |s| s.required_numbers.clone())
 }
 
 #[tokio::test]
@@ -154,6 +163,25 @@ async fn the_first_plan_is_held_to_the_question_s_numbers_while_it_is_written() 
         .await
         .unwrap();
     assert!(required_numbers(&model).iter().all(Vec::is_empty));
+}
+
+#[tokio::test]
+async fn the_first_plan_is_held_to_the_options_a_question_chooses_between() {
+    let plan = json!({"steps": [weather("b", "Berlin"), weather("l", "London")]});
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan)]),
+        ScriptedModel::answer("Berlin"),
+    ]));
+    planning_agent(Arc::clone(&model), 1)
+        .interact("Which city is colder right now, Berlin or London? Answer with the city name.")
+        .await
+        .unwrap();
+    let words = holds(&model, |s| s.required_words.clone());
+    // The first request only.
+    assert_eq!(
+        words,
+        [vec!["Berlin".to_owned(), "London".to_owned()], vec![]]
+    );
 }
 
 #[tokio::test]

@@ -20,8 +20,10 @@
 //!   not have, or a field its tool's output schema does not have;
 //! * close a plan's steps while a number it must use ([`StepReferences::required_numbers`]: the
 //!   question's) is written in no step's arguments, or a tool its thought names
-//!   ([`StepReferences::thought_tools`]) is called by no step, once: the model writes one more
-//!   step, and the steps may close after it whatever it wrote.
+//!   ([`StepReferences::thought_tools`]) is called by no step, or a word they must write
+//!   ([`StepReferences::required_words`]: the options the question names) is in no step's
+//!   arguments, once: the model writes one more step, and the steps may close after it whatever it
+//!   wrote.
 //!
 //! The reply's shape is the one of [`reply`](super::reply): `{"tool_calls": [{"name": …,
 //! "arguments": {…}}, …]}`, the name before the arguments, a step's id and tool before its
@@ -517,7 +519,8 @@ impl ValueRules {
         };
         let numbers = !refs.required_numbers.is_empty();
         let tools = !self.named_tools.is_empty();
-        if !(numbers || tools) || self.argument_text.len() >= MAX_ARGUMENT_TEXT {
+        let words = !refs.required_words.is_empty();
+        if !(numbers || tools || words) || self.argument_text.len() >= MAX_ARGUMENT_TEXT {
             return false;
         }
         let (index, closes_steps) = match (self.stack.last(), self.path().as_slice()) {
@@ -547,8 +550,14 @@ impl ValueRules {
                     .iter()
                     .any(|s| s.tool.as_deref() == Some(tool.as_bytes()))
             });
-        // The arguments are scanned for numbers only when no tool already keeps the steps open.
+        // The arguments are scanned only when no tool already keeps the steps open.
         let missing = tool_left_out
+            || words && {
+                let written = String::from_utf8_lossy(&self.argument_text).to_ascii_lowercase();
+                refs.required_words
+                    .iter()
+                    .any(|w| word_at(&written, &w.to_ascii_lowercase()).is_none())
+            }
             || numbers && {
                 let used = numbers_written(&self.argument_text);
                 refs.required_numbers.iter().any(|values| {
@@ -845,6 +854,36 @@ mod tests {
         let mut t = numbered();
         assert!(t.feed(format!(r#"{CALL}{{"id":"w","tool":"a","arguments":{{"l":["#).as_bytes()));
         assert!(t.allows(b"]"));
+    }
+
+    #[test]
+    fn steps_that_leave_out_an_option_of_the_question_stay_open_for_one_more_step() {
+        let worded = || {
+            let mut references = StepReferences::plan();
+            references.required_words = vec!["Berlin".into(), "London".into()];
+            ValueRules::for_tools(&[plan_tool().with_step_references(references)]).expect("a rule")
+        };
+        let mut t = worded();
+        let berlin = r#"{"id":"b","tool":"get_weather","arguments":{"location":"berlin"}}"#;
+        assert!(t.feed(format!("{CALL}{berlin}").as_bytes()));
+        // London is in no step (case does not matter for Berlin): no close, nor the space before.
+        assert!(!t.allows(b"]"));
+        assert!(!t.allows(b" "));
+        assert!(t.allows(b","));
+        // One more step, whatever it writes: then the steps may close.
+        assert!(t.feed(br#",{"id":"x","tool":"get_weather","arguments":{"location":"Paris"}}"#));
+        assert!(t.allows(b"]"));
+
+        // Both written, as words of their own: the steps close at once. A word inside a longer
+        // one ("Londonderry"), or only in the thought or an id, does not count.
+        let mut t = worded();
+        let both = r#"{"id":"b","tool":"w","arguments":{"location":"Berlin, DE"}},{"id":"l","tool":"w","arguments":{"q":"LONDON"}}"#;
+        assert!(t.feed(format!("{CALL}{both}").as_bytes()));
+        assert!(t.allows(b"]"));
+        let mut t = worded();
+        let head = r#"{"tool_calls":[{"name":"plan","arguments":{"thought":"London","steps":[{"id":"London","tool":"w","arguments":{"location":"Berlin"}},{"id":"l","tool":"w","arguments":{"location":"Londonderry"}}"#;
+        assert!(t.feed(head.as_bytes()));
+        assert!(!t.allows(b"]"));
     }
 
     fn thoughtful() -> ValueRules {
