@@ -523,7 +523,8 @@ pub(crate) fn chooses_between(question: &str) -> bool {
 /// names: the words on each side of an "or" when both start with a capital ("Berlin or London",
 /// "Grace or Heidi", "A7 or B2"), each once. A plan for such a question looks each of them up, so
 /// its steps' arguments write them (the local sampler holds the steps open until they do, once);
-/// options that are not names ("the red one or the blue one") are not read.
+/// options that are not names ("the red one or the blue one") are not read. At most
+/// [`MAX_NAMED_OPTIONS`].
 pub(crate) fn named_options(question: &str) -> Vec<String> {
     if !chooses_between(question) {
         return Vec::new();
@@ -543,6 +544,9 @@ pub(crate) fn named_options(question: &str) -> Vec<String> {
         };
         if named(before) && named(after) {
             for option in [before, after] {
+                if options.len() == MAX_NAMED_OPTIONS {
+                    return options;
+                }
                 if !options.iter().any(|o| o == option) {
                     options.push((*option).to_owned());
                 }
@@ -551,6 +555,10 @@ pub(crate) fn named_options(question: &str) -> Vec<String> {
     }
     options
 }
+
+/// Most options [`named_options`] reads of a question: the local sampler looks for each in the
+/// plan's arguments whenever the steps might close.
+pub(crate) const MAX_NAMED_OPTIONS: usize = 16;
 
 /// `text` in lower case, and its words.
 fn lowered_words(text: &str) -> (String, Vec<String>) {
@@ -951,6 +959,14 @@ mod tests {
         ] {
             assert_eq!(named_options(question), options, "{question}");
         }
+        // A question with a thousand options names the first few.
+        let many = (0..1_000)
+            .map(|i| format!("C{i}"))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        let options = named_options(&format!("Which is best, {many}?"));
+        assert_eq!(options.len(), MAX_NAMED_OPTIONS);
+        assert_eq!(options[..2], ["C0", "C1"]);
     }
 
     #[test]

@@ -179,7 +179,7 @@ pub struct StepReferences {
     /// of its own, ASCII case ignored: the options a question names to choose between ("Which
     /// city is colder, Berlin or London?"), which a small model often looks up only the first of.
     /// Providers that constrain decoding keep the steps open for one more step (once, as for
-    /// [`required_numbers`](Self::required_numbers)).
+    /// [`required_numbers`](Self::required_numbers)); the local sampler reads the first 64.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required_words: Vec<String>,
 }

@@ -185,6 +185,28 @@ async fn the_first_plan_is_held_to_the_options_a_question_chooses_between() {
 }
 
 #[tokio::test]
+async fn a_question_naming_thousands_of_options_holds_the_plan_to_a_few() {
+    let many = (0..5_000)
+        .map(|i| format!("City{i}"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[(
+            "execute_tool_plan",
+            json!({"steps": [weather("a", "City0")]}),
+        )]),
+        ScriptedModel::answer("City0"),
+    ]));
+    planning_agent(Arc::clone(&model), 1)
+        .interact(&format!("Which is warmest, {many}?"))
+        .await
+        .unwrap();
+    let words = holds(&model, |s| s.required_words.clone());
+    assert_eq!(words[0].len(), 16);
+    assert_eq!(words[0][..2], ["City0", "City1"]);
+}
+
+#[tokio::test]
 async fn a_plan_that_stops_before_its_own_thought_goes_back_open_for_more_steps() {
     let question = "How many degrees warmer is Cairo than Oslo?";
     let short = json!({

@@ -130,6 +130,10 @@ pub struct ValueRules {
 /// fewer).
 const MAX_THOUGHT_BYTES: usize = 4 * 1024;
 
+/// Most of [`StepReferences::required_words`] looked for in the steps' arguments; the rest hold
+/// nothing.
+const MAX_REQUIRED_WORDS: usize = 64;
+
 /// Most bytes of step arguments kept for [`StepReferences::required_numbers`]; past it the rule
 /// stops checking.
 const MAX_ARGUMENT_TEXT: usize = 64 * 1024;
@@ -556,6 +560,7 @@ impl ValueRules {
                 let written = String::from_utf8_lossy(&self.argument_text).to_ascii_lowercase();
                 refs.required_words
                     .iter()
+                    .take(MAX_REQUIRED_WORDS)
                     .any(|w| word_at(&written, &w.to_ascii_lowercase()).is_none())
             }
             || numbers && {
@@ -884,6 +889,19 @@ mod tests {
         let head = r#"{"tool_calls":[{"name":"plan","arguments":{"thought":"London","steps":[{"id":"London","tool":"w","arguments":{"location":"Berlin"}},{"id":"l","tool":"w","arguments":{"location":"Londonderry"}}"#;
         assert!(t.feed(head.as_bytes()));
         assert!(!t.allows(b"]"));
+
+        // Thousands of words from a caller: the first 64 are looked for, the rest hold nothing.
+        let mut references = StepReferences::plan();
+        references.required_words = (0..5_000).map(|i| format!("w{i}")).collect();
+        let mut t =
+            ValueRules::for_tools(&[plan_tool().with_step_references(references)]).expect("a rule");
+        let all: Vec<String> = (0..64).map(|i| format!("w{i}")).collect();
+        let step = format!(
+            r#"{{"id":"a","tool":"t","arguments":{{"q":"{}"}}}}"#,
+            all.join(" ")
+        );
+        assert!(t.feed(format!("{CALL}{step}").as_bytes()));
+        assert!(t.allows(b"]"));
     }
 
     fn thoughtful() -> ValueRules {
