@@ -31,7 +31,7 @@ ROOT = os.path.dirname(HERE)
 
 
 MODE_FLAGS = {"plan-only": ["--plan-only"], "plan-answer": ["--plan-only", "--answer-in-plan"],
-              "plan": [], "no-plan": ["--no-plan"]}
+              "plan": ["--plan-beside"], "no-plan": ["--no-plan"]}
 
 
 def flaky_config(binary, tools, directory):

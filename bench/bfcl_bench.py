@@ -14,8 +14,10 @@ Modes (the same model, greedy):
   plan-only  only execute_tool_plan is offered: the calls are the plan's steps    (--plan-only)
   plan-only:FORM  the same, the planner listing the tools as signatures, documented signatures
              or schemas                                        (--plan-only --plan-listing FORM)
-  plan       the planner beside the tools (toolplan ask's default)
+  plan       the planner beside the tools (--plan-beside; toolplan ask's default with hosted models)
   no-plan    the tools only: the calls are the model's native tool calls         (--no-plan)
+  default    toolplan ask's default for the model (the local model: plan-only with an answer
+             field, --plan-only --answer-in-plan --results-answer; hosted: --plan-beside)
 
 Reported per category x mode: accuracy, runs that ended in an error, repairs (a rejected plan sent
 back once to be fixed) and rescues (repaired runs that scored), model calls, input/output tokens,
@@ -63,7 +65,7 @@ HELD_OUT = {
     "live_parallel": "live_parallel",
     "live_parallel_multiple": "live_parallel_multiple",
 }
-MODE_FLAGS = {"plan-only": ["--plan-only"], "plan": [], "no-plan": ["--no-plan"]}
+MODE_FLAGS = {"plan-only": ["--plan-only"], "plan": ["--plan-beside"], "no-plan": ["--no-plan"], "default": []}
 # plan-only with the planner listing the tools in another form (`--plan-listing`).
 for _form in ("signatures", "documented", "schemas", "native"):
     MODE_FLAGS[f"plan-only:{_form}"] = ["--plan-only", "--plan-listing", _form]

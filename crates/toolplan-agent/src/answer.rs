@@ -474,7 +474,9 @@ pub(crate) fn answer_shaped(
                 .get_mut("properties")
                 .and_then(|p| p.get_mut(ANSWER_TOOL))
             {
-                *shown = choice_answer_shown();
+                // Described where the field was (a schema that explains itself), bare where the
+                // description explains the plan.
+                *shown = choice_answer_shown(shown.get("description").is_some());
             }
             let judgement = if chooses_between(question) {
                 Judgement::Between

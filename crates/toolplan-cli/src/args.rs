@@ -180,8 +180,15 @@ pub struct AskArgs {
     #[arg(long)]
     pub no_plan: bool,
     /// Offer only execute_tool_plan (listing every tool's arguments): every tool use is a plan.
+    /// With the local model and no planning flag, ask plans as `--plan-only --answer-in-plan
+    /// --results-answer` do (what scores best with it: bench/README.md).
     #[arg(long, conflicts_with = "no_plan")]
     pub plan_only: bool,
+    /// Offer execute_tool_plan beside the tools, the model choosing between a plan and direct
+    /// calls: the default with hosted models (with the local model, the default is
+    /// `--plan-only --answer-in-plan --results-answer`).
+    #[arg(long, conflicts_with_all = ["no_plan", "plan_only"])]
+    pub plan_beside: bool,
     /// How the planner lists the tools with --plan-only: documented (the default: each signature
     /// with a line per argument: description, format, bounds, default), signatures (one line each),
     /// schemas (each tool's JSON Schema) or native (the tools shown as tools, not callable).
@@ -209,7 +216,7 @@ pub struct AskArgs {
     pub results_answer: bool,
     /// The planner offered to the model: tool-plan (execute_tool_plan beside the tools) or
     /// query-plan (query_plan_tool only: a DAG of sub-questions, branches answered by the model).
-    #[arg(long, value_enum, default_value = "tool-plan", conflicts_with_all = ["no_plan", "plan_only"])]
+    #[arg(long, value_enum, default_value = "tool-plan", conflicts_with_all = ["no_plan", "plan_only", "plan_beside"])]
     pub planner: PlannerArg,
     /// Also offer one document tool per .md/.txt file of this folder (answers with the file's
     /// best-matching passages).

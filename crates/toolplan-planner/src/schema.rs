@@ -38,8 +38,17 @@ pub const CONDITION_MAX_CHARS: u64 = 200;
 
 /// The plan schema's `answer` field as a question that asks for a judgement on the results sees it
 /// (see [`choice_answer_schema`]; [`judgement_description`](crate::judgement_description) says the
-/// same in the description).
-pub fn choice_answer_shown() -> Value {
+/// same in the description). With `described`, each part says what it is; without, the field is
+/// shown bare, as the rest of a plan schema whose description explains it (a compact listing): the
+/// description then has the choice, and its example.
+pub fn choice_answer_shown(described: bool) -> Value {
+    if !described {
+        return json!({
+            "type": "object",
+            "properties": {"if": {"type": "string"}, "then": {"type": "string"}, "else": {"type": "string"}},
+            "required": ["if", "then", "else"]
+        });
+    }
     json!({
         "type": "object",
         "properties": {

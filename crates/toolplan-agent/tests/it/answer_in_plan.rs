@@ -390,7 +390,7 @@ async fn a_question_that_needs_a_judgement_is_decoded_with_a_choice_answer() {
     // The schema shown and the description say so too.
     assert_eq!(
         requests[0].tools[0].parameters["properties"]["answer"],
-        toolplan_planner::choice_answer_shown()
+        toolplan_planner::choice_answer_shown(false)
     );
     assert!(
         requests[0].tools[0]

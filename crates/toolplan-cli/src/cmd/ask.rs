@@ -38,6 +38,41 @@ fn planning_mode(offered: bool, plan_only: bool, answer_in_plan: bool) -> Planni
     }
 }
 
+/// How `ask` plans: the planning flags as given, or, with the local model and none of `--plan-only`,
+/// `--plan-beside` and `--no-plan`, what scores best with it on the agent bench: only the planner,
+/// plans that bring their answer, and a plan that brings none answered with its results
+/// (`--plan-only --answer-in-plan --results-answer`; bench/README.md). Offered beside the tools,
+/// the local model calls them one round trip at a time and seldom plans. A hosted model keeps the
+/// planner beside the tools, choosing for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PlanFlags {
+    /// Only the planner is offered.
+    plan_only: bool,
+    /// Plans have an `answer` field.
+    answer_in_plan: bool,
+    /// A plan that succeeds without an answer of its own answers with its results.
+    results_answer: bool,
+}
+
+impl PlanFlags {
+    /// The flags `args` give for `spec`, when planning is on (`planning`).
+    fn of(args: &AskArgs, spec: &ModelSpec, planning: bool) -> PlanFlags {
+        let chosen = args.plan_only || args.plan_beside || args.no_plan;
+        if planning && !chosen && matches!(spec, ModelSpec::Local(_)) {
+            return PlanFlags {
+                plan_only: true,
+                answer_in_plan: true,
+                results_answer: true,
+            };
+        }
+        PlanFlags {
+            plan_only: args.plan_only,
+            answer_in_plan: args.answer_in_plan,
+            results_answer: args.results_answer,
+        }
+    }
+}
+
 /// The system instructions: toolplan's own, then the config file's, then the command line's, each
 /// block apart (the builder adds the planner's after them). A user's house rules never remove what
 /// toolplan tells the model about tools and plans.
@@ -73,6 +108,8 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
     let query_planner = args.planner == PlannerArg::QueryPlan;
     let planning = !query_planner && !args.no_plan && config.planning.unwrap_or(true);
 
+    let flags = PlanFlags::of(&args, &spec, planning);
+
     let run_config = settings.run.clone();
     let mut builder = Agent::builder("toolplan")
         .model(Arc::clone(&model))
@@ -80,12 +117,16 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
             config.instructions.as_deref(),
             args.instructions.as_deref(),
         ))
-        .planning(planning_mode(planning, args.plan_only, args.answer_in_plan))
+        .planning(planning_mode(
+            planning,
+            flags.plan_only,
+            flags.answer_in_plan,
+        ))
         .max_turns(args.max_turns.or(config.max_turns).unwrap_or(8))
         .repairs(args.repairs)
         .stream_plans(!args.no_stream)
         .compact_answer(args.compact_answer)
-        .results_answer(args.results_answer)
+        .results_answer(flags.results_answer)
         .run_config(run_config.clone())
         .limits(settings.limits.clone());
     if let Some(n) = config.limits.max_result_bytes {
@@ -355,5 +396,64 @@ fn print_conversation(messages: &[Message]) {
                 m.content
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use toolplan_llm::ModelSpec;
+
+    use super::PlanFlags;
+    use crate::args::{Cli, Command};
+
+    /// The plan flags of `ask hi` with `flags`, for `model`, planning on.
+    fn flags(model: &str, extra: &[&str]) -> PlanFlags {
+        let argv = [&["toolplan", "ask", "hi"][..], extra].concat();
+        let Command::Ask(args) = Cli::try_parse_from(argv)
+            .expect("a valid command line")
+            .command
+        else {
+            unreachable!("ask parses as ask")
+        };
+        let spec: ModelSpec = model.parse().expect("a model spec");
+        PlanFlags::of(&args, &spec, true)
+    }
+
+    #[test]
+    fn the_local_model_plans_with_its_answer_by_default_and_hosted_models_choose() {
+        let best = PlanFlags {
+            plan_only: true,
+            answer_in_plan: true,
+            results_answer: true,
+        };
+        let given = |plan_only, answer_in_plan, results_answer| PlanFlags {
+            plan_only,
+            answer_in_plan,
+            results_answer,
+        };
+        assert_eq!(flags("local", &[]), best);
+        assert_eq!(flags("local:/m.gguf", &[]), best);
+        // Any planning flag is taken as given.
+        assert_eq!(flags("local", &["--plan-only"]), given(true, false, false));
+        assert_eq!(
+            flags("local", &["--plan-beside"]),
+            given(false, false, false)
+        );
+        assert_eq!(
+            flags("local", &["--plan-beside", "--answer-in-plan"]),
+            given(false, true, false)
+        );
+        assert_eq!(flags("local", &["--no-plan"]), given(false, false, false));
+        // Hosted models keep the planner beside the tools.
+        assert_eq!(flags("openai:gpt-4o", &[]), given(false, false, false));
+        assert_eq!(
+            flags("anthropic:claude", &["--results-answer"]),
+            given(false, false, true)
+        );
+        // --plan-beside and --plan-only cannot go together.
+        assert!(
+            Cli::try_parse_from(["toolplan", "ask", "hi", "--plan-beside", "--plan-only"]).is_err()
+        );
     }
 }

@@ -62,7 +62,10 @@ fn ask_answers_with_the_local_model_and_the_demo_tools() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let answer = v["answer"].as_str().unwrap();
     assert!(!answer.trim().is_empty());
-    assert!(v["llm_calls"].as_u64().unwrap() >= 2, "{v}");
+    // The local model's default: one plan that brings its answer, or is answered with its results,
+    // so one model call may be all.
+    assert!(v["llm_calls"].as_u64().unwrap() >= 1, "{v}");
+    assert!(v["plans"].as_u64().unwrap() >= 1, "{v}");
     assert!(v["tool_calls"].as_u64().unwrap() >= 1, "{v}");
     assert!(v["input_tokens"].as_u64().unwrap() > 100, "{v}");
     assert!(v["output_tokens"].as_u64().unwrap() > 0, "{v}");
