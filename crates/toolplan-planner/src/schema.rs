@@ -42,14 +42,7 @@ pub const CONDITION_MAX_CHARS: u64 = 200;
 /// shown bare, as the rest of a plan schema whose description explains it (a compact listing): the
 /// description then has the choice, and its example.
 pub fn choice_answer_shown(described: bool) -> Value {
-    if !described {
-        return json!({
-            "type": "object",
-            "properties": {"if": {"type": "string"}, "then": {"type": "string"}, "else": {"type": "string"}},
-            "required": ["if", "then", "else"]
-        });
-    }
-    json!({
+    let shown = json!({
         "type": "object",
         "properties": {
             "if": {"type": "string", "description": "A condition on the results: $ref: values compared with == != < > <= >=, joined with and, or, not."},
@@ -57,7 +50,12 @@ pub fn choice_answer_shown(described: bool) -> Value {
             "else": {"type": "string", "description": "The reply when it does not."}},
         "required": ["if", "then", "else"],
         "description": "The reply to the user as a choice: a condition on the results, and the reply for each outcome. Written before the results, so never a value of them itself."
-    })
+    });
+    if described {
+        shown
+    } else {
+        strip_annotations(&shown)
+    }
 }
 
 /// The schema of a **choice answer**: the reply to a question that asks for a judgement on the
@@ -337,6 +335,20 @@ pub(crate) fn strip_annotations(schema: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_choice_is_shown_bare_or_described() {
+        let bare = choice_answer_shown(false);
+        assert_eq!(
+            bare,
+            json!({"type": "object", "required": ["if", "then", "else"], "properties": {
+                "if": {"type": "string"}, "then": {"type": "string"}, "else": {"type": "string"}}})
+        );
+        let described = choice_answer_shown(true);
+        assert!(described["description"].is_string());
+        assert!(described["properties"]["if"]["description"].is_string());
+        assert_eq!(strip_annotations(&described), bare);
+    }
 
     #[test]
     fn only_arguments_that_hold_no_string_are_reference_only() {

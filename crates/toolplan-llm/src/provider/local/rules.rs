@@ -114,7 +114,8 @@ pub struct ValueRules {
     /// The steps of the call being written, by index.
     steps: Vec<Step>,
     /// The text of the steps' arguments written so far in the call being written (strings apart),
-    /// for the numbers it must use; at most [`MAX_ARGUMENT_TEXT`] bytes.
+    /// in ASCII lower case, for the numbers and words it must use; at most [`MAX_ARGUMENT_TEXT`]
+    /// bytes.
     argument_text: Vec<u8>,
     /// The tools the plan's thought names, once it is written, when its steps are held to them
     /// ([`StepReferences::thought_tools`]).
@@ -158,6 +159,16 @@ impl ValueRules {
             .iter()
             .filter_map(|t| Some((t.name.clone(), t.step_references.clone()?)))
             .filter(|(_, r)| !r.prefix.is_empty())
+            .map(|(name, mut r)| {
+                // The words as the arguments are kept: the first few, in lower case.
+                r.required_words = r
+                    .required_words
+                    .iter()
+                    .take(MAX_REQUIRED_WORDS)
+                    .map(|w| w.to_ascii_lowercase())
+                    .collect();
+                (name, r)
+            })
             .collect();
         (!unique.is_empty() || !plans.is_empty()).then(|| ValueRules {
             unique,
@@ -225,7 +236,7 @@ impl ValueRules {
     /// One byte; false when it opened or closed a string against a rule.
     fn byte(&mut self, b: u8) -> bool {
         if self.argument_text.len() < MAX_ARGUMENT_TEXT && self.in_step_arguments() {
-            self.argument_text.push(b);
+            self.argument_text.push(b.to_ascii_lowercase());
         }
         if let Some(text) = &mut self.text {
             if text.escaped {
@@ -557,11 +568,10 @@ impl ValueRules {
         // The arguments are scanned only when no tool already keeps the steps open.
         let missing = tool_left_out
             || words && {
-                let written = String::from_utf8_lossy(&self.argument_text).to_ascii_lowercase();
+                let written = String::from_utf8_lossy(&self.argument_text);
                 refs.required_words
                     .iter()
-                    .take(MAX_REQUIRED_WORDS)
-                    .any(|w| word_at(&written, &w.to_ascii_lowercase()).is_none())
+                    .any(|w| word_at(&written, w).is_none())
             }
             || numbers && {
                 let used = numbers_written(&self.argument_text);
