@@ -154,9 +154,22 @@ pub struct ToolsArgs {
     /// its consistent reading).
     #[arg(long)]
     pub json: bool,
-    /// Also list the execute_tool_plan meta-tool as an LLM would see it.
+    /// Also list the execute_tool_plan meta-tool as an LLM would see it: offered beside the tools
+    /// (as the MCP server offers it), or with --plan-listing as `toolplan ask --plan-only` offers it
+    /// alone.
     #[arg(long)]
     pub with_planner: bool,
+    /// How the listed execute_tool_plan lists the tools, as `toolplan ask --plan-only
+    /// --plan-listing FORM` does (that option's default there is documented): what the model reads
+    /// in plan-only mode.
+    #[arg(long, value_enum, value_name = "FORM", requires = "with_planner")]
+    pub plan_listing: Option<PlanListing>,
+    /// Tools declared by a JSON file, as `toolplan ask --tool-defs` reads them (an array of {name,
+    /// description, parameters}, OpenAI's or MCP's tool format), listed after their schemas are
+    /// read: a schema that contradicts itself is shown in its consistent reading, with a warning.
+    /// The built-in tool set then defaults to none.
+    #[arg(long, value_name = "FILE")]
+    pub tool_defs: Option<PathBuf>,
 }
 
 /// `toolplan ask`.
@@ -662,6 +675,18 @@ pub enum ConfirmArg {
     Destructive,
     /// Every plan.
     All,
+}
+
+impl From<PlanListing> for toolplan_planner::ToolListing {
+    fn from(arg: PlanListing) -> Self {
+        use toolplan_planner::ToolListing;
+        match arg {
+            PlanListing::Signatures => ToolListing::Signatures,
+            PlanListing::Documented => ToolListing::Documented,
+            PlanListing::Schemas => ToolListing::Schemas,
+            PlanListing::Native => ToolListing::Native,
+        }
+    }
 }
 
 impl From<ConfirmArg> for toolplan_core::approval::Confirm {

@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use serde_json::json;
 use std::sync::Arc;
-use toolplan_agent::{Agent, AgentError, Planning, Proposal, Record, ToolListing};
+use toolplan_agent::{Agent, AgentError, Planning, Proposal, Record};
 
 use indicatif::ProgressBar;
 use toolplan_llm::{CallPolicy, ChatModel, ConnectOptions, LlmError, Message, ModelSpec, Role};
 use toolplan_query::{QueryPlanTool, QueryPlanner, Synthesizer};
 
 use crate::Outcome;
-use crate::args::{AskArgs, PlanListing, PlannerArg};
+use crate::args::{AskArgs, PlannerArg};
 use crate::cmd::{cancel_on_interrupt, plural};
 use crate::config::Config;
 use crate::output::outln;
@@ -137,12 +137,7 @@ pub async fn execute(args: AskArgs, settings: Settings) -> anyhow::Result<Outcom
         builder = builder.max_plan_steps(n);
     }
     if let Some(listing) = args.plan_listing {
-        builder = builder.plan_listing(match listing {
-            PlanListing::Signatures => ToolListing::Signatures,
-            PlanListing::Documented => ToolListing::Documented,
-            PlanListing::Schemas => ToolListing::Schemas,
-            PlanListing::Native => ToolListing::Native,
-        });
+        builder = builder.plan_listing(listing.into());
     }
     if query_planner {
         // The agent gets query planning as its one tool; branches are written by the same model.

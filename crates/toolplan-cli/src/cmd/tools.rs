@@ -26,7 +26,13 @@ struct Listed {
 
 /// Runs the subcommand.
 pub async fn execute(args: ToolsArgs, settings: Settings) -> anyhow::Result<Outcome> {
-    let registry = Arc::new(toolset::registry(&settings).await?);
+    let mut registry = toolset::registry(&settings).await?;
+    if let Some(file) = &args.tool_defs {
+        let declared = toolset::declared(file)?;
+        toolset::warn_schemas(&declared);
+        registry.register_all(declared)?;
+    }
+    let registry = Arc::new(registry);
     // Each tool's schemas as the registry reads them, with what reading them changed.
     let mut listed: Vec<Listed> = registry
         .iter()
@@ -42,7 +48,10 @@ pub async fn execute(args: ToolsArgs, settings: Settings) -> anyhow::Result<Outc
         })
         .collect();
     if args.with_planner {
-        let planner = ExecuteToolPlan::new(Arc::new(Engine::new(registry)));
+        let mut planner = ExecuteToolPlan::new(Arc::new(Engine::new(registry)));
+        if let Some(listing) = args.plan_listing {
+            planner = planner.listing(listing.into());
+        }
         listed.push(Listed {
             name: planner.name().to_owned(),
             description: planner.description().to_owned(),

@@ -105,6 +105,75 @@ fn declared_tools_are_read_one_way_and_the_user_is_warned() {
     assert!(!planner.contains("dontcare"), "{planner}");
 }
 
+/// `toolplan tools --tool-defs`: the declared tools in the reading the argument check uses, each
+/// contradiction warned of once and listed, and execute_tool_plan listing them as plan-only mode
+/// shows them to the model.
+#[test]
+fn tools_lists_declared_tools_as_the_model_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = dir.path().join("defs.json");
+    std::fs::write(&defs, definitions().to_string()).unwrap();
+    let list = |args: &[&str]| {
+        Command::cargo_bin("toolplan")
+            .unwrap()
+            .arg("tools")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let defs = defs.to_str().unwrap();
+
+    let out = list(&[
+        "--json",
+        "--with-planner",
+        "--plan-listing",
+        "documented",
+        "--tool-defs",
+        defs,
+    ]);
+    common::assert_ok(&out);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.matches("warning: tool").count(), 3, "{stderr}");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    // No built-in tool set beside declared tools unless one is named.
+    assert_eq!(names, ["find_place", "book", "execute_tool_plan"]);
+    assert_eq!(listed[0]["warnings"], json!([LAUNDRY_WARNING]));
+    assert_eq!(
+        listed[1]["parameters"],
+        json!({"type": "object", "properties": {"nights": {"type": "integer"}}})
+    );
+    let description = listed[2]["description"].as_str().unwrap_or_default();
+    for shown in [
+        "- find_place(has_laundry: true|false): Finds a place to stay.",
+        "- book(nights?: integer)",
+    ] {
+        assert!(description.contains(shown), "{description}");
+    }
+    assert!(!description.contains("dontcare"), "{description}");
+
+    // Without --plan-listing, as the MCP server offers it beside the tools: names and descriptions.
+    let out = list(&["--json", "--with-planner", "--tool-defs", defs]);
+    common::assert_ok(&out);
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let description = listed[2]["description"].as_str().unwrap_or_default();
+    assert!(
+        description.contains("- find_place: Finds a place to stay."),
+        "{description}"
+    );
+
+    // --plan-listing lists the planner's tools: it needs --with-planner.
+    let out = list(&["--plan-listing", "documented"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--with-planner"));
+}
+
 #[test]
 fn an_mcp_tool_is_read_one_way_listed_with_its_warning_and_run() {
     let dir = tempfile::tempdir().unwrap();
