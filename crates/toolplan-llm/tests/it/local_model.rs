@@ -414,6 +414,48 @@ async fn a_plan_that_starts_to_repeat_a_step_is_stopped_there() {
     );
 }
 
+#[tokio::test]
+async fn an_array_that_repeats_one_item_is_closed_after_the_limit() {
+    let model = model().await;
+    let order = ToolDefinition {
+        name: "order".into(),
+        description: "Order food: one entry in items per piece".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"type": "string"}}},
+            "required": ["items"],
+        }),
+        ..Default::default()
+    };
+    let mut req = request(
+        vec![
+            Message::system(
+                "Call order once. Its items list holds the string \"burger\" forty times in a \
+                 row and nothing else.",
+            ),
+            Message::user("Forty burgers."),
+        ],
+        vec![order],
+        600,
+    );
+    req.tool_choice = ToolChoice::Required;
+    let response = model.chat(&req, &CancellationToken::new()).await.unwrap();
+    let items = response.message.tool_calls[0].arguments["items"]
+        .as_array()
+        .unwrap()
+        .clone();
+    // Written out, forty burgers; the array closes after the limit of one string in a row, and
+    // the reply ends there rather than at the token limit.
+    assert_eq!(response.stop, StopReason::ToolUse, "{response:?}");
+    assert_eq!(items.len(), 4, "{items:?}");
+    assert!(items.iter().all(|i| i == "burger"), "{items:?}");
+    assert!(
+        response.usage.output_tokens < 100,
+        "{} tokens",
+        response.usage.output_tokens
+    );
+}
+
 /// The ids of the steps of the first plan in a response.
 fn step_ids(response: &toolplan_llm::ChatResponse) -> Vec<String> {
     response.message.tool_calls[0].arguments["steps"]

@@ -91,7 +91,7 @@ pub(super) fn generate(
     // The value rules hold constrained replies only.
     let rules = grammar
         .as_ref()
-        .and_then(|_| ValueRules::for_tools(&job.request.tools));
+        .map(|_| ValueRules::for_tools(&job.request.tools));
     let new_sampler = || {
         Sampler::new(
             model,

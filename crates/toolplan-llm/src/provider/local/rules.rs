@@ -23,7 +23,11 @@
 //!   ([`StepReferences::thought_tools`]) is called by no step, or a word they must write
 //!   ([`StepReferences::required_words`]: the options the question names) is in no step's
 //!   arguments, once: the model writes one more step, and the steps may close after it whatever it
-//!   wrote.
+//!   wrote;
+//! * continue an array, anywhere in the reply, after the same string has been written as
+//!   [`MAX_REPEATED_STRINGS`] items in a row, or the same number or literal as
+//!   [`MAX_REPEATED_SCALARS`] (a small model that falls into a loop writes one item until its
+//!   tokens run out, and the reply is lost): the array closes there.
 //!
 //! The reply's shape is the one of [`reply`](super::reply): `{"tool_calls": [{"name": …,
 //! "arguments": {…}}, …]}`, the name before the arguments, a step's id and tool before its
@@ -51,8 +55,82 @@ enum Frame {
         key: Option<Vec<u8>>,
         expect_key: bool,
     },
-    /// In an array: the index of the item being written.
-    Array { index: usize },
+    /// In an array: the index of the item being written, and the items written in a row that are
+    /// the same.
+    Array { index: usize, items: Items },
+}
+
+/// Most times one string is written as items of an array in a row: the array closes after them.
+/// No value in BFCL's ground truth (every category) holds one string more than twice in a row.
+pub const MAX_REPEATED_STRINGS: usize = 4;
+
+/// Most times one number (or `true`, `false`, `null`) is written as items of an array in a row:
+/// the array closes after them. Lists of one quantity for each of many things repeat a number
+/// legitimately, so the limit is higher than for strings.
+pub const MAX_REPEATED_SCALARS: usize = 32;
+
+/// Longest item compared with the one before it ([`Items`]); a longer one starts a new run.
+const MAX_COMPARED_ITEM: usize = 256;
+
+/// The items of one array as far as a loop in them goes: the item being written (a string or
+/// scalar, not an object or array), the one before it, and how many in a row were that one.
+#[derive(Debug, Clone, Default)]
+struct Items {
+    /// The item being written: a string's bytes after a `"`, a scalar's bytes.
+    current: Vec<u8>,
+    /// Whether the item being written is one that is not compared: an object, an array, or
+    /// longer than [`MAX_COMPARED_ITEM`].
+    uncompared: bool,
+    /// The item before it, as `current` held it.
+    last: Vec<u8>,
+    /// How many items in a row were `last` (0 before the first).
+    run: usize,
+}
+
+impl Items {
+    /// Adds a byte of the item being written.
+    fn push(&mut self, b: u8) {
+        if self.current.len() >= MAX_COMPARED_ITEM {
+            self.uncompared = true;
+        } else {
+            self.current.push(b);
+        }
+    }
+
+    /// The item being written is done (a `,` or `]` follows): returns whether it ended a run that
+    /// has reached its limit.
+    fn done(&mut self) -> bool {
+        let item = std::mem::take(&mut self.current);
+        let compared = !std::mem::take(&mut self.uncompared) && !item.is_empty();
+        if !compared {
+            self.last.clear();
+            self.run = 0;
+            return false;
+        }
+        if item == self.last {
+            self.run += 1;
+        } else {
+            self.run = 1;
+            self.last = item;
+        }
+        self.run >= self.limit()
+    }
+
+    /// How many times in a row the item before may be written: [`MAX_REPEATED_STRINGS`] for a
+    /// string, [`MAX_REPEATED_SCALARS`] for anything else.
+    fn limit(&self) -> usize {
+        if self.last.first() == Some(&b'"') {
+            MAX_REPEATED_STRINGS
+        } else {
+            MAX_REPEATED_SCALARS
+        }
+    }
+
+    /// Whether the item being written could end a run at its limit: it is like the items before
+    /// it so far, and one more of them reaches the limit.
+    fn may_reach_limit(&self) -> bool {
+        self.run + 1 >= self.limit() && !self.uncompared && self.last.starts_with(&self.current)
+    }
 }
 
 /// What a string of a plan's arguments is, for the reference rules.
@@ -140,8 +218,9 @@ const MAX_REQUIRED_WORDS: usize = 64;
 const MAX_ARGUMENT_TEXT: usize = 64 * 1024;
 
 impl ValueRules {
-    /// The tracker for replies that may call `tools`, or `None` when no tool has a rule.
-    pub fn for_tools(tools: &[ToolDefinition]) -> Option<Self> {
+    /// The tracker for replies that may call `tools`: every reply has the rule on items written
+    /// again and again; the tools add theirs.
+    pub fn for_tools(tools: &[ToolDefinition]) -> Self {
         let unique: Vec<Rule> = tools
             .iter()
             .flat_map(|t| {
@@ -170,7 +249,7 @@ impl ValueRules {
                 (name, r)
             })
             .collect();
-        (!unique.is_empty() || !plans.is_empty()).then(|| ValueRules {
+        ValueRules {
             unique,
             plans,
             stack: Vec::new(),
@@ -181,14 +260,17 @@ impl ValueRules {
             argument_text: Vec::new(),
             named_tools: Vec::new(),
             refused_close_at: Cell::new(None),
-        })
+        }
     }
 
     /// Whether `piece` can follow what was written without breaking a rule. A piece that opens or
     /// closes no string and adds nothing to a string under a reference rule is always allowed.
     pub fn allows(&self, piece: &[u8]) -> bool {
         let spaces = !piece.is_empty() && piece.iter().all(u8::is_ascii_whitespace);
-        if piece.contains(&b'"')
+        let may_close_a_run = piece.contains(&b',')
+            && matches!(self.stack.last(), Some(Frame::Array { items, .. }) if items.may_reach_limit());
+        if may_close_a_run
+            || piece.contains(&b'"')
             || piece.contains(&b']')
             || (spaces && matches!(self.stack.last(), Some(Frame::Array { .. })))
         {
@@ -239,6 +321,12 @@ impl ValueRules {
             self.argument_text.push(b.to_ascii_lowercase());
         }
         if let Some(text) = &mut self.text {
+            // An item of an array: its bytes are compared with the item before.
+            if !text.key
+                && let Some(Frame::Array { items, .. }) = self.stack.last_mut()
+            {
+                items.push(b);
+            }
             if text.escaped {
                 text.escaped = false;
                 text.bytes.push(b);
@@ -255,14 +343,29 @@ impl ValueRules {
             }
             return true;
         }
+        // A container or a scalar item of an array.
+        if let Some(Frame::Array { items, .. }) = self.stack.last_mut() {
+            match b {
+                b'{' | b'[' => items.uncompared = true,
+                b'"' => items.push(b),
+                b',' | b']' | b' ' | b'\n' | b'\t' | b'\r' => {}
+                _ => items.push(b),
+            }
+        }
         match b {
             b'{' => self.stack.push(Frame::Object {
                 key: None,
                 expect_key: true,
             }),
-            b'[' => self.stack.push(Frame::Array { index: 0 }),
+            b'[' => self.stack.push(Frame::Array {
+                index: 0,
+                items: Items::default(),
+            }),
             b']' => {
                 let kept = !self.closes_steps_short(true);
+                if let Some(Frame::Array { items, .. }) = self.stack.last_mut() {
+                    items.done();
+                }
                 self.stack.pop();
                 return kept;
             }
@@ -274,7 +377,11 @@ impl ValueRules {
             }
             b',' => match self.stack.last_mut() {
                 Some(Frame::Object { expect_key, .. }) => *expect_key = true,
-                Some(Frame::Array { index }) => *index += 1,
+                Some(Frame::Array { index, items }) => {
+                    *index += 1;
+                    // One more of an item written too often in a row: the array must close.
+                    return !items.done();
+                }
                 None => {}
             },
             b':' => {
@@ -540,7 +647,7 @@ impl ValueRules {
         }
         let (index, closes_steps) = match (self.stack.last(), self.path().as_slice()) {
             (
-                Some(Frame::Array { index }),
+                Some(Frame::Array { index, .. }),
                 [
                     Segment::Key(t),
                     Segment::Index(_),
@@ -596,7 +703,7 @@ impl ValueRules {
             .iter()
             .filter_map(|f| match f {
                 Frame::Object { key, .. } => key.clone().map(Segment::Key),
-                Frame::Array { index } => Some(Segment::Index(*index)),
+                Frame::Array { index, .. } => Some(Segment::Index(*index)),
             })
             .collect()
     }
@@ -750,7 +857,6 @@ mod tests {
 
     fn tracker() -> ValueRules {
         ValueRules::for_tools(&[plan_tool(), ToolDefinition::new("echo", "", json!({}))])
-            .expect("a rule")
     }
 
     /// A plan tool with the reference rules: `add`'s `n` can be a string only as a reference.
@@ -761,7 +867,7 @@ mod tests {
                 .with_text("answer")
                 .with_reference_only(only),
         );
-        ValueRules::for_tools(&[plan]).expect("a rule")
+        ValueRules::for_tools(&[plan])
     }
 
     /// Feeds `text` token by token as `pieces`, and says whether every piece was allowed.
@@ -816,7 +922,7 @@ mod tests {
             vec!["32".into()],
             vec!["2".into(), "0.02".into()],
         ];
-        ValueRules::for_tools(&[plan_tool().with_step_references(references)]).expect("a rule")
+        ValueRules::for_tools(&[plan_tool().with_step_references(references)])
     }
 
     #[test]
@@ -876,7 +982,7 @@ mod tests {
         let worded = || {
             let mut references = StepReferences::plan();
             references.required_words = vec!["Berlin".into(), "London".into()];
-            ValueRules::for_tools(&[plan_tool().with_step_references(references)]).expect("a rule")
+            ValueRules::for_tools(&[plan_tool().with_step_references(references)])
         };
         let mut t = worded();
         let berlin = r#"{"id":"b","tool":"get_weather","arguments":{"location":"berlin"}}"#;
@@ -903,8 +1009,7 @@ mod tests {
         // Thousands of words from a caller: the first 64 are looked for, the rest hold nothing.
         let mut references = StepReferences::plan();
         references.required_words = (0..5_000).map(|i| format!("w{i}")).collect();
-        let mut t =
-            ValueRules::for_tools(&[plan_tool().with_step_references(references)]).expect("a rule");
+        let mut t = ValueRules::for_tools(&[plan_tool().with_step_references(references)]);
         let all: Vec<String> = (0..64).map(|i| format!("w{i}")).collect();
         let step = format!(
             r#"{{"id":"a","tool":"t","arguments":{{"q":"{}"}}}}"#,
@@ -918,7 +1023,7 @@ mod tests {
         let mut references = StepReferences::plan();
         references.thought = Some("thought".into());
         references.thought_tools = vec!["get_user".into(), "get_weather".into(), "calc".into()];
-        ValueRules::for_tools(&[plan_tool().with_step_references(references)]).expect("a rule")
+        ValueRules::for_tools(&[plan_tool().with_step_references(references)])
     }
 
     const THOUGHT: &str = r#"{"tool_calls":[{"name":"plan","arguments":{"thought":"get_user gives the city, get_weather its temp.","steps":["#;
@@ -969,8 +1074,7 @@ mod tests {
         let mut references = StepReferences::plan();
         references.thought = Some("thought".into());
         references.thought_tools = (0..2_000).map(|i| format!("tool_{i}")).collect();
-        let rules =
-            ValueRules::for_tools(&[plan_tool().with_step_references(references)]).expect("a rule");
+        let rules = ValueRules::for_tools(&[plan_tool().with_step_references(references)]);
         // tool_7 is named at the start, tool_9 only past what is read.
         let thought = format!("tool_7 {} tool_9", "x ".repeat(512 * 1024));
         let plan = |tool: &str| {
@@ -987,8 +1091,64 @@ mod tests {
     }
 
     #[test]
-    fn no_rules_no_tracker() {
-        assert!(ValueRules::for_tools(&[ToolDefinition::new("echo", "", json!({}))]).is_none());
+    fn an_item_written_again_and_again_closes_its_array() {
+        let mut t = ValueRules::for_tools(&[ToolDefinition::new("order", "", json!({}))]);
+        let start = r#"{"tool_calls":[{"name":"order","arguments":{"items":["#;
+        assert!(t.feed(start.as_bytes()));
+        let burger = "\"麦辣鸡腿堡\"";
+        for _ in 0..MAX_REPEATED_STRINGS - 1 {
+            assert!(t.feed(burger.as_bytes()));
+            assert!(t.allows(b","), "fewer than the limit in a row");
+            assert!(t.feed(b","));
+        }
+        // The last one the limit allows: after it only the close.
+        assert!(t.feed(burger.as_bytes()));
+        assert!(!t.allows(b","));
+        assert!(!t.allows(b", "));
+        assert!(!t.allows(b",\""));
+        assert!(t.allows(b" "));
+        assert!(t.allows(b"]"));
+        assert!(t.feed(br#"],"quantities":["#));
+        // The same numbers are allowed many more times, and runs of others are counted apart.
+        let mut numbers = String::new();
+        for _ in 0..MAX_REPEATED_SCALARS - 1 {
+            numbers.push_str("1, ");
+        }
+        assert!(t.feed(numbers.as_bytes()));
+        assert!(t.feed(b"1"));
+        assert!(!t.allows(b","));
+        assert!(!t.allows(b", 1"));
+        assert!(t.allows(b"]"));
+    }
+
+    #[test]
+    fn different_items_and_items_of_objects_repeat_freely() {
+        let mut t = ValueRules::for_tools(&[ToolDefinition::new("order", "", json!({}))]);
+        let mut text = String::from(r#"{"tool_calls":[{"name":"order","arguments":{"items":["#);
+        // Strings that alternate, and the same string inside objects, many times.
+        for i in 0..20 {
+            text.push_str(if i % 2 == 0 { r#""a","# } else { r#""b","# });
+        }
+        text.push_str(r#""c"],"rows":["#);
+        for _ in 0..20 {
+            text.push_str(r#"{"k":"a"},"#);
+        }
+        text.push_str(r#"{"k":"a"}],"nested":[["x"],["x"],["x"],["x"],["x"],["x"]],"#);
+        // A string one byte longer than the last is another item.
+        text.push_str(r#""s":["ab","ab","ab","abc","ab"]}}]}"#);
+        assert!(t.feed(text.as_bytes()), "{text}");
+    }
+
+    #[test]
+    fn a_huge_item_is_compared_only_so_far() {
+        let mut t = ValueRules::for_tools(&[ToolDefinition::new("order", "", json!({}))]);
+        let item = format!("\"{}\"", "x".repeat(1 << 20));
+        assert!(t.feed(br#"{"tool_calls":[{"name":"order","arguments":{"items":["#));
+        for _ in 0..MAX_REPEATED_STRINGS + 2 {
+            assert!(t.feed(item.as_bytes()));
+            assert!(t.allows(b","));
+            assert!(t.feed(b","));
+        }
     }
 
     /// A plan tool whose `user` tool returns `{name, city, tags: [{label}]}` and `calc` a number.
@@ -1007,7 +1167,7 @@ mod tests {
                 .with_text("answer")
                 .with_outputs(outputs),
         );
-        ValueRules::for_tools(&[plan]).expect("a rule")
+        ValueRules::for_tools(&[plan])
     }
 
     #[test]
