@@ -347,8 +347,8 @@ impl ValueRules {
         if let Some(Frame::Array { items, .. }) = self.stack.last_mut() {
             match b {
                 b'{' | b'[' => items.uncompared = true,
-                b'"' => items.push(b),
                 b',' | b']' | b' ' | b'\n' | b'\t' | b'\r' => {}
+                // A scalar's bytes, or the quote that opens a string.
                 _ => items.push(b),
             }
         }
@@ -363,9 +363,6 @@ impl ValueRules {
             }),
             b']' => {
                 let kept = !self.closes_steps_short(true);
-                if let Some(Frame::Array { items, .. }) = self.stack.last_mut() {
-                    items.done();
-                }
                 self.stack.pop();
                 return kept;
             }
