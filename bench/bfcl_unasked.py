@@ -10,6 +10,9 @@ entry's own functions and question. Every plan it flags there is a false alarm.
   column counts those where the value the check asks for is not one the ground truth accepts.
 * `--check dates`: toolplan_planner::dates_not_given, dates the steps write when the question names
   none; each step has every argument the ground truth gives a value.
+* `--check contradicted`: toolplan_planner::options_contradicted, enum values a step sets while the
+  question names another value of the same enum; each step has every argument the ground truth
+  gives a value.
 
     ~/.cache/toolplan/bfcl-venv/bin/python bench/bfcl_unasked.py [--check options] [--categories simple,...]
 
@@ -76,7 +79,7 @@ def accepts(ground_truth, option):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--categories", default=",".join(FILES))
-    ap.add_argument("--check", choices=["unasked", "options", "dates"], default="unasked")
+    ap.add_argument("--check", choices=["unasked", "options", "dates", "contradicted"], default="unasked")
     args = ap.parse_args()
     data = importlib.resources.files("bfcl_eval") / "data"
     lines, category_of, accepted_of = [], {}, {}
@@ -88,7 +91,8 @@ def main():
             tools = [{"name": f["name"], "description": f.get("description", ""),
                       "parameters": f.get("parameters", {})} for f in entry["function"]]
             steps = [{"id": f"s{i}", "tool": name,
-                      "arguments": {"options": ground_truth_arguments, "dates": every_argument}
+                      "arguments": {"options": ground_truth_arguments, "dates": every_argument,
+                                    "contradicted": every_argument}
                       .get(args.check, lambda _: {})(accepted)}
                      for i, call in enumerate(answers[entry["id"]]["ground_truth"])
                      for name, accepted in call.items()]
@@ -104,7 +108,7 @@ def main():
         r = json.loads(line)
         c = counts.setdefault(category_of[r["id"]], [0, 0, 0])
         c[0] += 1
-        flagged = r.get("unasked") or r.get("left_out") or r.get("made_up")
+        flagged = r.get("unasked") or r.get("left_out") or r.get("made_up") or r.get("contradicted")
         if flagged:
             c[1] += 1
             wrong = [o for o in r.get("left_out", []) if not accepts(accepted_of[r["id"]], o)]

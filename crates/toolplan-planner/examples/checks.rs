@@ -7,21 +7,26 @@
 //! * `options`: `{"id", "left_out": [{"step", "parameter": [names], "value"}]}`, the options
 //!   [`toolplan_planner::options_left_out`] finds the question names and no step sets;
 //! * `dates`: `{"id", "made_up": [{"step", "parameter": [names], "value"}]}`, the dates
-//!   [`toolplan_planner::dates_not_given`] finds the steps write and the question does not give.
+//!   [`toolplan_planner::dates_not_given`] finds the steps write and the question does not give;
+//! * `contradicted`: `{"id", "contradicted": [{"step", "parameter": [names], "value", "named"}]}`,
+//!   the options [`toolplan_planner::options_contradicted`] finds the steps set while the question
+//!   names another value.
 //!
 //! For `bench/bfcl_unasked.py`, which runs BFCL's ground truth through them.
 //!
-//!     cargo run --release -p toolplan-planner --example checks -- unasked|options|dates < lines.jsonl
+//!     cargo run --release -p toolplan-planner --example checks -- unasked|options|dates|contradicted < lines.jsonl
 
 use std::io::{BufRead, Write};
 
 use serde_json::{Value, json};
-use toolplan_planner::{dates_not_given, options_left_out, tool_text, unasked_steps};
+use toolplan_planner::{
+    dates_not_given, options_contradicted, options_left_out, tool_text, unasked_steps,
+};
 
 fn main() -> std::io::Result<()> {
     let check = std::env::args().nth(1).unwrap_or_default();
-    if !["unasked", "options", "dates"].contains(&check.as_str()) {
-        eprintln!("usage: checks unasked|options|dates < lines.jsonl");
+    if !["unasked", "options", "dates", "contradicted"].contains(&check.as_str()) {
+        eprintln!("usage: checks unasked|options|dates|contradicted < lines.jsonl");
         std::process::exit(2);
     }
     let stdin = std::io::stdin();
@@ -58,7 +63,18 @@ fn main() -> std::io::Result<()> {
                     &s["arguments"],
                 )
             });
-            if check == "dates" {
+            if check == "contradicted" {
+                let found: Vec<Value> = options_contradicted(question, calls, |name| {
+                    tool(name).map(|t| &t["parameters"])
+                })
+                .iter()
+                .map(|o| {
+                    json!({"step": o.step, "parameter": o.parameter, "value": o.value,
+                           "named": o.named})
+                })
+                .collect();
+                json!({"id": entry["id"], "contradicted": found})
+            } else if check == "dates" {
                 let made_up: Vec<Value> = dates_not_given(question, calls)
                     .iter()
                     .map(|d| json!({"step": d.step, "parameter": d.parameter, "value": d.value}))

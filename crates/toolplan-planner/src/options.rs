@@ -422,6 +422,147 @@ fn named_values(left_out: &[LeftOutOption]) -> String {
     crate::self_check::listed(&values)
 }
 
+/// Enum values that are everyday words rather than names of an option: a question says them in
+/// passing ("list all PostgreSQL servers" names no `type: "all"`), so [`options_contradicted`]
+/// does not read them as the question's choice.
+const PASSING_WORDS: &[&str] = &[
+    "all", "any", "both", "none", "other", "auto", "default", "yes", "no", "true", "false",
+];
+
+/// An option a call sets that its question contradicts ([`options_contradicted`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContradictedOption {
+    /// The position of the call among those [`options_contradicted`] was given.
+    pub call: usize,
+    /// The id of the step (for a direct call, the tool's name).
+    pub step: String,
+    /// The tool the step calls.
+    pub tool: String,
+    /// The parameter, with the object parameters it is inside first.
+    pub parameter: Vec<String>,
+    /// The value the call sets, which the question does not name.
+    pub value: String,
+    /// The values of the same enum that the question names, as the enum writes them.
+    pub named: Vec<String>,
+}
+
+/// The options `calls` (`(step id, tool, arguments)`) set that the question contradicts: a
+/// parameter with an enum of strings that a call sets to a value the question does not name,
+/// while the question names another value of the same enum ("in Celsius" and `unit:
+/// "fahrenheit"`) and no call of the same tool sets that parameter to a value it names (one
+/// question can ask for ounces of one food and pieces of another). Values are named as
+/// [`options_left_out`] reads them; values shorter than [`MIN_OPTION_CHARS`] and everyday words
+/// such as "all" are not read as named. At most [`MAX_CHECKED_OPTIONS`] enum values are looked
+/// at.
+///
+/// Not used by the agent yet: measured on BFCL's ground truth first
+/// (`bench/bfcl_unasked.py --check contradicted`).
+pub fn options_contradicted<'c, 's>(
+    question: &str,
+    calls: impl IntoIterator<Item = (&'c str, &'c str, &'c Value)>,
+    schema_of: impl Fn(&str) -> Option<&'s Value>,
+) -> Vec<ContradictedOption> {
+    let question = plain(question);
+    let mut budget = MAX_CHECKED_OPTIONS;
+    // Every enum option each call sets: (call, step, tool, parameter, value, named values).
+    let mut set: Vec<ContradictedOption> = Vec::new();
+    for (call, (step, tool, arguments)) in calls.into_iter().enumerate() {
+        let Some(schema) = schema_of(tool) else {
+            continue;
+        };
+        let mut path = Vec::new();
+        set_options(
+            &question,
+            schema,
+            arguments,
+            &mut path,
+            0,
+            &mut budget,
+            &mut |parameter, value, named| {
+                set.push(ContradictedOption {
+                    call,
+                    step: step.to_owned(),
+                    tool: tool.to_owned(),
+                    parameter,
+                    value,
+                    named,
+                });
+            },
+        );
+        if budget == 0 {
+            break;
+        }
+    }
+    set.iter()
+        .filter(|o| {
+            let is_named = |value: &str| o.named.iter().any(|n| n.eq_ignore_ascii_case(value));
+            !o.named.is_empty()
+                && !is_named(&o.value)
+                && !set
+                    .iter()
+                    .any(|p| p.tool == o.tool && p.parameter == o.parameter && is_named(&p.value))
+        })
+        .cloned()
+        .collect()
+}
+
+/// Calls `found(parameter, value, named)` for each string enum value `arguments` sets under
+/// `schema`'s properties (nested objects too), with the values of that enum the question names.
+fn set_options(
+    question: &str,
+    schema: &Value,
+    arguments: &Value,
+    path: &mut Vec<String>,
+    depth: usize,
+    budget: &mut usize,
+    found: &mut dyn FnMut(Vec<String>, String, Vec<String>),
+) {
+    if depth > MAX_OPTION_DEPTH {
+        return;
+    }
+    let (Some(properties), Some(arguments)) = (
+        schema.get("properties").and_then(Value::as_object),
+        arguments.as_object(),
+    ) else {
+        return;
+    };
+    for (name, given) in arguments {
+        let Some(property) = properties.get(name) else {
+            continue;
+        };
+        path.push(name.clone());
+        if let (Some(options), Some(value)) = (
+            property.get("enum").and_then(Value::as_array),
+            given.as_str(),
+        ) {
+            if options.iter().any(|o| o.as_str() == Some(value)) {
+                let mut named = Vec::new();
+                for option in options.iter().filter_map(Value::as_str) {
+                    if *budget == 0 {
+                        break;
+                    }
+                    *budget -= 1;
+                    let words = plain(option);
+                    let words = words.trim();
+                    if option.chars().count() >= MIN_OPTION_CHARS
+                        && !PASSING_WORDS.contains(&words)
+                        && has_words(question, words)
+                    {
+                        named.push(option.to_owned());
+                    }
+                }
+                found(path.clone(), value.to_owned(), named);
+            }
+        } else if given.is_object() {
+            set_options(question, property, given, path, depth + 1, budget, found);
+        }
+        path.pop();
+        if *budget == 0 {
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -563,5 +704,85 @@ mod tests {
         assert!(options_left_out(&last, [("s", "t", &json!({}))], |_| Some(&schema)).is_empty());
         let first = options_left_out("opt3", [("s", "t", &json!({}))], |_| Some(&schema));
         assert_eq!(first.len(), 1);
+    }
+
+    fn unit_schema() -> Value {
+        json!({"type": "object", "properties": {
+            "location": {"type": "string"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "body": {"type": "object", "properties": {
+                "mode": {"type": "string", "enum": ["COOL", "AIR_DRY"]}}}}})
+    }
+
+    fn contradicted(question: &str, calls: &[(&str, &str, Value)]) -> Vec<(String, String)> {
+        let schema = unit_schema();
+        options_contradicted(question, calls.iter().map(|(s, t, a)| (*s, *t, a)), |_| {
+            Some(&schema)
+        })
+        .into_iter()
+        .map(|o| (o.step, o.value))
+        .collect()
+    }
+
+    #[test]
+    fn a_value_the_question_contradicts_is_found() {
+        let q = "What is the weather in New York? Give the temperature in Celsius.";
+        let step = |id, unit| (id, "weather", json!({"location": "New York", "unit": unit}));
+        // One step with the other value.
+        assert_eq!(
+            contradicted(q, &[step("a", "fahrenheit")]),
+            [("a".to_owned(), "fahrenheit".to_owned())]
+        );
+        // Both values, one step each: the step with the named one stands, so the other is not
+        // read as contradicting it (another food, another unit).
+        assert!(contradicted(q, &[step("a", "celsius"), step("b", "fahrenheit")]).is_empty());
+        // The value named, or no value named, or the parameter not set: nothing.
+        assert!(contradicted(q, &[step("a", "celsius")]).is_empty());
+        assert!(contradicted("Weather in Rome?", &[step("a", "fahrenheit")]).is_empty());
+        assert!(contradicted(q, &[("a", "weather", json!({"location": "NY"}))]).is_empty());
+        // Inside an object parameter, with `_` read as a space.
+        let body = |mode| ("c", "weather", json!({"body": {"mode": mode}}));
+        assert_eq!(
+            contradicted("Set it to air dry.", &[body("COOL")]),
+            [("c".to_owned(), "COOL".to_owned())]
+        );
+        assert!(contradicted("Set it to air dry.", &[body("AIR_DRY")]).is_empty());
+    }
+
+    #[test]
+    fn everyday_words_are_not_a_choice() {
+        let schema = json!({"type": "object", "properties": {
+            "type": {"type": "string", "enum": ["all", "postgres", "mysql"]}}});
+        let calls = [("s", "list", json!({"type": "postgres"}))];
+        let found = options_contradicted(
+            "List all PostgreSQL servers",
+            calls.iter().map(|(s, t, a)| (*s, *t, a)),
+            |_| Some(&schema),
+        );
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn a_huge_enum_is_read_only_so_far() {
+        let options: Vec<String> = (0..MAX_CHECKED_OPTIONS * 4)
+            .map(|i| format!("opt{i}"))
+            .collect();
+        let schema =
+            json!({"type": "object", "properties": {"o": {"type": "string", "enum": options}}});
+        let calls: Vec<(String, Value)> = (0..64)
+            .map(|i| {
+                (
+                    format!("s{i}"),
+                    json!({"o": format!("opt{}", MAX_CHECKED_OPTIONS * 4 - 1)}),
+                )
+            })
+            .collect();
+        let found = options_contradicted(
+            "Use opt1 please",
+            calls.iter().map(|(s, a)| (s.as_str(), "t", a)),
+            |_| Some(&schema),
+        );
+        // The first call's enum spends the budget before any later call is read.
+        assert!(found.len() <= 1, "{}", found.len());
     }
 }
