@@ -147,14 +147,15 @@ impl<'a> Given<'a> {
                     ..LimitFlags::default()
                 },
             ),
-            Command::Tools(a) => {
-                let mut given = plans(&a.tools, LimitFlags::default());
+            Command::Tools(a) => Given {
                 // Declared tools are the ones listed: no built-in set unless named.
-                if a.tool_defs.is_some() && a.tools.tools.is_none() {
-                    given.tools = Some(Some(ToolSet::None));
-                }
-                given
-            }
+                tools: Some(
+                    a.tools
+                        .tools
+                        .or(a.tool_defs.is_some().then_some(ToolSet::None)),
+                ),
+                ..plans(&a.tools, LimitFlags::default())
+            },
             Command::Mcp(a) => Given {
                 // A server's requests must end: its plans have a deadline unless told `none`.
                 base: RunConfig {

@@ -142,15 +142,12 @@ impl Walk<'_> {
                 return;
             }
             *self.budget -= 1;
-            if value.chars().count() < MIN_OPTION_CHARS || Some(value) == default {
+            if Some(value) == default || !names(self.question, value) {
                 continue;
             }
             let words = plain(value);
-            if words.trim().is_empty()
-                || has_words(&described, words.trim())
-                || !has_words(self.question, words.trim())
-                || self.written.iter().any(|w| has_words(w, words.trim()))
-            {
+            let words = words.trim();
+            if has_words(&described, words) || self.written.iter().any(|w| has_words(w, words)) {
                 continue;
             }
             self.found.push(LeftOutOption {
@@ -238,6 +235,15 @@ fn described_default(description: &str) -> String {
         said.push(c);
     }
     said
+}
+
+/// Whether `question` ([`plain`]) names the enum value `option`: the value has at least
+/// [`MIN_OPTION_CHARS`] characters and stands in the question as words of their own, compared
+/// without case and with `_` and `-` read as spaces.
+fn names(question: &str, option: &str) -> bool {
+    let words = plain(option);
+    let words = words.trim();
+    option.chars().count() >= MIN_OPTION_CHARS && !words.is_empty() && has_words(question, words)
 }
 
 /// `text` lowercased, with `_` and `-` as spaces.
@@ -464,7 +470,8 @@ pub fn options_contradicted<'c, 's>(
 ) -> Vec<ContradictedOption> {
     let question = plain(question);
     let mut budget = MAX_CHECKED_OPTIONS;
-    // Every enum option each call sets: (call, step, tool, parameter, value, named values).
+    // Every enum option each call sets, with the values of its enum the question names; those
+    // the question contradicts are kept below.
     let mut set: Vec<ContradictedOption> = Vec::new();
     for (call, (step, tool, arguments)) in calls.into_iter().enumerate() {
         let Some(schema) = schema_of(tool) else {
@@ -542,12 +549,7 @@ fn set_options(
                         break;
                     }
                     *budget -= 1;
-                    let words = plain(option);
-                    let words = words.trim();
-                    if option.chars().count() >= MIN_OPTION_CHARS
-                        && !PASSING_WORDS.contains(&words)
-                        && has_words(question, words)
-                    {
+                    if names(question, option) && !PASSING_WORDS.contains(&plain(option).trim()) {
                         named.push(option.to_owned());
                     }
                 }
