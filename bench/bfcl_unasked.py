@@ -13,6 +13,9 @@ entry's own functions and question. Every plan it flags there is a false alarm.
 * `--check contradicted`: toolplan_planner::options_contradicted, enum values a step sets while the
   question names another value of the same enum; each step has every argument the ground truth
   gives a value.
+* `--check twins`: toolplan_planner::contradicted_twins, steps that are another step's twin but for
+  an enum value the question contradicts (what the agent drops from a plan); each step has every
+  argument the ground truth gives a value.
 
     ~/.cache/toolplan/bfcl-venv/bin/python bench/bfcl_unasked.py [--check options] [--categories simple,...]
 
@@ -79,7 +82,7 @@ def accepts(ground_truth, option):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--categories", default=",".join(FILES))
-    ap.add_argument("--check", choices=["unasked", "options", "dates", "contradicted"], default="unasked")
+    ap.add_argument("--check", choices=["unasked", "options", "dates", "contradicted", "twins"], default="unasked")
     args = ap.parse_args()
     data = importlib.resources.files("bfcl_eval") / "data"
     lines, category_of, accepted_of = [], {}, {}
@@ -92,7 +95,7 @@ def main():
                       "parameters": f.get("parameters", {})} for f in entry["function"]]
             steps = [{"id": f"s{i}", "tool": name,
                       "arguments": {"options": ground_truth_arguments, "dates": every_argument,
-                                    "contradicted": every_argument}
+                                    "contradicted": every_argument, "twins": every_argument}
                       .get(args.check, lambda _: {})(accepted)}
                      for i, call in enumerate(answers[entry["id"]]["ground_truth"])
                      for name, accepted in call.items()]

@@ -62,9 +62,10 @@ pub struct Record {
     /// Options the question names that a call or plan step left out and the agent set, the
     /// question leaving no doubt ([`toolplan_planner::settled_options`]).
     pub filled_options: usize,
-    /// Steps of a plan that went back for dates the question never gives and came back with them,
-    /// standing alone (reading no result, read by none), dropped before it ran
-    /// ([`toolplan_planner::drop_made_up_steps`]).
+    /// Steps of plans dropped before they ran, standing alone (reading no result, read by none):
+    /// steps of a plan that went back for dates the question never gives and came back with them
+    /// ([`toolplan_planner::drop_made_up_steps`]), and steps that are another step's twin but for
+    /// an option the question contradicts ([`toolplan_planner::drop_contradicted_twins`]).
     pub dropped_steps: usize,
     /// Plans whose failed steps all failed with an error that asks to try again (a busy service):
     /// the next reply was made to call a tool and started with those steps; counted in `repairs`.

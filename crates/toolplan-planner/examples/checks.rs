@@ -10,23 +10,27 @@
 //!   [`toolplan_planner::dates_not_given`] finds the steps write and the question does not give;
 //! * `contradicted`: `{"id", "contradicted": [{"step", "parameter": [names], "value", "named"}]}`,
 //!   the options [`toolplan_planner::options_contradicted`] finds the steps set while the question
-//!   names another value.
+//!   names another value;
+//! * `twins`: `{"id", "contradicted": [...]}` as `contradicted`, the steps
+//!   [`toolplan_planner::contradicted_twins`] finds are another step's twin but for a value the
+//!   question contradicts.
 //!
 //! For `bench/bfcl_unasked.py`, which runs BFCL's ground truth through them.
 //!
-//!     cargo run --release -p toolplan-planner --example checks -- unasked|options|dates|contradicted < lines.jsonl
+//!     cargo run --release -p toolplan-planner --example checks -- unasked|options|dates|contradicted|twins < lines.jsonl
 
 use std::io::{BufRead, Write};
 
 use serde_json::{Value, json};
 use toolplan_planner::{
-    dates_not_given, options_contradicted, options_left_out, tool_text, unasked_steps,
+    contradicted_twins, dates_not_given, options_contradicted, options_left_out, tool_text,
+    unasked_steps,
 };
 
 fn main() -> std::io::Result<()> {
     let check = std::env::args().nth(1).unwrap_or_default();
-    if !["unasked", "options", "dates", "contradicted"].contains(&check.as_str()) {
-        eprintln!("usage: checks unasked|options|dates|contradicted < lines.jsonl");
+    if !["unasked", "options", "dates", "contradicted", "twins"].contains(&check.as_str()) {
+        eprintln!("usage: checks unasked|options|dates|contradicted|twins < lines.jsonl");
         std::process::exit(2);
     }
     let stdin = std::io::stdin();
@@ -63,16 +67,20 @@ fn main() -> std::io::Result<()> {
                     &s["arguments"],
                 )
             });
-            if check == "contradicted" {
-                let found: Vec<Value> = options_contradicted(question, calls, |name| {
-                    tool(name).map(|t| &t["parameters"])
-                })
-                .iter()
-                .map(|o| {
-                    json!({"step": o.step, "parameter": o.parameter, "value": o.value,
+            if check == "contradicted" || check == "twins" {
+                let schema_of = |name: &str| tool(name).map(|t| &t["parameters"]);
+                let found = if check == "twins" {
+                    contradicted_twins(question, calls, schema_of)
+                } else {
+                    options_contradicted(question, calls, schema_of)
+                };
+                let found: Vec<Value> = found
+                    .iter()
+                    .map(|o| {
+                        json!({"step": o.step, "parameter": o.parameter, "value": o.value,
                            "named": o.named})
-                })
-                .collect();
+                    })
+                    .collect();
                 json!({"id": entry["id"], "contradicted": found})
             } else if check == "dates" {
                 let made_up: Vec<Value> = dates_not_given(question, calls)

@@ -231,63 +231,15 @@ fn ordinal_day(word: &str) -> bool {
 
 /// Removes from `plan` (an `execute_tool_plan` call's arguments) the steps that write a date
 /// `question` never gives ([`dates_not_given`]) and stand alone: they read no other step's result
-/// and no step reads theirs. One step always stays. Returns the ids removed; `output_steps` loses
-/// them too. For a plan that was sent back for its made-up dates and came back with them: the
+/// and nothing in the plan (a step, its answer) reads theirs. One step always stays. Returns the
+/// ids removed; `output_steps` loses them too. For a plan that was sent back for its made-up dates and came back with them: the
 /// 1.5B model, told its booking's dates were not the question's, sent the search and the booking
 /// again, and the search was all that was asked.
 pub fn drop_made_up_steps(question: &str, plan: &mut Value) -> Vec<String> {
-    let Some(steps) = plan.get("steps").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    let calls = steps.iter().map(|s| {
-        let text = |key: &str| s.get(key).and_then(Value::as_str).unwrap_or_default();
-        (
-            text("id"),
-            text("tool"),
-            s.get("arguments").unwrap_or(&Value::Null),
-        )
-    });
-    let mut ids: Vec<String> = Vec::new();
-    for made_up in dates_not_given(question, calls) {
-        if !ids.contains(&made_up.step) {
-            ids.push(made_up.step);
-        }
-    }
-    let unread = crate::relevance::final_steps(steps);
-    let reads_nothing = |id: &str| {
-        steps
-            .iter()
-            .find(|s| s.get("id").and_then(Value::as_str) == Some(id))
-            .and_then(|s| s.get("arguments"))
-            .is_none_or(|a| {
-                let mut reads = Vec::new();
-                crate::relevance::referenced_ids(a, &mut reads, 0);
-                reads.is_empty()
-            })
-    };
-    let alone: Vec<String> = ids
-        .into_iter()
-        .filter(|id| unread.contains(id) && reads_nothing(id))
-        .collect();
-    let mut dropped = Vec::new();
-    if let Some(steps) = plan.get_mut("steps").and_then(Value::as_array_mut) {
-        for id in alone {
-            if steps.len() <= 1 {
-                break;
-            }
-            if let Some(at) = steps
-                .iter()
-                .position(|s| s.get("id").and_then(Value::as_str) == Some(id.as_str()))
-            {
-                steps.remove(at);
-                dropped.push(id);
-            }
-        }
-    }
-    if let Some(outputs) = plan.get_mut("output_steps").and_then(Value::as_array_mut) {
-        outputs.retain(|o| !o.as_str().is_some_and(|o| dropped.iter().any(|d| d == o)));
-    }
-    dropped
+    crate::relevance::drop_found_steps(plan, |calls| {
+        let made_up = dates_not_given(question, calls);
+        made_up.into_iter().map(|d| d.step).collect()
+    })
 }
 
 /// What the model reads when its first plan was sent back because a step writes a date the

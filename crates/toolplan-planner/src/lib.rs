@@ -23,8 +23,10 @@
 //!   question gives that no step uses), and references written without their marker marked.
 //! * `options` — a first plan checked for the options its question names (an enum value, "high"
 //!   for `windStrength`) that no step sets ([`options_left_out`]): set where the question leaves
-//!   no doubt ([`settled_options`]), sent back otherwise; and for options it sets that the question
-//!   contradicts ([`options_contradicted`], measured on BFCL's ground truth, not used yet).
+//!   no doubt ([`settled_options`]), sent back otherwise; steps that are another step's twin but
+//!   for an option the question contradicts ("in Celsius", and the weather fetched in Celsius and
+//!   again in Fahrenheit) taken out ([`drop_contradicted_twins`]); and options a lone step sets
+//!   that the question contradicts ([`options_contradicted`], measured, not used).
 //! * `dates` — a first plan checked for dates its question never gives ([`dates_not_given`]).
 //! * `relevance` — steps of a first plan that its question does not ask for ([`unasked_steps`]).
 //!
@@ -62,8 +64,8 @@ pub use description::{
 pub use execute_tool_plan::ExecuteToolPlan;
 pub use options::{
     ContradictedOption, LeftOutOption, MAX_CHECKED_OPTIONS, MIN_OPTION_CHARS,
-    calls_without_options, options_contradicted, options_left_out, plan_without_options,
-    set_option, settled_options,
+    calls_without_options, contradicted_twins, drop_contradicted_twins, options_contradicted,
+    options_left_out, plan_without_options, set_option, settled_options,
 };
 pub use planning::{
     ANSWER_FAILED_HINT, ANSWER_IN_PLAN_INSTRUCTIONS, BUSY_HINT, CUT_OFF_NOTE, FIX_PLAN_HINT,

@@ -319,6 +319,90 @@ pub fn final_steps(steps: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// Takes out of `plan` (an `execute_tool_plan` call's arguments) the steps `find` names, given
+/// each step's `(id, tool, arguments)`, that stand alone ([`drop_lone_steps`]). Returns the ids
+/// taken out.
+pub(crate) fn drop_found_steps<F>(plan: &mut Value, find: F) -> Vec<String>
+where
+    F: for<'a> FnOnce(Vec<(&'a str, &'a str, &'a Value)>) -> Vec<String>,
+{
+    let Some(steps) = plan.get("steps").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let calls = steps
+        .iter()
+        .map(|s| {
+            let text = |key: &str| s.get(key).and_then(Value::as_str).unwrap_or_default();
+            (
+                text("id"),
+                text("tool"),
+                s.get("arguments").unwrap_or(&Value::Null),
+            )
+        })
+        .collect();
+    let mut ids: Vec<String> = Vec::new();
+    for id in find(calls) {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    drop_lone_steps(plan, ids)
+}
+
+/// Takes out of `plan` (an `execute_tool_plan` call's arguments) the steps of `ids` that stand
+/// alone: they read no other step's result, and no step (nor anything else in the plan, such as
+/// its `answer`) reads theirs. One step always stays. Returns the ids taken out; `output_steps`
+/// loses them too.
+pub(crate) fn drop_lone_steps(plan: &mut Value, ids: Vec<String>) -> Vec<String> {
+    let Some(steps) = plan.get("steps").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mut unread = final_steps(steps);
+    if let Some(fields) = plan.as_object() {
+        let mut read = Vec::new();
+        for (key, value) in fields {
+            if key != "steps" && key != "output_steps" {
+                referenced_ids(value, &mut read, 0);
+            }
+        }
+        unread.retain(|id| !read.contains(id));
+    }
+    let reads_nothing = |id: &str| {
+        steps
+            .iter()
+            .find(|s| s.get("id").and_then(Value::as_str) == Some(id))
+            .and_then(|s| s.get("arguments"))
+            .is_none_or(|a| {
+                let mut reads = Vec::new();
+                referenced_ids(a, &mut reads, 0);
+                reads.is_empty()
+            })
+    };
+    let alone: Vec<String> = ids
+        .into_iter()
+        .filter(|id| unread.contains(id) && reads_nothing(id))
+        .collect();
+    let mut dropped = Vec::new();
+    if let Some(steps) = plan.get_mut("steps").and_then(Value::as_array_mut) {
+        for id in alone {
+            if steps.len() <= 1 {
+                break;
+            }
+            if let Some(at) = steps
+                .iter()
+                .position(|s| s.get("id").and_then(Value::as_str) == Some(id.as_str()))
+            {
+                steps.remove(at);
+                dropped.push(id);
+            }
+        }
+    }
+    if let Some(outputs) = plan.get_mut("output_steps").and_then(Value::as_array_mut) {
+        outputs.retain(|o| !o.as_str().is_some_and(|o| dropped.iter().any(|d| d == o)));
+    }
+    dropped
+}
+
 /// Deepest nesting of arguments that [`references_in`] walks.
 const MAX_DEPTH: usize = 64;
 

@@ -1,8 +1,9 @@
 //! A first plan checked against its question before it runs (numbers the question gives that no
-//! step uses, tools its own thought names that no step calls, options it names that no step sets, steps it
-//! does not ask for) and a plan that failed through its own references: each
-//! goes back once, and the reply must call a tool. Results named without their `$ref:` marker get
-//! it.
+//! step uses, tools its own thought names that no step calls, options it names that no step sets,
+//! steps it does not ask for) and a plan that failed through its own references: each goes back
+//! once, and the reply must call a tool. Results named without their `$ref:` marker get it. What
+//! the question leaves no doubt about is fixed in place: an option it names set, a step that is
+//! another's twin but for an option it contradicts dropped.
 
 use std::sync::Arc;
 
@@ -752,4 +753,60 @@ async fn a_step_that_comes_back_with_its_made_up_date_is_dropped_when_it_stands_
     assert_eq!(proposal.record.dropped_steps, 1);
     let steps = proposal.calls[0].arguments["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 1);
+}
+
+fn weather_with_units() -> Arc<dyn toolplan_core::Tool> {
+    Arc::new(toolplan_core::FnTool::new(
+        "get_current_weather",
+        "The current weather in a city.",
+        json!({"type": "object", "properties": {
+            "location": {"type": "string"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["location"]}),
+        |arguments: Value, _| async move { Ok(json!({"in": arguments["unit"], "temperature": 3})) },
+    ))
+}
+
+/// The tool results the model read after `plan` ran for `question`, and the steps dropped.
+async fn weather_plan_run(question: &str, plan: Value) -> (String, usize) {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedModel::calls(&[("execute_tool_plan", plan)]),
+        ScriptedModel::answer("3 degrees."),
+    ]));
+    let out = Agent::builder("test")
+        .model(model)
+        .tools([weather_with_units()])
+        .planning(Planning::Only)
+        .build()
+        .unwrap()
+        .interact(question)
+        .await
+        .unwrap();
+    assert_eq!(out.record.repairs, 0);
+    let result = tool_messages(&out.messages)[0].content.clone();
+    (result, out.record.dropped_steps)
+}
+
+#[tokio::test]
+async fn a_step_that_is_another_but_for_a_unit_the_question_does_not_ask_is_dropped() {
+    let step = |id: &str, unit: &str| {
+        json!({"id": id, "tool": "get_current_weather",
+               "arguments": {"location": "New York, NY", "unit": unit}})
+    };
+    let plan = json!({"steps": [step("c", "celsius"), step("f", "fahrenheit")],
+                      "output_steps": ["c", "f"]});
+    let question = "What is the weather in New York? Give the temperature in Celsius.";
+    let (result, dropped) = weather_plan_run(question, plan.clone()).await;
+    assert!(result.contains("celsius"), "{result}");
+    assert!(!result.contains("fahrenheit"), "{result}");
+    assert_eq!(dropped, 1);
+
+    // Both units asked: both steps run.
+    let question = "The weather in New York, in celsius and in fahrenheit?";
+    let (result, dropped) = weather_plan_run(question, plan).await;
+    assert!(
+        result.contains("fahrenheit") && result.contains("celsius"),
+        "{result}"
+    );
+    assert_eq!(dropped, 0);
 }
