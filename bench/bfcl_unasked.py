@@ -16,6 +16,10 @@ entry's own functions and question. Every plan it flags there is a false alarm.
 * `--check twins`: toolplan_planner::contradicted_twins, steps that are another step's twin but for
   an enum value the question contradicts (what the agent drops from a plan); each step has every
   argument the ground truth gives a value.
+* `--check repeats`: toolplan_planner::repeats_with_additions, steps that repeat another step with
+  additions the question does not give (what the agent drops from a plan); each plan is read twice,
+  with every argument the ground truth gives a value and with every argument it may leave out left
+  out, so the plans column counts two per entry.
 
     ~/.cache/toolplan/bfcl-venv/bin/python bench/bfcl_unasked.py [--check options] [--categories simple,...]
 
@@ -82,7 +86,7 @@ def accepts(ground_truth, option):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--categories", default=",".join(FILES))
-    ap.add_argument("--check", choices=["unasked", "options", "dates", "contradicted", "twins"], default="unasked")
+    ap.add_argument("--check", choices=["unasked", "options", "dates", "contradicted", "twins", "repeats"], default="unasked")
     args = ap.parse_args()
     data = importlib.resources.files("bfcl_eval") / "data"
     lines, category_of, accepted_of = [], {}, {}
@@ -93,16 +97,18 @@ def main():
             question = " ".join(m["content"] for m in entry["question"][0] if m["role"] == "user")
             tools = [{"name": f["name"], "description": f.get("description", ""),
                       "parameters": f.get("parameters", {})} for f in entry["function"]]
-            steps = [{"id": f"s{i}", "tool": name,
-                      "arguments": {"options": ground_truth_arguments, "dates": every_argument,
-                                    "contradicted": every_argument, "twins": every_argument}
-                      .get(args.check, lambda _: {})(accepted)}
-                     for i, call in enumerate(answers[entry["id"]]["ground_truth"])
-                     for name, accepted in call.items()]
-            lines.append(json.dumps({"id": entry["id"], "question": question, "tools": tools,
-                                     "plan": {"steps": steps}}))
-            category_of[entry["id"]] = short
-            accepted_of[entry["id"]] = answers[entry["id"]]["ground_truth"]
+            readings = {"options": [ground_truth_arguments], "dates": [every_argument],
+                        "contradicted": [every_argument], "twins": [every_argument],
+                        "repeats": [every_argument, ground_truth_arguments]}
+            for n, reading in enumerate(readings.get(args.check, [lambda _: {}])):
+                steps = [{"id": f"s{i}", "tool": name, "arguments": reading(accepted)}
+                         for i, call in enumerate(answers[entry["id"]]["ground_truth"])
+                         for name, accepted in call.items()]
+                plan_id = entry["id"] if n == 0 else f"{entry['id']} (optional left out)"
+                lines.append(json.dumps({"id": plan_id, "question": question, "tools": tools,
+                                         "plan": {"steps": steps}}))
+                category_of[plan_id] = short
+                accepted_of[plan_id] = answers[entry["id"]]["ground_truth"]
     run = subprocess.run(["cargo", "run", "--quiet", "--release", "-p", "toolplan-planner",
                           "--example", "checks", "--", args.check], input="\n".join(lines) + "\n", text=True,
                          capture_output=True, cwd=os.path.dirname(HERE), check=True)
@@ -111,7 +117,8 @@ def main():
         r = json.loads(line)
         c = counts.setdefault(category_of[r["id"]], [0, 0, 0])
         c[0] += 1
-        flagged = r.get("unasked") or r.get("left_out") or r.get("made_up") or r.get("contradicted")
+        flagged = (r.get("unasked") or r.get("left_out") or r.get("made_up") or r.get("contradicted")
+                   or r.get("repeats"))
         if flagged:
             c[1] += 1
             wrong = [o for o in r.get("left_out", []) if not accepts(accepted_of[r["id"]], o)]

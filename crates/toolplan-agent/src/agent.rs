@@ -18,8 +18,8 @@ use toolplan_llm::{
 };
 use toolplan_planner::{
     CUT_OFF_NOTE, ExecuteToolPlan, THOUGHT_FIELD, calls_with_made_up_dates, calls_without_options,
-    dates_not_given, drop_contradicted_twins, drop_made_up_steps, incomplete_calls,
-    incomplete_plan, mark_bare_references, numbers_to_use, options_left_out,
+    dates_not_given, drop_contradicted_twins, drop_made_up_steps, drop_repeats_with_additions,
+    incomplete_calls, incomplete_plan, mark_bare_references, numbers_to_use, options_left_out,
     percentages_as_fractions, plan_arguments, plan_not_run, plan_short_of_thought,
     plan_with_made_up_dates, plan_without_options, set_option, settled_options, tool_text,
     tools_left_out, unasked_plan, unasked_steps, unused_numbers,
@@ -872,30 +872,33 @@ impl Agent {
     /// Where planning is on, `calls` (direct calls and plan steps) made to fit the question where
     /// it leaves no doubt: percentages as fractions ([`Agent::fit_percentages`]), the options it
     /// names set ([`Agent::fill_options`], counted in `record.filled_options`), and steps that
-    /// are another step's twin but for an option it contradicts taken out
-    /// ([`Agent::drop_twins`], counted in `record.dropped_steps`).
+    /// repeat another with a difference it does not ask for taken out ([`Agent::drop_repeats`],
+    /// counted in `record.dropped_steps`).
     fn fit_to_question(&self, input: &str, calls: &mut [ToolCall], record: &mut Record) {
         self.fit_percentages(input, calls);
         record.filled_options += self.fill_options(input, calls);
-        record.dropped_steps += self.drop_twins(input, calls);
+        record.dropped_steps += self.drop_repeats(input, calls);
     }
 
-    /// Where planning is on, takes out of the plans of `calls` the steps that are another step's
-    /// twin but for an option the question contradicts and that stand alone
-    /// ([`toolplan_planner::drop_contradicted_twins`]: asked for the weather "in Celsius", a
-    /// plan that fetches it in Celsius and again in Fahrenheit loses the second), and returns how
-    /// many; without planning the model's calls are taken as they are.
-    fn drop_twins(&self, input: &str, calls: &mut [ToolCall]) -> usize {
+    /// Where planning is on, takes out of the plans of `calls` the steps that repeat another step
+    /// with a difference the question does not ask for, where they stand alone, and returns how
+    /// many; without planning the model's calls are taken as they are. Two kinds: a twin but for
+    /// an option the question contradicts ([`toolplan_planner::drop_contradicted_twins`]: asked
+    /// for the weather "in Celsius", a plan that fetches it in Celsius and again in Fahrenheit
+    /// loses the second), and a repeat with additions the question does not give
+    /// ([`toolplan_planner::drop_repeats_with_additions`]: the same emissions call again with a
+    /// made-up `"efficiency_reduction": 10`).
+    fn drop_repeats(&self, input: &str, calls: &mut [ToolCall]) -> usize {
         if self.planner.is_none() {
             return 0;
         }
         let tools = self.engine.tools();
         plans_of(calls)
             .map(|call| {
-                drop_contradicted_twins(input, &mut call.arguments, |name| {
+                let twins = drop_contradicted_twins(input, &mut call.arguments, |name| {
                     tools.get(name).map(|t| t.schema())
-                })
-                .len()
+                });
+                twins.len() + drop_repeats_with_additions(input, &mut call.arguments).len()
             })
             .sum()
     }

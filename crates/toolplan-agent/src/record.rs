@@ -64,8 +64,10 @@ pub struct Record {
     pub filled_options: usize,
     /// Steps of plans dropped before they ran, standing alone (reading no result, read by none):
     /// steps of a plan that went back for dates the question never gives and came back with them
-    /// ([`toolplan_planner::drop_made_up_steps`]), and steps that are another step's twin but for
-    /// an option the question contradicts ([`toolplan_planner::drop_contradicted_twins`]).
+    /// ([`toolplan_planner::drop_made_up_steps`]), steps that are another step's twin but for an
+    /// option the question contradicts ([`toolplan_planner::drop_contradicted_twins`]), and steps
+    /// that repeat another with additions the question does not give
+    /// ([`toolplan_planner::drop_repeats_with_additions`]).
     pub dropped_steps: usize,
     /// Plans whose failed steps all failed with an error that asks to try again (a busy service):
     /// the next reply was made to call a tool and started with those steps; counted in `repairs`.

@@ -13,24 +13,36 @@
 //!   names another value;
 //! * `twins`: `{"id", "contradicted": [...]}` as `contradicted`, the steps
 //!   [`toolplan_planner::contradicted_twins`] finds are another step's twin but for a value the
-//!   question contradicts.
+//!   question contradicts;
+//! * `repeats`: `{"id", "repeats": [step ids]}`, the steps
+//!   [`toolplan_planner::repeats_with_additions`] finds repeat another step with additions the
+//!   question does not give.
 //!
 //! For `bench/bfcl_unasked.py`, which runs BFCL's ground truth through them.
 //!
-//!     cargo run --release -p toolplan-planner --example checks -- unasked|options|dates|contradicted|twins < lines.jsonl
+//!     cargo run --release -p toolplan-planner --example checks -- unasked|options|dates|contradicted|twins|repeats < lines.jsonl
 
 use std::io::{BufRead, Write};
 
 use serde_json::{Value, json};
 use toolplan_planner::{
-    contradicted_twins, dates_not_given, options_contradicted, options_left_out, tool_text,
-    unasked_steps,
+    contradicted_twins, dates_not_given, options_contradicted, options_left_out,
+    repeats_with_additions, tool_text, unasked_steps,
 };
 
 fn main() -> std::io::Result<()> {
     let check = std::env::args().nth(1).unwrap_or_default();
-    if !["unasked", "options", "dates", "contradicted", "twins"].contains(&check.as_str()) {
-        eprintln!("usage: checks unasked|options|dates|contradicted|twins < lines.jsonl");
+    if ![
+        "unasked",
+        "options",
+        "dates",
+        "contradicted",
+        "twins",
+        "repeats",
+    ]
+    .contains(&check.as_str())
+    {
+        eprintln!("usage: checks unasked|options|dates|contradicted|twins|repeats < lines.jsonl");
         std::process::exit(2);
     }
     let stdin = std::io::stdin();
@@ -67,7 +79,9 @@ fn main() -> std::io::Result<()> {
                     &s["arguments"],
                 )
             });
-            if check == "contradicted" || check == "twins" {
+            if check == "repeats" {
+                json!({"id": entry["id"], "repeats": repeats_with_additions(question, calls)})
+            } else if check == "contradicted" || check == "twins" {
                 let schema_of = |name: &str| tool(name).map(|t| &t["parameters"]);
                 let found = if check == "twins" {
                     contradicted_twins(question, calls, schema_of)

@@ -232,9 +232,9 @@ fn ordinal_day(word: &str) -> bool {
 /// Removes from `plan` (an `execute_tool_plan` call's arguments) the steps that write a date
 /// `question` never gives ([`dates_not_given`]) and stand alone: they read no other step's result
 /// and nothing in the plan (a step, its answer) reads theirs. One step always stays. Returns the
-/// ids removed; `output_steps` loses them too. For a plan that was sent back for its made-up dates and came back with them: the
-/// 1.5B model, told its booking's dates were not the question's, sent the search and the booking
-/// again, and the search was all that was asked.
+/// ids removed; `output_steps` loses them too. For a plan that was sent back for its made-up
+/// dates and came back with them: the 1.5B model, told its booking's dates were not the
+/// question's, sent the search and the booking again, and the search was all that was asked.
 pub fn drop_made_up_steps(question: &str, plan: &mut Value) -> Vec<String> {
     crate::relevance::drop_found_steps(plan, |calls| {
         let made_up = dates_not_given(question, calls);

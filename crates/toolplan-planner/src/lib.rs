@@ -29,6 +29,8 @@
 //!   that the question contradicts ([`options_contradicted`], measured, not used).
 //! * `dates` — a first plan checked for dates its question never gives ([`dates_not_given`]).
 //! * `relevance` — steps of a first plan that its question does not ask for ([`unasked_steps`]).
+//! * `repeats` — steps that repeat another step with additions the question does not give
+//!   ([`repeats_with_additions`]), taken out ([`drop_repeats_with_additions`]).
 //!
 //! ## Example
 //!
@@ -49,6 +51,7 @@ mod execute_tool_plan;
 mod options;
 mod planning;
 mod relevance;
+mod repeats;
 mod schema;
 mod self_check;
 mod signature;
@@ -75,6 +78,7 @@ pub use relevance::{
     MAX_CHECKED_STEPS, MAX_COMPARED_WORDS, UnaskedStep, final_steps, references_in, tool_text,
     unasked_plan, unasked_steps,
 };
+pub use repeats::{MAX_COMPARED_CALLS, drop_repeats_with_additions, repeats_with_additions};
 pub use schema::{
     ANSWER_FIELD, ANSWER_MAX_CHARS, ArgumentsStyle, CONDITION_MAX_CHARS, MAX_STATED_STEPS,
     THOUGHT_FIELD, THOUGHT_MAX_CHARS, choice_answer_schema, choice_answer_shown, plan_schema,

@@ -252,7 +252,7 @@ fn names(question: &str, option: &str) -> bool {
 }
 
 /// `text` lowercased, with `_` and `-` as spaces.
-fn plain(text: &str) -> String {
+pub(crate) fn plain(text: &str) -> String {
     text.chars()
         .map(|c| match c {
             '_' | '-' => ' ',
@@ -543,8 +543,8 @@ fn contradicted_where<'c, 's>(
 /// Takes out of `plan` (an `execute_tool_plan` call's arguments) the steps that are another
 /// step's twin but for an option the question contradicts ([`contradicted_twins`]) and stand
 /// alone: they read no other step's result and nothing in the plan (a step, its answer) reads
-/// theirs. One step always stays. Returns the ids taken out; `output_steps` loses them too. `schema_of` gives a tool's
-/// parameters (a JSON Schema object).
+/// theirs. One step always stays. Returns the ids taken out; `output_steps` loses them too.
+/// `schema_of` gives a tool's parameters (a JSON Schema object).
 pub fn drop_contradicted_twins<'s>(
     question: &str,
     plan: &mut Value,

@@ -442,6 +442,18 @@ fn mark_in(text: &str, ids: &[String], marked: &mut Vec<String>) -> Option<Strin
     changed.then_some(out)
 }
 
+/// Whether `question` gives `value`: writes it as a number (compared as [`unused_numbers`]
+/// compares, "1,000" is 1000), or as a percentage of which it is the fraction ("2%" gives 0.02).
+/// At most [`MAX_CHECKED_NUMBERS`] numbers of the question are read.
+pub(crate) fn gives_number(question: &str, value: f64) -> bool {
+    numbers_in(question)
+        .into_iter()
+        .take(MAX_CHECKED_NUMBERS)
+        .any(|found| {
+            same(value, found.value) || (found.percent && same(value, found.value / 100.0))
+        })
+}
+
 /// Whether two numbers are the same value, allowing for the rounding of decimal fractions.
 fn same(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)

@@ -810,3 +810,19 @@ async fn a_step_that_is_another_but_for_a_unit_the_question_does_not_ask_is_drop
     );
     assert_eq!(dropped, 0);
 }
+
+#[tokio::test]
+async fn a_step_repeated_with_a_value_the_question_does_not_give_is_dropped() {
+    let step = |id: &str, arguments: Value| json!({"id": id, "tool": "get_current_weather", "arguments": arguments});
+    let plan = json!({"steps": [
+        step("w", json!({"location": "Oslo"})),
+        step("again", json!({"location": "Oslo", "unit": "fahrenheit"}))]});
+    let (result, dropped) = weather_plan_run("What is the weather in Oslo?", plan.clone()).await;
+    assert!(!result.contains("fahrenheit"), "{result}");
+    assert_eq!(dropped, 1);
+
+    // The question gives the addition: both run.
+    let (result, dropped) = weather_plan_run("The weather in Oslo, and in fahrenheit?", plan).await;
+    assert!(result.contains("fahrenheit"), "{result}");
+    assert_eq!(dropped, 0);
+}
